@@ -120,9 +120,12 @@ ssize_t mpa_frame_decode(const uint8_t *buf, size_t len, uint16_t pd_max, struct
 	f->rev = rev;
 	f->markers = flags & MPA_FLAG_M;
 	f->crc = flags & MPA_FLAG_C;
-	f->reject = flags & MPA_FLAG_R;
+	/* R only means something in a Reply; in a Request it is reported
+	 * with the reserved bits, like E in revision 1. */
+	f->reject = type == MPA_FRAME_REPLY && (flags & MPA_FLAG_R);
 	f->enhanced = enhanced;
-	f->res = flags & (rev == MPA_REV_2 ? MPA_FLAG_RES : MPA_FLAG_RES | MPA_FLAG_E);
+	f->res = flags & (MPA_FLAG_RES | (rev == MPA_REV_2 ? 0 : MPA_FLAG_E) |
+			  (type == MPA_FRAME_REPLY ? 0 : MPA_FLAG_R));
 
 	const uint8_t *p = buf + MPA_FRAME_HDR_LEN;
 	if (enhanced) {

@@ -32,7 +32,8 @@ struct mpa_frame {
 	bool crc;      /* C */
 	bool reject;   /* R: meaningful in a Reply */
 	bool enhanced; /* E with revision 2: the IRD/ORD block is present */
-	uint8_t res;   /* reserved flag bits as received; encode sends 0 */
+	uint8_t res;   /* reserved flag bits as received (in flag positions);
+			* encode sends 0 */
 	/* The RFC 6581 block; meaningful when enhanced. */
 	bool p2p;      /* A */
 	uint8_t rtr;   /* enum mpa_rtr bits (B/C/D) */
@@ -66,8 +67,8 @@ ssize_t mpa_frame_encode(const struct mpa_frame *f, uint8_t *buf, size_t cap);
  *   -EPROTONOSUPPORT   Rev above 2
  *   -EMSGSIZE          PD_Length above pd_max (use MPA_PD_MAX_RFC or less)
  *   -EBADMSG           an enhanced frame (Rev 2, E=1) with PD_Length below 4
- * Reserved flag bits are reported in f->res and otherwise ignored, as is E in
- * a revision 1 frame (it is a reserved bit there).
+ * Reserved flag bits are reported in f->res and otherwise ignored, as are E
+ * in a revision 1 frame and R in a Request (reserved bits there).
  */
 ssize_t mpa_frame_decode(const uint8_t *buf, size_t len, uint16_t pd_max, struct mpa_frame *f);
 

@@ -261,6 +261,13 @@ static void reject_bit_only_in_reply(void **state)
 	assert_int_equal(mpa_frame_encode(&f, buf, sizeof(buf)), 20);
 	assert_int_equal(buf[MPA_OFF_FLAGS] & MPA_FLAG_R, MPA_FLAG_R);
 	assert_memory_equal(buf, MPA_KEY_REP, 16);
+	/* R received in a Request is a reserved bit there: reported, ignored
+	 * (found by fuzzing: it used to decode as a rejecting Request) */
+	struct mpa_frame g;
+	memcpy(buf, MPA_KEY_REQ, 16);
+	assert_int_equal(mpa_frame_decode(buf, 20, 512, &g), 20);
+	assert_false(g.reject);
+	assert_int_equal(g.res, MPA_FLAG_R);
 }
 
 int main(void)

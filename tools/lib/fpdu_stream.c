@@ -192,7 +192,7 @@ void parse_with_cuts(struct parse_result *r, const struct fpdu_rx_cfg *cfg, cons
 		abort();
 	memset(r, 0, sizeof(*r));
 	fpdu_rx_init(rx, cfg);
-	for (size_t c = 0; c <= ncuts && !r->error; c++) {
+	for (size_t c = 0; c <= ncuts && !r->error && len; c++) {
 		size_t end = c < ncuts ? cuts[c] : len;
 		const uint8_t *p = bytes + start;
 		size_t n = end - start;

@@ -1,0 +1,50 @@
+# Shared by scripts/test, scripts/demo and scripts/fuzz: find the tree,
+# install what a fresh Debian machine lacks, configure and build.
+
+UWARP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+UWARP_JOBS=$(nproc 2>/dev/null || echo 2)
+
+# The Debian packages the build, the tests and the demo need.
+UWARP_PACKAGES=(cmake make gcc clang pkg-config binutils libuv1-dev libisal-dev libcmocka-dev tshark)
+
+uwarp_missing() {
+	local p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+	done
+}
+
+# Install the named packages that are missing, and nothing else.
+uwarp_ensure_packages() {
+	local missing sudo=""
+	missing=$(uwarp_missing "$@")
+	[ -z "$missing" ] && return 0
+	[ "$(id -u)" -ne 0 ] && sudo=sudo
+	echo "== installing missing Debian packages:" $missing
+	export DEBIAN_FRONTEND=noninteractive
+	# tshark's package asks whether ordinary users may capture: no.
+	echo "wireshark-common wireshark-common/install-setuid boolean false" |
+		$sudo debconf-set-selections
+	$sudo apt-get update -qq
+	# shellcheck disable=SC2086
+	$sudo apt-get install -y -qq --no-install-recommends $missing
+}
+
+# Everything, including the sanitizer and libFuzzer runtime of the clang
+# that is installed (Debian ships it separately from clang itself).
+uwarp_ensure_all_packages() {
+	uwarp_ensure_packages "${UWARP_PACKAGES[@]}"
+	local v
+	v=$(clang -dumpversion 2>/dev/null | cut -d. -f1)
+	[ -n "$v" ] && uwarp_ensure_packages "libclang-rt-$v-dev"
+	return 0
+}
+
+# uwarp_build DIR [cmake args...]: configure (once) and build.
+uwarp_build() {
+	local dir=$1
+	shift
+	cmake -S "$UWARP_ROOT" -B "$dir" "$@" >"$dir.configure.log" 2>&1 ||
+		{ mkdir -p "$dir"; cat "$dir.configure.log"; return 1; }
+	cmake --build "$dir" -j "$UWARP_JOBS"
+}
