@@ -78,9 +78,15 @@ static void wire_vector_zero_length_read_request(void **state)
 	be32_put(hdr + DDP_OFF_QN, 1);
 	be32_put(hdr + DDP_OFF_MSN, 1);
 	be32_put(hdr + 18 + 16, 1); /* source STag 1 */
+	static const uint8_t want[52] = {
+		0x00, 0x2e, 0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, /* DDP */
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* sink STag, sink TO */
+		0, 0, 0, 0, 0, 0, 0, 1,             /* size, source STag */
+		0, 0, 0, 0, 0, 0, 0, 0,             /* source TO */
+		0xba, 0x10, 0xe3, 0xc9,
+	};
 	assert_int_equal(one_fpdu(hdr, 46, NULL, 0, out), 52);
-	assert_memory_equal(out, "\x00\x2e\x41\x41", 4);
-	assert_memory_equal(out + 48, "\xba\x10\xe3\xc9", 4);
+	assert_memory_equal(out, want, 52);
 }
 
 /* Without CRC the field is sent as zeros, as siw does. */
