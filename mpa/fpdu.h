@@ -24,6 +24,8 @@
 
 #include <uwarp/wire.h>
 
+#include "rddp_error.h"
+
 /* ---- sizing ---- */
 
 /* Pad bytes after a ULPDU of this length (RFC 5044 4.2). */
@@ -98,14 +100,6 @@ int fpdu_tx_append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_
  * an untagged DDP header plus any RDMAP header (Terminate, Atomic Request). */
 #define FPDU_RX_HDR_MAX 128
 
-/* What went wrong, as a Terminate needs it (RFC 6580 layer/type/code). */
-struct fpdu_rx_error {
-	uint8_t layer;
-	uint8_t etype;
-	uint8_t ecode;
-	const char *what;
-};
-
 struct fpdu_rx_cfg {
 	bool crc;     /* check the CRC of every FPDU */
 	bool markers; /* the peer inserts markers */
@@ -160,7 +154,7 @@ struct fpdu_rx {
 	uint8_t crcbuf[MPA_CRC_SIZE];
 	uint32_t crc;
 	uint8_t hdr[FPDU_RX_HDR_MAX];
-	struct fpdu_rx_error err;
+	struct rddp_error err;
 	uint64_t fpdus;
 	uint64_t bytes;
 };

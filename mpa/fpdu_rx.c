@@ -29,10 +29,7 @@ void fpdu_rx_init(struct fpdu_rx *rx, const struct fpdu_rx_cfg *cfg)
 static enum fpdu_rx_event fail(struct fpdu_rx *rx, uint8_t ecode, const char *what)
 {
 	rx->st = FPDU_RX_S_DEAD;
-	rx->err.layer = UW_TERM_LAYER_LLP;
-	rx->err.etype = UW_TERM_LLP_MPA;
-	rx->err.ecode = ecode;
-	rx->err.what = what;
+	rddp_error_set(&rx->err, UW_TERM_LAYER_LLP, UW_TERM_LLP_MPA, ecode, what);
 	return FPDU_RX_ERROR;
 }
 

@@ -77,10 +77,13 @@
 #define DDP_OFF_MSN 10
 #define DDP_OFF_MO 14
 
-/* Untagged queue numbers (RFC 5040 section 5, RFC 7306 section 9). */
-#define DDP_QN_SEND 0
+/* Untagged queue numbers (RFC 5040 section 5; 3 and 4 from RFC 7306). */
+#define DDP_QN_SEND 0        /* Send variants and Immediate Data */
 #define DDP_QN_READ_REQ 1
 #define DDP_QN_TERMINATE 2
+#define DDP_QN_ATOMIC_REQ 3
+#define DDP_QN_ATOMIC_RESP 4
+#define DDP_QN_COUNT 5
 
 /* ---- RDMAP (RFC 5040 section 4, RFC 7306) ---- */
 
@@ -93,15 +96,106 @@ enum rdmap_opcode {
 	RDMAP_SEND_SE = 0x5,
 	RDMAP_SEND_SE_INVAL = 0x6,
 	RDMAP_TERMINATE = 0x7,
+	/* RFC 7306; 0x8, 0x9, 0xE and 0xF are reserved. Linux siw knows none
+	 * of these: uwarp sends them only to peers that are uwarp. */
+	RDMAP_ATOMIC_REQ = 0xA,
+	RDMAP_ATOMIC_RESP = 0xB,
+	RDMAP_IMMEDIATE = 0xC,
+	RDMAP_IMMEDIATE_SE = 0xD,
 };
+#define RDMAP_OPCODE_COUNT 16
 
 /* Read Request header after the untagged DDP header (RFC 5040 4.4). */
 #define RDMAP_READ_REQ_LEN 28 /* sink STag(4) sink TO(8) size(4) src STag(4) src TO(8) */
+#define RDMAP_RR_OFF_SINK_STAG 0
+#define RDMAP_RR_OFF_SINK_TO 4
+#define RDMAP_RR_OFF_SIZE 12
+#define RDMAP_RR_OFF_SRC_STAG 16
+#define RDMAP_RR_OFF_SRC_TO 20
 
-/* Terminate Control after the untagged DDP header (RFC 5040 4.8). */
+/* Terminate (RFC 5040 4.8): Terminate Control after the untagged DDP
+ * header, then the DDP Segment Length and the terminated headers. */
 #define RDMAP_TERM_CTRL_LEN 4
+#define RDMAP_TERM_HDRCT_M 0x80 /* DDP Segment Length valid */
+#define RDMAP_TERM_HDRCT_D 0x40 /* terminated DDP header included */
+#define RDMAP_TERM_HDRCT_R 0x20 /* terminated RDMAP header included */
+/* Linux siw writes the control word through little-endian bit-fields:
+ * byte 0 is (etype << 4) | layer and M/D/R are bits 0/1/2 of byte 2. */
+#define RDMAP_TERM_SIW_M 0x01
+#define RDMAP_TERM_SIW_D 0x02
+#define RDMAP_TERM_SIW_R 0x04
+#define RDMAP_TERM_SEGLEN_SIZE 2
+#define RDMAP_TERM_RDMAP_HDR_LEN 28 /* a terminated Read Request header */
+
+/* Atomic Request header after the untagged DDP header (RFC 7306 5.2):
+ * reserved(28 bits) | atomic opcode(4), Request Identifier, Remote STag,
+ * Remote TO, Add or Swap Data, Add or Swap Mask, Compare Data, Compare Mask. */
+#define RDMAP_ATOMIC_REQ_LEN 52
+#define RDMAP_AREQ_OFF_OPCODE 0
+#define RDMAP_AREQ_OFF_ID 4
+#define RDMAP_AREQ_OFF_STAG 8
+#define RDMAP_AREQ_OFF_TO 12
+#define RDMAP_AREQ_OFF_DATA 20
+#define RDMAP_AREQ_OFF_DATA_MASK 28
+#define RDMAP_AREQ_OFF_CMP 36
+#define RDMAP_AREQ_OFF_CMP_MASK 44
+enum rdmap_atomic_op {
+	RDMAP_ATOMIC_FETCH_ADD = 0x0,
+	RDMAP_ATOMIC_SWAP = 0x1,
+	RDMAP_ATOMIC_CMP_SWAP = 0x2,
+};
+/* Atomic Response (RFC 7306 5.3): Original Request Identifier, Original
+ * Remote Data Value. */
+#define RDMAP_ATOMIC_RESP_LEN 12
+#define RDMAP_ARESP_OFF_ID 0
+#define RDMAP_ARESP_OFF_VALUE 4
+/* Immediate Data (RFC 7306 5.4): 8 bytes of payload in an untagged
+ * message on queue 0, consuming a posted receive. */
+#define RDMAP_IMMEDIATE_LEN 8
 
 /* ---- RFC 6580 error taxonomy: layer / error type / error code ---- */
+
+/* RDMAP error types and codes (RFC 5040 section 7, RFC 6580). */
+enum uw_term_etype_rdmap {
+	UW_RDMAP_LOCAL_CATASTROPHIC = 0,
+	UW_RDMAP_REMOTE_PROTECTION = 1,
+	UW_RDMAP_REMOTE_OPERATION = 2,
+};
+enum uw_term_ecode_rdmap {
+	UW_RDMAP_INVALID_STAG = 0x00,
+	UW_RDMAP_BASE_BOUNDS = 0x01,
+	UW_RDMAP_ACCESS_RIGHTS = 0x02,
+	UW_RDMAP_STAG_NOT_ASSOCIATED = 0x03,
+	UW_RDMAP_TO_WRAP = 0x04,
+	UW_RDMAP_INVALID_VERSION = 0x05,
+	UW_RDMAP_UNEXPECTED_OPCODE = 0x06,
+	UW_RDMAP_CATASTROPHIC_STREAM = 0x07,
+	UW_RDMAP_CATASTROPHIC_GLOBAL = 0x08,
+	UW_RDMAP_CANNOT_INVALIDATE = 0x09,
+	UW_RDMAP_UNSPECIFIED = 0xff,
+};
+
+/* DDP error types and codes (RFC 5041 section 7, RFC 6580). */
+enum uw_term_etype_ddp {
+	UW_DDP_CATASTROPHIC = 0,
+	UW_DDP_TAGGED = 1,
+	UW_DDP_UNTAGGED = 2,
+};
+enum uw_term_ecode_ddp_tagged {
+	UW_DDP_T_INVALID_STAG = 0x00,
+	UW_DDP_T_BASE_BOUNDS = 0x01,
+	UW_DDP_T_STAG_NOT_ASSOCIATED = 0x02,
+	UW_DDP_T_TO_WRAP = 0x03,
+	UW_DDP_T_INVALID_VERSION = 0x04,
+};
+enum uw_term_ecode_ddp_untagged {
+	UW_DDP_U_INVALID_QN = 0x01,
+	UW_DDP_U_NO_BUFFER = 0x02,
+	UW_DDP_U_MSN_RANGE = 0x03,
+	UW_DDP_U_INVALID_MO = 0x04,
+	UW_DDP_U_TOO_LONG = 0x05,
+	UW_DDP_U_INVALID_VERSION = 0x06,
+};
 
 enum uw_term_layer {
 	UW_TERM_LAYER_RDMAP = 0,

@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size -= 2;
 	bool crc = sel & 1, markers = sel & 2, build = sel & 4;
 	struct fpdu_rx_cfg cfg = { .crc = crc, .markers = markers,
-				   .hdr_len = (sel & 8) ? NULL : test_ddp_hdr_len };
+				   .hdr_len = (sel & 8) ? NULL : rdmap_hdr_len };
 	struct fpdu_stream s;
 	const uint8_t *bytes = data;
 	size_t len = size;

@@ -159,7 +159,7 @@ static void flipped_byte_is_bad_crc_to_both(void **state)
 	for (int markers = 0; markers < 2; markers++) {
 		struct mpa_session s;
 		struct tshark_counts c;
-		struct fpdu_rx_error err;
+		struct rddp_error err;
 		char *pcap = tmp_pcap();
 		session(&s, true, markers, markers);
 		const struct sent_fpdu *f = &s.stream[0].fpdus[5];

@@ -17,7 +17,7 @@
 
 static struct fpdu_rx_cfg cfg_for(bool crc, bool markers)
 {
-	struct fpdu_rx_cfg c = { .crc = crc, .markers = markers, .hdr_len = test_ddp_hdr_len };
+	struct fpdu_rx_cfg c = { .crc = crc, .markers = markers, .hdr_len = rdmap_hdr_len };
 	return c;
 }
 

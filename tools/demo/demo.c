@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 	static const uint32_t sizes[] = { 0, 4, 5, 64, 1000, 4096, 9000, 20000, 1 };
 	size_t n = sizeof(sizes) / sizeof(sizes[0]);
 	for (int d = 0; d < 2; d++) {
-		struct fpdu_rx_error err;
+		struct rddp_error err;
 		mpa_session_send(&s, d, sizes, n, fpdu_mulpdu(emss, s.params[d].markers_tx),
 				 (uint32_t)d + 1);
 		size_t bad = mpa_session_check(&s, d, &err);
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 	struct fpdu_stream *st = &s.stream[0];
 	size_t pos = st->fpdus[2].wire_start + 20;
 	st->bytes[pos] ^= 0x01;
-	struct fpdu_rx_error err;
+	struct rddp_error err;
 	if (!mpa_session_check(&s, 0, &err) || !crc) {
 		printf("  %s\n", crc ? "NOT DETECTED" : "CRC is off: nothing to detect it with");
 	} else {

@@ -9,16 +9,7 @@
 #include <string.h>
 
 #include "be.h"
-
-size_t test_ddp_hdr_len(void *arg, const uint8_t ctrl[2])
-{
-	(void)arg;
-	if (ctrl[0] & 0x80)
-		return DDP_TAGGED_HDR_LEN;
-	if ((ctrl[1] & RDMAP_CTRL_OPCODE_MASK) == RDMAP_RDMA_READ_REQ)
-		return DDP_UNTAGGED_HDR_LEN + RDMAP_READ_REQ_LEN;
-	return DDP_UNTAGGED_HDR_LEN;
-}
+#include "rdmap_opcode.h"
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -80,6 +71,7 @@ void fpdu_stream_build(struct fpdu_stream *s, const uint32_t *msg_sizes, size_t 
 	fpdu_tx_init(&tx, crc, markers);
 	fpdu_batch_reset(b);
 	size_t poff = 0;
+	const uint16_t rr_len = rdmap_op(RDMAP_RDMA_READ_REQ)->hdr_len;
 	for (size_t m = 0; m < nmsgs; m++) {
 		bool send = m & 1;
 		uint32_t size = msg_sizes[m], off = 0;
@@ -98,8 +90,8 @@ void fpdu_stream_build(struct fpdu_stream *s, const uint32_t *msg_sizes, size_t 
 			be32_put(h + 34, 0x3000 + (uint32_t)m); /* source STag */
 			be64_put(h + 38, 0);                   /* source TO */
 			struct sent_fpdu *f = &s->fpdus[s->n];
-			memcpy(f->hdr, h, DDP_UNTAGGED_HDR_LEN + RDMAP_READ_REQ_LEN);
-			f->hdr_len = DDP_UNTAGGED_HDR_LEN + RDMAP_READ_REQ_LEN;
+			memcpy(f->hdr, h, rr_len);
+			f->hdr_len = rr_len;
 			f->payload = NULL;
 			f->payload_len = 0;
 			f->wire_start = (size_t)tx.bytes;

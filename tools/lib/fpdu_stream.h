@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "fpdu.h"
+#include "rdmap_opcode.h"
 
 struct sent_fpdu {
 	uint8_t hdr[FPDU_RX_HDR_MAX]; /* ULPDU header as sent */
@@ -29,10 +30,6 @@ struct fpdu_stream {
 	uint8_t *payload; /* all payload bytes, pattern-filled */
 	size_t payload_len;
 };
-
-/* Header length for a DDP/RDMAP control word, as the DDP layer will tell
- * the parser: tagged 14, untagged 18, Read Request 46. */
-size_t test_ddp_hdr_len(void *arg, const uint8_t ctrl[2]);
 
 /*
  * Build a stream from message sizes: message i is an RDMA Write when i is
@@ -61,7 +58,7 @@ struct parse_result {
 	struct parsed_fpdu *fpdus;
 	size_t n, cap;
 	bool error;
-	struct fpdu_rx_error err;
+	struct rddp_error err;
 };
 
 /* Feed stream bytes through rx in the given pieces (cuts are offsets

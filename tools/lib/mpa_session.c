@@ -65,11 +65,11 @@ void mpa_session_send(struct mpa_session *s, int dir, const uint32_t *sizes, siz
 			  s->params[dir].markers_tx, seed);
 }
 
-size_t mpa_session_check(const struct mpa_session *s, int dir, struct fpdu_rx_error *err)
+size_t mpa_session_check(const struct mpa_session *s, int dir, struct rddp_error *err)
 {
 	const struct mpa_params *rxp = &s->params[!dir];
 	struct fpdu_rx_cfg cfg = { .crc = rxp->crc, .markers = rxp->markers_rx,
-				   .hdr_len = test_ddp_hdr_len };
+				   .hdr_len = rdmap_hdr_len };
 	struct parse_result r;
 	const struct fpdu_stream *st = &s->stream[dir];
 

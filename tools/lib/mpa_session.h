@@ -38,7 +38,7 @@ void mpa_session_send(struct mpa_session *s, int dir, const uint32_t *sizes, siz
 /* The other endpoint parses what dir sent; returns 0 when it got exactly
  * that, otherwise 1 + the index of the first wrong FPDU; *err gets the
  * receive error if there was one. */
-size_t mpa_session_check(const struct mpa_session *s, int dir, struct fpdu_rx_error *err);
+size_t mpa_session_check(const struct mpa_session *s, int dir, struct rddp_error *err);
 /* Request, Reply, then the FPDUs of both directions, one per segment.
  * Returns 0 or -errno (-EMSGSIZE for an FPDU larger than a segment). */
 int mpa_session_write_pcap(const struct mpa_session *s, const char *path);
