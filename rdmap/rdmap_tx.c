@@ -74,7 +74,6 @@ int rdmap_tx_start(struct rdmap_conn *c, const struct rdmap_msg *m, struct rdmap
 		be32_put(x + RDMAP_RR_OFF_SIZE, m->len);
 		be32_put(x + RDMAP_RR_OFF_SRC_STAG, m->stag);
 		be64_put(x + RDMAP_RR_OFF_SRC_TO, m->to);
-		t->extra_len = RDMAP_READ_REQ_LEN;
 		struct rdmap_orq_entry *o = orq_push(c);
 		o->kind = RDMAP_ORQ_READ;
 		o->cookie = m->cookie;
@@ -94,7 +93,6 @@ int rdmap_tx_start(struct rdmap_conn *c, const struct rdmap_msg *m, struct rdmap
 		be64_put(x + RDMAP_AREQ_OFF_DATA_MASK, m->data_mask);
 		be64_put(x + RDMAP_AREQ_OFF_CMP, m->cmp);
 		be64_put(x + RDMAP_AREQ_OFF_CMP_MASK, m->cmp_mask);
-		t->extra_len = RDMAP_ATOMIC_REQ_LEN;
 		struct rdmap_orq_entry *o = orq_push(c);
 		o->kind = RDMAP_ORQ_ATOMIC;
 		o->cookie = m->cookie;
@@ -105,7 +103,6 @@ int rdmap_tx_start(struct rdmap_conn *c, const struct rdmap_msg *m, struct rdmap
 	case RDMAP_ATOMIC_RESP:
 		be32_put(t->extra + RDMAP_ARESP_OFF_ID, m->req_id);
 		be64_put(t->extra + RDMAP_ARESP_OFF_VALUE, m->value);
-		t->extra_len = RDMAP_ATOMIC_RESP_LEN;
 		break;
 	default:
 		return -EINVAL;
@@ -114,6 +111,8 @@ int rdmap_tx_start(struct rdmap_conn *c, const struct rdmap_msg *m, struct rdmap
 		base.qn = qn;
 		base.msn = c->tx_msn[qn]++;
 	}
+	/* What follows the DDP header: the table knows how long it is. */
+	t->extra_len = (uint8_t)(op->hdr_len - ddp_hdr_len(base.tagged));
 	ddp_segmenter_init(&t->seg, &base, len, c->cfg.mulpdu - op->hdr_len);
 	iov_cursor_init(&t->cur, t->m.sge, t->m.nsge);
 	return 0;

@@ -9,6 +9,7 @@
 
 #include "fpdu_stream.h"
 #include "mpa_negotiate.h"
+#include "rdmap_sim.h"
 
 static int put(const char *dir, const char *name, uint8_t sel, uint8_t seed, const uint8_t *p,
 	       size_t n, int two)
@@ -82,6 +83,43 @@ int main(int argc, char **argv)
 		bad |= put(dir, name, (uint8_t)(mode | 4), 9, recipe, sizeof(recipe), 1);
 		snprintf(name, sizeof(name), "build-flip-crc%d-markers%d", crc, markers);
 		bad |= put(dir, name, (uint8_t)(mode | 4 | 32), 21, recipe, sizeof(recipe), 1);
+	}
+	/* RDMAP streams (CRC off), as fuzz_rdmap_rx's receiver expects: its
+	 * region is the first STag of a fresh table, 2 receives of 2 KiB */
+	snprintf(dir, sizeof(dir), "%s/rdmap_rx", argv[1]);
+	for (int mode = 0; mode < 2; mode++) {
+		static struct sim_end a, shadow;
+		static uint8_t data[4096], res[8];
+		struct sim_cfg cfg = { .rfc7306 = mode, .ird = 3, .ord = 4, .mulpdu = 600, .pd = 1,
+				       .qp = 1 };
+		struct sim_wire w = { 0 };
+		sim_end_init(&a, &cfg);
+		sim_end_init(&shadow, &cfg); /* learns the STags the receiver will have */
+		uint32_t rw = sim_mem_add(&shadow.mem, NULL, 0, 8192, 0, 1, 0, false);
+		uint32_t mw = sim_mem_add(&shadow.mem, NULL, 0x1000, 4096, 0, 1, 0, true);
+		struct iovec iov = { data, 1500 };
+		for (size_t i = 0; i < sizeof(data); i++)
+			data[i] = (uint8_t)i;
+		struct rdmap_msg msgs[] = {
+			{ .opcode = RDMAP_RDMA_WRITE, .sge = &iov, .nsge = 1, .stag = rw, .to = 100 },
+			{ .opcode = RDMAP_SEND, .sge = &iov, .nsge = 1 },
+			{ .opcode = RDMAP_RDMA_READ_REQ, .sink_stag = 0x55, .stag = rw, .to = 8, .len = 700 },
+			{ .opcode = RDMAP_SEND_INVAL, .sge = &iov, .nsge = 1, .inval_stag = mw },
+			{ .opcode = RDMAP_ATOMIC_REQ, .stag = rw, .to = 64, .data = 3, .result = res },
+			{ .opcode = RDMAP_IMMEDIATE_SE, .value = 42 },
+		};
+		for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
+			char name[64];
+			w.len = 0;
+			if (sim_end_send(&a, &msgs[i], &w))
+				continue;
+			snprintf(name, sizeof(name), "msg%zu-7306-%d", i, mode);
+			/* sel: RFC 7306 bit, IRD 3, two receives, whole reads */
+			bad |= put(dir, name, (uint8_t)(mode | 3 << 1 | 1 << 3), 0, w.b, w.len, 0);
+		}
+		sim_wire_free(&w);
+		sim_end_fini(&a);
+		sim_end_fini(&shadow);
 	}
 	return bad;
 }
