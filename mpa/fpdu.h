@@ -66,18 +66,37 @@ struct fpdu_tx {
 
 /*
  * One gather list of many FPDUs, ready for writev. Payload is referenced,
- * never copied; pad, markers and CRCs live in scratch.
+ * never copied; pad, markers and CRCs live in scratch. The owner supplies
+ * the storage, so a connection can keep a small batch and a benchmark a
+ * large one.
  */
 struct fpdu_batch {
 	int niov;
+	int cap;             /* at most FPDU_BATCH_IOV */
 	size_t bytes;
 	size_t scratch_used;
+	size_t scratch_cap;
+	struct iovec *iov;
+	uint8_t *scratch;
+};
+
+/* A batch with the largest storage. */
+struct fpdu_batch_max {
+	struct fpdu_batch b;
 	struct iovec iov[FPDU_BATCH_IOV];
 	uint8_t scratch[FPDU_BATCH_SCRATCH];
 };
 
 void fpdu_tx_init(struct fpdu_tx *tx, bool crc, bool markers);
+void fpdu_batch_init(struct fpdu_batch *b, struct iovec *iov, int cap, uint8_t *scratch,
+		     size_t scratch_cap);
 void fpdu_batch_reset(struct fpdu_batch *b);
+
+static inline struct fpdu_batch *fpdu_batch_max_init(struct fpdu_batch_max *m)
+{
+	fpdu_batch_init(&m->b, m->iov, FPDU_BATCH_IOV, m->scratch, FPDU_BATCH_SCRATCH);
+	return &m->b;
+}
 
 /*
  * Append one FPDU to a batch. hdr holds MPA_ULPDU_LEN_SIZE bytes for the
@@ -90,6 +109,8 @@ void fpdu_batch_reset(struct fpdu_batch *b);
  *              exceed 64 KiB (FPDUPTR is 16 bits)
  *   -ENOBUFS   the batch cannot take the FPDU: write the batch out, reset
  *              it and append again. Nothing was appended and tx is unchanged.
+ *   -EMSGSIZE  also when the FPDU needs more pieces than even an empty batch
+ *              of this size holds
  */
 int fpdu_tx_append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_t hdr_len,
 		   const struct iovec *payload, int npayload);

@@ -21,6 +21,16 @@ void fpdu_tx_init(struct fpdu_tx *tx, bool crc, bool markers)
 	tx->markers = markers;
 }
 
+void fpdu_batch_init(struct fpdu_batch *b, struct iovec *iov, int cap, uint8_t *scratch,
+		     size_t scratch_cap)
+{
+	b->iov = iov;
+	b->cap = cap > FPDU_BATCH_IOV ? FPDU_BATCH_IOV : cap;
+	b->scratch = scratch;
+	b->scratch_cap = scratch_cap;
+	fpdu_batch_reset(b);
+}
+
 void fpdu_batch_reset(struct fpdu_batch *b)
 {
 	b->niov = 0;
@@ -141,9 +151,10 @@ int fpdu_tx_append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_
 	 * itself; the trailer is at most pad and CRC around a marker. */
 	need_iov = (lead ? 1 : 0) + 1 + (size_t)npayload + 2 * inside + 2;
 	need_scratch = MPA_MARKER_SIZE * ((lead ? 1 : 0) + inside) + pad + MPA_CRC_SIZE;
-	if (need_iov > FPDU_BATCH_IOV || need_scratch > FPDU_BATCH_SCRATCH)
+	if (need_iov > (size_t)b->cap || need_scratch > b->scratch_cap)
 		return -EMSGSIZE;
-	if (b->niov + need_iov > FPDU_BATCH_IOV || b->scratch_used + need_scratch > FPDU_BATCH_SCRATCH)
+	if ((size_t)b->niov + need_iov > (size_t)b->cap ||
+	    b->scratch_used + need_scratch > b->scratch_cap)
 		return -ENOBUFS;
 
 	struct emitter e = { .tx = tx, .b = b, .crc = CRC32C_INIT, .off = 0 };

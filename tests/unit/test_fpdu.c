@@ -17,6 +17,7 @@
 #include "fpdu.h"
 #include "fpdu_stream.h"
 
+static struct fpdu_batch_max batch_store;
 static struct fpdu_batch batch;
 
 /* Build one FPDU (CRC on, no markers) and return its bytes. */
@@ -30,7 +31,7 @@ static size_t one_fpdu(const uint8_t *ulpdu_hdr, size_t hlen, const void *payloa
 
 	memcpy(hbuf + 2, ulpdu_hdr, hlen);
 	fpdu_tx_init(&tx, true, false);
-	fpdu_batch_reset(&batch);
+	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
 	assert_int_equal(fpdu_tx_append(&tx, &batch, hbuf, hlen, &iov, plen ? 1 : 0), 0);
 	for (int i = 0; i < batch.niov; i++) {
 		memcpy(out + n, batch.iov[i].iov_base, batch.iov[i].iov_len);
@@ -97,7 +98,7 @@ static void crc_field_is_zero_when_crc_is_off(void **state)
 	struct iovec iov = { (void *)"ping", 4 };
 	memcpy(hbuf + 2, send_hdr_msn1, 18);
 	fpdu_tx_init(&tx, false, false);
-	fpdu_batch_reset(&batch);
+	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
 	assert_int_equal(fpdu_tx_append(&tx, &batch, hbuf, 18, &iov, 1), 0);
 	const struct iovec *last = &batch.iov[batch.niov - 1];
 	assert_memory_equal((const uint8_t *)last->iov_base + last->iov_len - 4, "\0\0\0\0", 4);
@@ -351,13 +352,13 @@ static void transmit_refuses_oversize(void **state)
 	struct fpdu_tx tx;
 	struct iovec iov = { big, 65535 - 14 + 1 };
 	fpdu_tx_init(&tx, true, false);
-	fpdu_batch_reset(&batch);
+	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
 	assert_int_equal(fpdu_tx_append(&tx, &batch, hbuf, 14, &iov, 1), -EMSGSIZE);
 	iov.iov_len = 65535 - 14;
 	assert_int_equal(fpdu_tx_append(&tx, &batch, hbuf, 14, &iov, 1), 0);
 	/* with markers the FPDU must stay within 64 KiB for FPDUPTR */
 	fpdu_tx_init(&tx, true, true);
-	fpdu_batch_reset(&batch);
+	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
 	iov.iov_len = 65530 - 14;
 	assert_int_equal(fpdu_tx_append(&tx, &batch, hbuf, 14, &iov, 1), -EMSGSIZE);
 	iov.iov_len = 65018 - 14;
@@ -376,7 +377,7 @@ static void full_batch_is_enobufs_and_changes_nothing(void **state)
 		struct iovec iov[3] = { { pay, 100 }, { pay + 200, 100 }, { pay + 400, 100 } };
 		int appended = 0;
 		fpdu_tx_init(&tx, true, markers);
-		fpdu_batch_reset(&batch);
+		fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
 		for (int i = 0; i < 4000; i++) {
 			struct fpdu_tx before = tx;
 			int niov = batch.niov;
@@ -408,7 +409,7 @@ static void adjacent_pieces_are_merged(void **state)
 	struct fpdu_tx tx;
 	struct iovec iov = { buf + 16, 100 };
 	fpdu_tx_init(&tx, true, false);
-	fpdu_batch_reset(&batch);
+	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
 	assert_int_equal(fpdu_tx_append(&tx, &batch, buf, 14, &iov, 1), 0);
 	assert_int_equal(batch.niov, 2); /* [len|hdr|payload] [pad|crc] */
 	assert_int_equal(batch.bytes, 2 + 14 + 100 + 0 + 4);

@@ -47,12 +47,13 @@ void fpdu_stream_build(struct fpdu_stream *s, const uint32_t *msg_sizes, size_t 
 		       uint32_t ulpdu_max, bool crc, bool markers, uint32_t seed)
 {
 	struct fpdu_tx tx;
-	struct fpdu_batch *b = malloc(sizeof(*b));
+	struct fpdu_batch_max *store = malloc(sizeof(*store));
 	size_t total = 0, count = 0, cap = 0;
 	uint32_t msn_send = 1, msn_rreq = 1, rnd = seed ? seed : 1;
 
-	if (!b)
+	if (!store)
 		abort();
+	struct fpdu_batch *b = fpdu_batch_max_init(store);
 	memset(s, 0, sizeof(*s));
 	for (size_t m = 0; m < nmsgs; m++) {
 		uint32_t hl = (m & 1) ? DDP_UNTAGGED_HDR_LEN : DDP_TAGGED_HDR_LEN;
@@ -69,7 +70,6 @@ void fpdu_stream_build(struct fpdu_stream *s, const uint32_t *msg_sizes, size_t 
 	uint8_t(*hbuf)[HBUF] = xrealloc(NULL, count * HBUF);
 
 	fpdu_tx_init(&tx, crc, markers);
-	fpdu_batch_reset(b);
 	size_t poff = 0;
 	const uint16_t rr_len = rdmap_op(RDMAP_RDMA_READ_REQ)->hdr_len;
 	for (size_t m = 0; m < nmsgs; m++) {
@@ -151,7 +151,7 @@ void fpdu_stream_build(struct fpdu_stream *s, const uint32_t *msg_sizes, size_t 
 	}
 	flush(s, b, &cap);
 	free(hbuf);
-	free(b);
+	free(store);
 }
 
 void fpdu_stream_free(struct fpdu_stream *s)

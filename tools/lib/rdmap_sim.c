@@ -171,12 +171,12 @@ int sim_end_feed(struct sim_end *e, const uint8_t *b, size_t n)
 static void put_fpdu(struct sim_end *e, uint8_t *hdr, size_t hdr_len, const struct iovec *iov,
 		     int niov, struct sim_wire *w)
 {
-	static struct fpdu_batch b;
-	fpdu_batch_reset(&b);
-	if (fpdu_tx_append(&e->tx, &b, hdr, hdr_len, iov, niov))
+	static struct fpdu_batch_max store;
+	struct fpdu_batch *b = fpdu_batch_max_init(&store);
+	if (fpdu_tx_append(&e->tx, b, hdr, hdr_len, iov, niov))
 		abort();
-	for (int i = 0; i < b.niov; i++)
-		wire_put(w, b.iov[i].iov_base, b.iov[i].iov_len);
+	for (int i = 0; i < b->niov; i++)
+		wire_put(w, b->iov[i].iov_base, b->iov[i].iov_len);
 }
 
 static void put_message(struct sim_end *e, struct rdmap_tx_msg *t, struct sim_wire *w)

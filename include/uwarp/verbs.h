@@ -1,0 +1,604 @@
+/*
+ * uwarp/verbs.h: RDMA verbs over plain TCP.
+ *
+ * A program opens a context, allocates a protection domain, registers
+ * memory, creates completion queues and queue pairs, and connects queue
+ * pairs to peers with the connection manager; then it posts work requests
+ * and polls for their completions, exactly as with rdma-core's libibverbs
+ * and librdmacm. Underneath, each connection is an ordinary TCP socket
+ * speaking iWARP (MPA, DDP, RDMAP) as RFC 5040/5041/5044/6581 define it, so
+ * the peer may be another uwarp process or any iWARP stack (Linux siw, an
+ * RNIC).
+ *
+ * Conventions (rdma-core's):
+ *   - creators return a pointer, or NULL with errno set;
+ *   - destroyers and most calls return 0 or a positive errno value;
+ *   - uw_post_send()/uw_post_recv() return 0 or a positive errno value and
+ *     point *bad_wr at the first request that was not posted;
+ *   - uw_poll_cq() returns the number of completions (>= 0) or a negative
+ *     errno value.
+ *
+ * Every posted work request completes exactly once: successfully, or with
+ * an error status (UW_WC_WR_FLUSH_ERR when its queue pair went to the error
+ * state or was disconnected). Unsignalled send requests produce a
+ * completion only when they fail.
+ *
+ * Threads: every call is thread-safe; calls on one context are serialised
+ * internally. Progress: see enum uw_progress.
+ */
+#ifndef UWARP_VERBS_H
+#define UWARP_VERBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define UW_EXTERN __attribute__((visibility("default")))
+#else
+#define UW_EXTERN
+#endif
+
+struct uw_context;
+struct uw_pd;
+struct uw_mr;
+struct uw_mw;
+struct uw_cq;
+struct uw_comp_channel;
+struct uw_qp;
+struct uw_srq;
+struct uw_cm_channel;
+struct uw_cm_id;
+
+/* ======================================================================
+ * Context
+ * ====================================================================== */
+
+enum uw_progress {
+	/*
+	 * The application's own calls (uw_poll_cq, uw_cq_wait,
+	 * uw_get_cq_event, uw_cm_get_event, posting) move data: no extra
+	 * thread, no wake-up hop. A peer's RDMA Read of our memory is served
+	 * only while the application calls into uwarp.
+	 */
+	UW_PROGRESS_MANUAL = 0,
+	/*
+	 * An engine thread moves data whenever the network is ready, so
+	 * one-sided operations against this process progress while it
+	 * computes.
+	 */
+	UW_PROGRESS_AUTO = 1,
+};
+
+struct uw_context_attr {
+	enum uw_progress progress;
+	/* Default MPA timeouts for connections of this context, in
+	 * milliseconds; 0 takes uwarp's defaults (Reply 10000, Request 5000,
+	 * as Linux siw uses). */
+	unsigned mpa_reply_timeout_ms;
+	unsigned mpa_request_timeout_ms;
+};
+
+/*
+ * uw_open - open a uwarp context.
+ * @attr: progress mode and defaults, or NULL for manual progress.
+ *
+ * All objects hang off a context; all its connections share one event loop.
+ * Returns the context, or NULL with errno set (ENOMEM, EINVAL for an
+ * unknown progress mode, or the errno of a failed system call).
+ */
+UW_EXTERN struct uw_context *uw_open(const struct uw_context_attr *attr);
+
+/*
+ * uw_close - close a context.
+ *
+ * Fails with EBUSY while any PD, CQ, completion channel, CM channel or CM
+ * id of the context still exists. Returns 0 or an errno value.
+ */
+UW_EXTERN int uw_close(struct uw_context *ctx);
+
+/* ======================================================================
+ * Protection domains and memory
+ * ====================================================================== */
+
+/*
+ * uw_alloc_pd - allocate a protection domain.
+ *
+ * Memory regions, windows and queue pairs belong to one PD; a peer can only
+ * reach memory through an STag of the PD of the queue pair it talks to.
+ * Returns the PD, or NULL with errno (ENOMEM).
+ */
+UW_EXTERN struct uw_pd *uw_alloc_pd(struct uw_context *ctx);
+
+/* uw_dealloc_pd - free a PD. EBUSY while it has MRs, MWs, QPs or SRQs. */
+UW_EXTERN int uw_dealloc_pd(struct uw_pd *pd);
+
+enum uw_access_flags {
+	UW_ACCESS_LOCAL_WRITE = 1 << 0,  /* receives and Read sinks may write */
+	UW_ACCESS_REMOTE_WRITE = 1 << 1, /* peers may RDMA Write (needs LOCAL_WRITE) */
+	UW_ACCESS_REMOTE_READ = 1 << 2,  /* peers may RDMA Read */
+	UW_ACCESS_REMOTE_ATOMIC = 1 << 3, /* peers may run atomics (needs LOCAL_WRITE) */
+	UW_ACCESS_MW_BIND = 1 << 4,      /* memory windows may be bound over it */
+};
+
+struct uw_mr {
+	struct uw_context *context;
+	struct uw_pd *pd;
+	void *addr;
+	size_t length;
+	uint32_t lkey; /* for local scatter/gather entries */
+	uint32_t rkey; /* the STag a peer uses; equal to lkey */
+};
+
+/*
+ * uw_reg_mr - register memory.
+ * @addr, @length: the region; @access: enum uw_access_flags.
+ *
+ * The STag is a table index plus an 8-bit key chosen at random per
+ * registration, so a guessed or stale STag does not work. Tagged offsets
+ * are virtual addresses: a peer writes to remote_addr (uint64_t)addr + n.
+ * Returns the MR, or NULL with errno: EINVAL (NULL addr with a nonzero
+ * length, REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE, unknown
+ * flags), ENOMEM (the STag table is full).
+ */
+UW_EXTERN struct uw_mr *uw_reg_mr(struct uw_pd *pd, void *addr, size_t length, int access);
+
+/* uw_dereg_mr - deregister. EBUSY while a memory window is bound over it.
+ * The STag is dead at once: a later access by a peer is refused. */
+UW_EXTERN int uw_dereg_mr(struct uw_mr *mr);
+
+struct uw_mw {
+	struct uw_context *context;
+	struct uw_pd *pd;
+	uint32_t rkey; /* 0 while unbound; changes at every bind */
+};
+
+/* uw_alloc_mw - allocate an unbound memory window. NULL with errno. */
+UW_EXTERN struct uw_mw *uw_alloc_mw(struct uw_pd *pd);
+/* uw_dealloc_mw - free a window (bound or not). */
+UW_EXTERN int uw_dealloc_mw(struct uw_mw *mw);
+
+/*
+ * uw_bind_mw - bind a window over part of a registered region.
+ * @qp: the only queue pair whose peer may use it, or NULL for any QP of
+ *      the PD.
+ * @mr, @addr, @length: the sub-range; it must lie inside @mr, and @mr must
+ *      allow UW_ACCESS_MW_BIND.
+ * @access: the window's own REMOTE_* rights (a subset of what makes sense
+ *      for the MR: REMOTE_WRITE needs the MR's LOCAL_WRITE).
+ *
+ * The window gets a fresh rkey (the old one dies). It is revoked by a
+ * peer's Send with Invalidate naming it, by a UW_WR_LOCAL_INV, by a rebind
+ * or by uw_dealloc_mw. Returns 0 or EINVAL/EACCES.
+ */
+UW_EXTERN int uw_bind_mw(struct uw_mw *mw, struct uw_qp *qp, struct uw_mr *mr, void *addr,
+			 size_t length, int access);
+
+/* ======================================================================
+ * Completion queues
+ * ====================================================================== */
+
+struct uw_comp_channel {
+	struct uw_context *context;
+	/*
+	 * Readable when a CQ armed with uw_req_notify_cq() may have an event,
+	 * and, with manual progress, whenever network input waits: then call
+	 * uw_get_cq_event(), which moves the data and may report EAGAIN when
+	 * no event resulted. Works with epoll, poll and libuv's uv_poll_t.
+	 */
+	int fd;
+};
+
+/* uw_create_comp_channel - a completion channel. NULL with errno. */
+UW_EXTERN struct uw_comp_channel *uw_create_comp_channel(struct uw_context *ctx);
+/* uw_destroy_comp_channel - EBUSY while a CQ uses it. */
+UW_EXTERN int uw_destroy_comp_channel(struct uw_comp_channel *ch);
+
+struct uw_cq {
+	struct uw_context *context;
+	struct uw_comp_channel *channel;
+	void *cq_context;
+	int cqe; /* capacity */
+};
+
+/*
+ * uw_create_cq - a completion queue with room for @cqe completions.
+ * @channel: where armed notifications go, or NULL.
+ *
+ * If more completions arrive than fit, the CQ overflows: the queue pairs
+ * feeding it go to the error state. Size it for every WR that can be
+ * outstanding. Returns the CQ, or NULL with errno (EINVAL, ENOMEM).
+ */
+UW_EXTERN struct uw_cq *uw_create_cq(struct uw_context *ctx, int cqe, void *cq_context,
+				     struct uw_comp_channel *channel);
+/* uw_destroy_cq - EBUSY while a QP or SRQ uses it. */
+UW_EXTERN int uw_destroy_cq(struct uw_cq *cq);
+
+enum uw_wc_status {
+	UW_WC_SUCCESS = 0,
+	UW_WC_LOC_LEN_ERR,     /* a receive too small for the message */
+	UW_WC_LOC_PROT_ERR,    /* a local buffer failed its checks */
+	UW_WC_WR_FLUSH_ERR,    /* the QP left RTS before this WR completed */
+	UW_WC_REM_ACCESS_ERR,  /* the peer refused our access (Terminate) */
+	UW_WC_REM_OP_ERR,      /* the peer refused the operation (Terminate) */
+	UW_WC_FATAL_ERR,       /* the connection failed under this WR */
+};
+
+enum uw_wc_opcode {
+	UW_WC_SEND,
+	UW_WC_RDMA_WRITE,
+	UW_WC_RDMA_READ,
+	UW_WC_FETCH_ADD,
+	UW_WC_SWAP,
+	UW_WC_CMP_SWAP,
+	UW_WC_LOCAL_INV,
+	UW_WC_RECV,          /* a Send arrived */
+	UW_WC_RECV_IMM,      /* Immediate Data arrived (alone or after a Write) */
+};
+
+enum uw_wc_flags {
+	UW_WC_WITH_IMM = 1 << 0,
+	UW_WC_WITH_INV = 1 << 1,
+	UW_WC_SOLICITED = 1 << 2,
+};
+
+struct uw_wc {
+	uint64_t wr_id;
+	enum uw_wc_status status;
+	enum uw_wc_opcode opcode;
+	uint32_t byte_len;       /* receives: bytes placed */
+	uint64_t imm_data;       /* UW_WC_WITH_IMM: the 64-bit Immediate Data */
+	uint32_t invalidated_rkey; /* UW_WC_WITH_INV */
+	int wc_flags;
+	struct uw_qp *qp;
+	/* for errors caused by a Terminate: its RFC 6580 layer/type/code */
+	uint8_t term_layer, term_etype, term_ecode;
+};
+
+/*
+ * uw_poll_cq - take up to @n completions.
+ *
+ * With manual progress this first moves whatever data is ready (without
+ * blocking). Returns how many were taken (0 if none), or -EINVAL.
+ */
+UW_EXTERN int uw_poll_cq(struct uw_cq *cq, int n, struct uw_wc *wc);
+
+/*
+ * uw_req_notify_cq - arm the CQ: the next completion (@solicited_only: the
+ * next solicited receive or any error) raises one event on the channel.
+ *
+ * The usual race applies: arm, then poll again before waiting, because a
+ * completion may have arrived between the last poll and the arming.
+ * Returns 0 or EINVAL (no channel).
+ */
+UW_EXTERN int uw_req_notify_cq(struct uw_cq *cq, int solicited_only);
+
+/*
+ * uw_get_cq_event - take one event from a completion channel.
+ *
+ * Blocks until an armed CQ fires, unless the channel fd is set O_NONBLOCK
+ * (use uw_comp_channel_nonblock), in which case it returns EAGAIN when
+ * there is none. Every event must be acknowledged with uw_ack_cq_events.
+ */
+UW_EXTERN int uw_get_cq_event(struct uw_comp_channel *ch, struct uw_cq **cq, void **cq_context);
+UW_EXTERN void uw_ack_cq_events(struct uw_cq *cq, unsigned nevents);
+/* uw_comp_channel_nonblock - make uw_get_cq_event return EAGAIN instead
+ * of blocking. Returns 0 or an errno value. */
+UW_EXTERN int uw_comp_channel_nonblock(struct uw_comp_channel *ch, int nonblock);
+
+/*
+ * uw_cq_wait - wait until at least @threshold completions are in the CQ or
+ * @timeout_ms passes (-1 waits forever), as uDAPL's dat_evd_wait does.
+ *
+ * Moves data while it waits (in either progress mode). Returns the number
+ * of completions available (>= threshold), or -ETIMEDOUT with fewer, or
+ * -EINVAL. It takes no completion: poll them afterwards.
+ */
+UW_EXTERN int uw_cq_wait(struct uw_cq *cq, int threshold, int timeout_ms);
+
+/* ======================================================================
+ * Queue pairs
+ * ====================================================================== */
+
+enum uw_qp_state {
+	UW_QPS_RESET,
+	UW_QPS_INIT, /* receives may be posted */
+	UW_QPS_RTR,
+	UW_QPS_RTS,  /* connected: sends flow */
+	UW_QPS_SQD,  /* disconnecting */
+	UW_QPS_ERR,  /* every WR is flushed; new WRs complete with FLUSH_ERR */
+};
+
+struct uw_qp_cap {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;  /* at most UW_MAX_SGE */
+	uint32_t max_recv_sge;  /* at most UW_MAX_SGE */
+	uint32_t max_inline_data; /* at most UW_MAX_INLINE */
+};
+
+#define UW_MAX_SGE 16
+#define UW_MAX_INLINE 256
+
+struct uw_qp_init_attr {
+	void *qp_context;
+	struct uw_cq *send_cq;
+	struct uw_cq *recv_cq;
+	struct uw_srq *srq; /* receives come from this shared queue, if set */
+	struct uw_qp_cap cap;
+	int sq_sig_all; /* every send request completes, signalled or not */
+};
+
+struct uw_qp {
+	struct uw_context *context;
+	struct uw_pd *pd;
+	void *qp_context;
+	struct uw_cq *send_cq;
+	struct uw_cq *recv_cq;
+	struct uw_srq *srq;
+	uint32_t qp_num;
+	enum uw_qp_state state;
+};
+
+struct uw_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum uw_wr_opcode {
+	UW_WR_SEND,
+	UW_WR_SEND_WITH_INV,
+	UW_WR_RDMA_WRITE,
+	UW_WR_RDMA_WRITE_WITH_IMM, /* a Write, then Immediate Data (uwarp peers) */
+	UW_WR_IMM,                 /* Immediate Data alone (uwarp peers) */
+	UW_WR_RDMA_READ,
+	UW_WR_ATOMIC_FETCH_ADD,    /* uwarp peers */
+	UW_WR_ATOMIC_SWAP,         /* uwarp peers */
+	UW_WR_ATOMIC_CMP_SWAP,     /* uwarp peers */
+	UW_WR_LOCAL_INV,
+};
+
+enum uw_send_flags {
+	UW_SEND_SIGNALED = 1 << 0,
+	UW_SEND_SOLICITED = 1 << 1, /* Send with SE / Immediate Data with SE */
+	UW_SEND_INLINE = 1 << 2,    /* copy the data now; no lkey needed */
+	UW_SEND_FENCE = 1 << 3,     /* wait for earlier Reads and atomics first */
+};
+
+struct uw_send_wr {
+	uint64_t wr_id;
+	struct uw_send_wr *next;
+	struct uw_sge *sg_list;
+	int num_sge;
+	enum uw_wr_opcode opcode;
+	int send_flags;
+	uint64_t imm_data;          /* WRITE_WITH_IMM, IMM */
+	uint32_t invalidate_rkey;   /* SEND_WITH_INV, LOCAL_INV */
+	struct {
+		uint64_t remote_addr;
+		uint32_t rkey;
+	} rdma;                     /* WRITE, WRITE_WITH_IMM, READ */
+	struct {
+		uint64_t remote_addr; /* 8-byte aligned */
+		uint32_t rkey;
+		uint64_t compare_add; /* CMP_SWAP: compare; FETCH_ADD: add */
+		uint64_t swap;        /* SWAP, CMP_SWAP */
+	} atomic;                   /* the original value lands in sg_list[0] (8 bytes) */
+};
+
+struct uw_recv_wr {
+	uint64_t wr_id;
+	struct uw_recv_wr *next;
+	struct uw_sge *sg_list;
+	int num_sge;
+};
+
+/*
+ * uw_create_qp - a reliable connected queue pair, in state INIT.
+ *
+ * Connect it with uw_cm_connect/uw_cm_accept after uw_cm_attach_qp, or let
+ * uw_cm_create_qp do both steps. Returns the QP, or NULL with errno:
+ * EINVAL (missing CQ, limits above UW_MAX_SGE/UW_MAX_INLINE, zero depths),
+ * ENOMEM.
+ */
+UW_EXTERN struct uw_qp *uw_create_qp(struct uw_pd *pd, struct uw_qp_init_attr *attr);
+
+/*
+ * uw_destroy_qp - destroy a QP. If it is connected, the connection is
+ * closed first and every outstanding WR completes with FLUSH_ERR before
+ * the call returns. Returns 0 or an errno value.
+ */
+UW_EXTERN int uw_destroy_qp(struct uw_qp *qp);
+
+/*
+ * uw_modify_qp - move a QP to UW_QPS_ERR (flushing everything) or to
+ * UW_QPS_RESET from ERR (empty again, ready for a new connection). The
+ * other transitions happen through the connection manager. Returns 0 or
+ * EINVAL for a transition that is not allowed.
+ */
+UW_EXTERN int uw_modify_qp(struct uw_qp *qp, enum uw_qp_state state);
+
+/*
+ * uw_post_send - post a list of send requests.
+ *
+ * Each request is checked when posted: opcode allowed on this connection
+ * (the RFC 7306 ones need a uwarp peer: EOPNOTSUPP), SGE count and lkeys
+ * (EINVAL), inline size (EINVAL), room in the send queue (ENOMEM). The
+ * first failing request is returned in *bad_wr; those before it are posted.
+ * In state ERR requests are accepted and complete with FLUSH_ERR. Before
+ * RTS: EINVAL. Data moves at once when the socket can take it.
+ */
+UW_EXTERN int uw_post_send(struct uw_qp *qp, struct uw_send_wr *wr, struct uw_send_wr **bad_wr);
+
+/*
+ * uw_post_recv - post receives (not on a QP that uses an SRQ: EINVAL).
+ * Allowed from INIT on; ENOMEM when the receive queue is full, EINVAL for
+ * a bad SGE. In ERR they complete with FLUSH_ERR.
+ */
+UW_EXTERN int uw_post_recv(struct uw_qp *qp, struct uw_recv_wr *wr, struct uw_recv_wr **bad_wr);
+
+/* ======================================================================
+ * Shared receive queues
+ * ====================================================================== */
+
+struct uw_srq_init_attr {
+	void *srq_context;
+	uint32_t max_wr;
+	uint32_t max_sge;
+};
+
+struct uw_srq {
+	struct uw_context *context;
+	struct uw_pd *pd;
+	void *srq_context;
+};
+
+/* uw_create_srq - receives shared by the QPs created with it. */
+UW_EXTERN struct uw_srq *uw_create_srq(struct uw_pd *pd, struct uw_srq_init_attr *attr);
+/* uw_destroy_srq - EBUSY while a QP uses it; its receives are dropped
+ * without completions only when no QP is left to complete them. */
+UW_EXTERN int uw_destroy_srq(struct uw_srq *srq);
+UW_EXTERN int uw_post_srq_recv(struct uw_srq *srq, struct uw_recv_wr *wr,
+			       struct uw_recv_wr **bad_wr);
+
+/* ======================================================================
+ * Connection manager
+ * ====================================================================== */
+
+enum uw_crc_mode {
+	UW_CRC_DEFAULT = 0, /* request CRC (uwarp's default) */
+	UW_CRC_ON,
+	UW_CRC_OFF,         /* do not ask; still run it if the peer asks */
+};
+
+enum uw_rtr {
+	UW_RTR_SEND = 1 << 0,
+	UW_RTR_WRITE = 1 << 1,
+	UW_RTR_READ = 1 << 2,
+};
+
+struct uw_conn_param {
+	const void *private_data;
+	uint16_t private_data_len; /* up to 512, 256 toward siw */
+	uint16_t ird;              /* inbound Reads we accept (responder_resources) */
+	uint16_t ord;              /* outbound Reads we issue (initiator_depth) */
+	enum uw_crc_mode crc;
+	int markers;               /* ask the peer to insert MPA markers */
+	int mpa_rev;               /* 1 or 2; 0 means 2 with RFC 6581 */
+	int p2p;                   /* initiator: peer-to-peer mode with an RTR */
+	int rtr_types;             /* enum uw_rtr the initiator offers (0: write|read) */
+	int no_extensions;         /* do not offer RFC 7306 (Immediate, atomics) */
+	int large_fpdu;            /* FPDUs up to 64 KiB instead of the TCP MSS */
+	unsigned mpa_timeout_ms;   /* 0: the context default */
+};
+
+enum uw_cm_event_type {
+	UW_CM_EVENT_CONNECT_REQUEST, /* on a listener: a peer's Request arrived */
+	UW_CM_EVENT_ESTABLISHED,
+	UW_CM_EVENT_REJECTED,        /* the peer answered with a Reject */
+	UW_CM_EVENT_CONNECT_ERROR,   /* TCP, MPA, timeout or negotiation failure */
+	UW_CM_EVENT_DISCONNECTED,    /* closed by either side, or terminated */
+};
+
+struct uw_cm_event {
+	enum uw_cm_event_type event;
+	struct uw_cm_id *id;        /* CONNECT_REQUEST: the new id */
+	struct uw_cm_id *listen_id; /* CONNECT_REQUEST: the listener */
+	int status;                 /* errno-style reason for failures */
+	/* the peer's parameters: its private data and IRD/ORD, the
+	 * negotiated CRC, markers, revision */
+	const void *private_data;
+	uint16_t private_data_len;
+	uint16_t ird, ord;
+	int crc, markers_tx, markers_rx, mpa_rev, rfc7306;
+	/* for DISCONNECTED by a Terminate: its RFC 6580 code */
+	uint8_t term_layer, term_etype, term_ecode;
+};
+
+struct uw_cm_channel {
+	struct uw_context *context;
+	int fd; /* readable when uw_cm_get_event may have something */
+};
+
+struct uw_cm_id {
+	struct uw_context *context;
+	struct uw_cm_channel *channel;
+	void *context_ptr;
+	struct uw_qp *qp;
+	struct sockaddr_storage local_addr, peer_addr;
+};
+
+/* uw_cm_create_channel - where connection events arrive. */
+UW_EXTERN struct uw_cm_channel *uw_cm_create_channel(struct uw_context *ctx);
+UW_EXTERN int uw_cm_destroy_channel(struct uw_cm_channel *ch);
+
+/*
+ * uw_cm_get_event - the next connection event (blocking unless the channel
+ * is non-blocking, then EAGAIN). Drives progress. Returns 0 or an errno
+ * value. Acknowledge with uw_cm_ack_event: private data stays valid until
+ * then.
+ */
+UW_EXTERN int uw_cm_get_event(struct uw_cm_channel *ch, struct uw_cm_event **event);
+UW_EXTERN int uw_cm_get_event_timeout(struct uw_cm_channel *ch, struct uw_cm_event **event,
+				      int timeout_ms);
+UW_EXTERN int uw_cm_ack_event(struct uw_cm_event *event);
+UW_EXTERN int uw_cm_channel_nonblock(struct uw_cm_channel *ch, int nonblock);
+
+/* uw_cm_create_id - an endpoint for listening or connecting. */
+UW_EXTERN struct uw_cm_id *uw_cm_create_id(struct uw_cm_channel *ch, void *context);
+/*
+ * uw_cm_destroy_id - destroy an id: closes its connection (flushing its QP)
+ * or its listener. The QP itself is destroyed separately.
+ */
+UW_EXTERN int uw_cm_destroy_id(struct uw_cm_id *id);
+
+/* uw_cm_listen - listen on an IPv4 or IPv6 address and port (0 picks a
+ * port: read it from id->local_addr). Returns 0 or an errno value. */
+UW_EXTERN int uw_cm_listen(struct uw_cm_id *id, const struct sockaddr *addr, int backlog);
+
+/* uw_cm_attach_qp - the QP this id's connection will drive. */
+UW_EXTERN int uw_cm_attach_qp(struct uw_cm_id *id, struct uw_qp *qp);
+/* uw_cm_create_qp - uw_create_qp and uw_cm_attach_qp in one. */
+UW_EXTERN struct uw_qp *uw_cm_create_qp(struct uw_cm_id *id, struct uw_pd *pd,
+					struct uw_qp_init_attr *attr);
+
+/*
+ * uw_cm_connect - connect to a listening peer (TCP, then the MPA Request).
+ * Completes with ESTABLISHED, REJECTED or CONNECT_ERROR. Needs a QP
+ * (EINVAL). Returns 0 or an errno value.
+ */
+UW_EXTERN int uw_cm_connect(struct uw_cm_id *id, const struct sockaddr *addr,
+			    const struct uw_conn_param *param);
+
+/*
+ * uw_cm_accept - accept a CONNECT_REQUEST: the MPA Reply goes out and the
+ * QP moves to RTS. Post receives first: the peer may send at once.
+ * ESTABLISHED follows on this id. Returns 0 or an errno value.
+ */
+UW_EXTERN int uw_cm_accept(struct uw_cm_id *id, const struct uw_conn_param *param);
+
+/* uw_cm_reject - refuse a CONNECT_REQUEST with private data; the peer gets
+ * REJECTED carrying it. */
+UW_EXTERN int uw_cm_reject(struct uw_cm_id *id, const void *private_data, uint16_t len);
+
+/*
+ * uw_cm_disconnect - close the connection: the QP goes to ERR, every
+ * outstanding WR completes with FLUSH_ERR, the TCP connection closes and
+ * both sides get DISCONNECTED.
+ */
+UW_EXTERN int uw_cm_disconnect(struct uw_cm_id *id);
+
+/* A short name for an errno or a CM event, for messages. */
+UW_EXTERN const char *uw_cm_event_str(enum uw_cm_event_type type);
+UW_EXTERN const char *uw_wc_status_str(enum uw_wc_status status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UWARP_VERBS_H */
