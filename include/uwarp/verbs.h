@@ -114,6 +114,10 @@ UW_EXTERN int uw_close(struct uw_context *ctx);
  */
 UW_EXTERN struct uw_pd *uw_alloc_pd(struct uw_context *ctx);
 
+struct uw_pd {
+	struct uw_context *context;
+};
+
 /* uw_dealloc_pd - free a PD. EBUSY while it has MRs, MWs, QPs or SRQs. */
 UW_EXTERN int uw_dealloc_pd(struct uw_pd *pd);
 

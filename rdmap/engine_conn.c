@@ -1,0 +1,272 @@
+/*
+ * engine_conn.c: one TCP connection under the engine: its socket and
+ * timer on the libuv loop, the MPA frame exchange, and teardown.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "uw_internal.h"
+
+static void handle_closed(uv_handle_t *h)
+{
+	struct uw_conn *c = h->data;
+	if (--c->handles)
+		return;
+	if (c->rd_init)
+		rdmap_conn_fini(&c->rd);
+	free(c->rxbuf);
+	free(c->batch_iov);
+	free(c->batch_scratch);
+	free(c->hdrs);
+	uw_list_del(&c->link);
+	uw__notify(c->ctx);
+	free(c);
+}
+
+static void read_frame(struct uw_conn *c);
+
+static void poll_cb(uv_poll_t *h, int status, int events)
+{
+	struct uw_conn *c = h->data;
+
+	if (c->st == UW_CONN_CLOSED)
+		return;
+	if (status < 0) {
+		uw__conn_close(c, -status, UW_EV_AUTO);
+		return;
+	}
+	if (events & UV_WRITABLE) {
+		if (c->st == UW_CONN_CONNECTING)
+			uw__cm_connected(c);
+		else if (c->out_off < c->out_len) {
+			ssize_t n = write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
+			if (n > 0)
+				c->out_off += (size_t)n;
+			else if (n < 0 && errno != EAGAIN && errno != EINTR)
+				uw__conn_close(c, errno, UW_EV_AUTO);
+			if (c->st != UW_CONN_CLOSED && c->out_off == c->out_len)
+				uw__conn_poll(c, UV_READABLE);
+		} else if (c->st == UW_CONN_RUNNING) {
+			uw__conn_tx(c);
+		}
+	}
+	if (c->st == UW_CONN_CLOSED || !(events & (UV_READABLE | UV_DISCONNECT)))
+		return;
+	if (c->st == UW_CONN_RUNNING)
+		uw__conn_rx(c);
+	else if (c->st == UW_CONN_REQ_SENT || c->st == UW_CONN_WAIT_REQ)
+		read_frame(c);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+	struct uw_conn *c = t->data;
+	switch (c->st) {
+	case UW_CONN_CONNECTING:
+	case UW_CONN_REQ_SENT:
+	case UW_CONN_WAIT_REQ:
+		uw__conn_close(c, ETIMEDOUT, UW_EV_AUTO);
+		break;
+	case UW_CONN_RUNNING:
+		/* the peer did not speak first: we may (WIRE.md 7.1) */
+		if (c->hold_tx && !c->wait_rtr) {
+			c->hold_tx = false;
+			uw__conn_tx(c);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
+{
+	struct uw_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->rxbuf = malloc(UW_CONN_RXBUF);
+	if (!c->rxbuf || uv_poll_init(&ctx->loop, &c->poll, fd)) {
+		free(c->rxbuf);
+		free(c);
+		return NULL;
+	}
+	uv_timer_init(&ctx->loop, &c->timer);
+	c->poll.data = c;
+	c->timer.data = c;
+	c->handles = 2;
+	c->ctx = ctx;
+	c->fd = fd;
+	c->initiator = initiator;
+	c->st = initiator ? UW_CONN_CONNECTING : UW_CONN_WAIT_REQ;
+	uw_list_add_tail(&ctx->conns, &c->link);
+	/* Small writes must leave now: an MPA frame, a Send, a Terminate
+	 * (siw does the same on both ends). */
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return c;
+}
+
+void uw__conn_poll(struct uw_conn *c, int events)
+{
+	if (c->st == UW_CONN_CLOSED || events == c->poll_events)
+		return;
+	c->poll_events = events;
+	if (events)
+		uv_poll_start(&c->poll, events, poll_cb);
+	else
+		uv_poll_stop(&c->poll);
+	uw__kick(c->ctx);
+}
+
+void uw__conn_timer(struct uw_conn *c, unsigned ms)
+{
+	if (ms)
+		uv_timer_start(&c->timer, timer_cb, ms, 0);
+	else
+		uv_timer_stop(&c->timer);
+	uw__kick(c->ctx);
+}
+
+/* Read what there is of the peer's MPA frame; anything behind it is the
+ * start of full operation and is kept for the receive path. */
+static void read_frame(struct uw_conn *c)
+{
+	struct mpa_frame f;
+	ssize_t n = read(c->fd, c->frame + c->frame_len, sizeof(c->frame) - c->frame_len);
+
+	if (n == 0) {
+		uw__conn_close(c, ECONNRESET, UW_EV_AUTO);
+		return;
+	}
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			uw__conn_close(c, errno, UW_EV_AUTO);
+		return;
+	}
+	c->frame_len += (size_t)n;
+	ssize_t len = mpa_frame_decode(c->frame, c->frame_len, c->pol.pd_max, &f);
+	if (len == -EAGAIN)
+		return;
+	if (len < 0) {
+		uw__conn_close(c, EPROTO, UW_EV_AUTO);
+		return;
+	}
+	c->rxlen = c->frame_len - (size_t)len;
+	memcpy(c->rxbuf, c->frame + len, c->rxlen);
+	c->rxoff = 0;
+	c->frame_len = (size_t)len;
+	uw__conn_timer(c, 0);
+	if (c->st == UW_CONN_WAIT_REQ) {
+		c->req = f;
+		uw__cm_request_arrived(c);
+	} else {
+		uw__cm_reply_arrived(c);
+	}
+}
+
+int uw__conn_start(struct uw_conn *c)
+{
+	struct uw_qp_impl *qp = c->qp;
+	struct uw_context *ctx = c->ctx;
+	const struct mpa_params *p = &c->mp;
+	uint32_t mulpdu;
+
+	if (c->param.large_fpdu || (qp->rfc7306 = c->peer_ext && !c->param.no_extensions)) {
+		mulpdu = fpdu_ulpdu_max(FPDU_SIZE_LARGE, 0, p->markers_tx);
+	} else {
+		int mss = 0;
+		socklen_t l = sizeof(mss);
+		if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) || mss <= 64)
+			mss = 1460;
+		mulpdu = fpdu_ulpdu_max(FPDU_SIZE_RFC, (uint32_t)mss, p->markers_tx);
+	}
+	struct rdmap_conn_cfg cfg = {
+		.pd = ((struct uw_pd_impl *)qp->pub.pd)->id,
+		.qp = qp->pub.qp_num,
+		.ird = p->ird,
+		.ord = p->ord,
+		.rfc7306 = qp->rfc7306,
+		.mulpdu = mulpdu,
+		.mem = { uw__stag_lookup, uw__stag_invalidate, ctx },
+		.recv_claim = uw__qp_recv_claim,
+		.recv_ctx = qp,
+	};
+	c->batch_iov = calloc(UW_CONN_BATCH_IOV, sizeof(struct iovec));
+	c->batch_scratch = malloc(UW_CONN_BATCH_SCRATCH);
+	c->hdrs = malloc(UW_CONN_HDRS * sizeof(*c->hdrs));
+	if (!c->batch_iov || !c->batch_scratch || !c->hdrs || rdmap_conn_init(&c->rd, &cfg))
+		return -ENOMEM;
+	c->rd_init = true;
+	fpdu_batch_init(&c->batch, c->batch_iov, UW_CONN_BATCH_IOV, c->batch_scratch,
+			UW_CONN_BATCH_SCRATCH);
+	struct fpdu_rx_cfg rc = { .crc = p->crc, .markers = p->markers_rx, .hdr_len = rdmap_hdr_len,
+				  .arg = &c->rd };
+	fpdu_rx_init(&c->rx, &rc);
+	fpdu_tx_init(&c->tx, p->crc, p->markers_tx);
+	qp->conn = c;
+	qp->pub.state = UW_QPS_RTS;
+	c->st = UW_CONN_RUNNING;
+	uw__conn_poll(c, UV_READABLE);
+	return 0;
+}
+
+void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e)
+{
+	if (c->st != UW_CONN_RUNNING)
+		return;
+	rdmap_conn_fail(&c->rd, e);
+	/* The Terminate goes out only between FPDUs: if a write stopped in
+	 * the middle of one, the peer could not find it anyway. */
+	if (c->wr_iov == 0 || c->wr_iov == c->batch.niov) {
+		uint8_t t[MPA_ULPDU_LEN_SIZE + RDMAP_TERM_MAX_ULPDU];
+		struct iovec iov[8];
+		uint8_t scratch[64];
+		struct fpdu_batch b;
+		fpdu_batch_init(&b, iov, 8, scratch, sizeof(scratch));
+		size_t n = rdmap_tx_terminate(&c->rd, t);
+		if (fpdu_tx_append(&c->tx, &b, t, n, NULL, 0) == 0 && writev(c->fd, b.iov, b.niov) > 0)
+			c->terminate_sent = true;
+	}
+	uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);
+}
+
+void uw__conn_close(struct uw_conn *c, int status, int event)
+{
+	if (c->st == UW_CONN_CLOSED)
+		return;
+	enum uw_conn_state was = c->st;
+	c->st = UW_CONN_CLOSED;
+	c->close_status = status;
+	if (event == UW_EV_AUTO)
+		event = was == UW_CONN_CONNECTING || was == UW_CONN_REQ_SENT ? UW_CM_EVENT_CONNECT_ERROR
+		      : was == UW_CONN_WAIT_REQ				  ? UW_EV_NONE
+										  : UW_CM_EVENT_DISCONNECTED;
+	if (c->listener) {
+		uw__cm_id_put(c->listener);
+		c->listener = NULL;
+	}
+	if (c->qp) {
+		c->qp->conn = NULL;
+		if (c->qp->pub.state != UW_QPS_ERR)
+			uw__qp_flush(c->qp);
+	}
+	uv_poll_stop(&c->poll);
+	uv_timer_stop(&c->timer);
+	close(c->fd);
+	uv_close((uv_handle_t *)&c->poll, handle_closed);
+	uv_close((uv_handle_t *)&c->timer, handle_closed);
+	if (c->id) {
+		struct uw_cm_id_impl *id = c->id;
+		id->conn = NULL;
+		c->id = NULL;
+		if (event >= 0)
+			uw__cm_event(id, (enum uw_cm_event_type)event, status, NULL, c);
+	}
+	uw__notify(c->ctx);
+	uw__kick(c->ctx);
+}

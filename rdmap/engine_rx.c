@@ -1,0 +1,195 @@
+/*
+ * engine_rx.c: the receive side of a running connection. Small FPDUs are
+ * read in bulk into a per-connection buffer and parsed there; a payload
+ * large enough to matter is read by the kernel straight into its place
+ * (readv into the destination and, behind it, the buffer for whatever
+ * follows), and its CRC is computed over the bytes where they landed.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "uw_internal.h"
+
+/* Below this a copy out of the buffer is cheaper than a separate read. */
+#define UW_DIRECT_MIN 4096
+/* Reads per wake-up: a busy connection may not starve the others. */
+#define UW_RX_ROUNDS 16
+
+/* The place's iovecs for payload bytes [off, off + len). */
+static int place_slice(const struct rdmap_place *pl, uint32_t off, size_t len, struct iovec *out,
+		       int max)
+{
+	int n = 0;
+	for (int i = 0; i < pl->niov && len && n < max; i++) {
+		size_t l = pl->iov[i].iov_len;
+		if (off >= l) {
+			off -= (uint32_t)l;
+			continue;
+		}
+		size_t k = l - off < len ? l - off : len;
+		out[n].iov_base = (uint8_t *)pl->iov[i].iov_base + off;
+		out[n].iov_len = k;
+		n++;
+		len -= k;
+		off = 0;
+	}
+	return n;
+}
+
+static void deliver(struct uw_conn *c, const struct rdmap_event *ev)
+{
+	struct uw_qp_impl *qp = c->qp;
+	struct uw_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	switch (ev->kind) {
+	case RDMAP_EV_RECV:
+		wc.opcode = UW_WC_RECV;
+		wc.byte_len = (uint32_t)ev->len;
+		if (ev->solicited)
+			wc.wc_flags |= UW_WC_SOLICITED;
+		if (ev->invalidated) {
+			wc.wc_flags |= UW_WC_WITH_INV;
+			wc.invalidated_rkey = ev->inval_stag;
+		}
+		uw__qp_recv_done(qp, &wc);
+		break;
+	case RDMAP_EV_IMMEDIATE:
+		wc.opcode = UW_WC_RECV_IMM;
+		wc.imm_data = ev->value;
+		wc.wc_flags = UW_WC_WITH_IMM | (ev->solicited ? UW_WC_SOLICITED : 0);
+		uw__qp_recv_done(qp, &wc);
+		break;
+	case RDMAP_EV_READ_REQ:
+	case RDMAP_EV_ATOMIC_REQ:
+		c->want_tx = true; /* a Response is owed */
+		break;
+	case RDMAP_EV_READ_DONE:
+	case RDMAP_EV_ATOMIC_DONE:
+		if (ev->cookie) { /* 0 is our own Read RTR */
+			struct uw_swqe *w = (struct uw_swqe *)(uintptr_t)ev->cookie;
+			w->done = true;
+			qp->reads_out--;
+			uw__qp_complete_sends(qp);
+		}
+		c->want_tx = true; /* an ORD slot is free */
+		break;
+	case RDMAP_EV_TERMINATE:
+		c->peer_term = ev->term;
+		c->peer_terminated = true;
+		uw__conn_close(c, ECONNRESET, UW_CM_EVENT_DISCONNECTED);
+		break;
+	case RDMAP_EV_WRITE:
+	case RDMAP_EV_NONE:
+		break;
+	}
+}
+
+/* The first FPDU from the peer: a held send side may go, and a P2P
+ * responder's connection is established by the RTR. */
+static void first_fpdu(struct uw_conn *c)
+{
+	c->got_fpdu = true;
+	if (c->hold_tx) {
+		c->hold_tx = false;
+		uw__conn_timer(c, 0);
+		c->want_tx = true;
+	}
+	if (c->wait_rtr) {
+		c->wait_rtr = false;
+		if (c->id)
+			uw__cm_event(c->id, UW_CM_EVENT_ESTABLISHED, 0, NULL, c);
+	}
+}
+
+/* Parse what sits in the buffer. */
+static void parse(struct uw_conn *c)
+{
+	while (c->rxoff < c->rxlen && c->st == UW_CONN_RUNNING) {
+		struct fpdu_rx_out out;
+		size_t used;
+		enum fpdu_rx_event e =
+			fpdu_rx_step(&c->rx, c->rxbuf + c->rxoff, c->rxlen - c->rxoff, &used, &out);
+		c->rxoff += used;
+		switch (e) {
+		case FPDU_RX_MORE:
+			break;
+		case FPDU_RX_HDR:
+			if (rdmap_rx_begin(&c->rd, c->rx.hdr, c->rx.hdr_len, c->rx.payload_len, &c->pl)) {
+				uw__conn_fail(c, &c->rd.err);
+				return;
+			}
+			break;
+		case FPDU_RX_DATA:
+			rdmap_place_copy(&c->pl, out.off, out.data, out.len);
+			break;
+		case FPDU_RX_END: {
+			struct rdmap_event ev;
+			int rc = rdmap_rx_end(&c->rd, &ev);
+			if (rc < 0) {
+				uw__conn_fail(c, &c->rd.err);
+				return;
+			}
+			if (!c->got_fpdu)
+				first_fpdu(c);
+			if (rc > 0)
+				deliver(c, &ev);
+			break;
+		}
+		case FPDU_RX_ERROR:
+			uw__conn_fail(c, &c->rx.err);
+			return;
+		}
+	}
+}
+
+void uw__conn_rx(struct uw_conn *c)
+{
+	for (int round = 0; round < UW_RX_ROUNDS && c->st == UW_CONN_RUNNING; round++) {
+		parse(c);
+		if (c->st != UW_CONN_RUNNING)
+			break;
+		c->rxoff = c->rxlen = 0;
+		size_t span = fpdu_rx_direct_span(&c->rx);
+		ssize_t n;
+		if (span >= UW_DIRECT_MIN) {
+			struct iovec iov[RDMAP_PLACE_MAX_IOV + 1];
+			int k = place_slice(&c->pl, c->rx.payload_off, span, iov, RDMAP_PLACE_MAX_IOV);
+			iov[k] = (struct iovec){ c->rxbuf, UW_CONN_RXBUF };
+			n = readv(c->fd, iov, k + 1);
+			if (n > 0) {
+				/* fold the bytes that landed in place into the CRC */
+				size_t left = (size_t)n;
+				for (int i = 0; i < k && left; i++) {
+					size_t m = iov[i].iov_len < left ? iov[i].iov_len : left;
+					fpdu_rx_direct_done(&c->rx, iov[i].iov_base, m);
+					left -= m;
+				}
+				c->rxlen = left;
+			}
+		} else {
+			n = read(c->fd, c->rxbuf, UW_CONN_RXBUF);
+			if (n > 0)
+				c->rxlen = (size_t)n;
+		}
+		if (n == 0) {
+			uw__conn_close(c, 0, UW_CM_EVENT_DISCONNECTED);
+			break;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				uw__conn_close(c, errno, UW_CM_EVENT_DISCONNECTED);
+			break;
+		}
+	}
+	if (c->st == UW_CONN_RUNNING)
+		parse(c);
+	if (c->st == UW_CONN_RUNNING && c->want_tx) {
+		c->want_tx = false;
+		uw__conn_tx(c);
+	}
+}

@@ -1,0 +1,278 @@
+/*
+ * engine_tx.c: the send side of a running connection. Messages are cut
+ * into FPDUs on one gather list (payload referenced in place, never
+ * copied), which leaves in as few writev calls as the socket allows. A
+ * message's completion waits until its last byte has been handed to TCP;
+ * Reads and atomics complete when their Response arrives.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "uw_internal.h"
+
+/* Batches per wake-up: a busy connection may not starve the others. */
+#define UW_TX_ROUNDS 64
+
+/* Reads and atomics complete when their Response arrives. */
+static bool is_request(enum uw_wr_opcode op)
+{
+	return op == UW_WR_RDMA_READ || op == UW_WR_ATOMIC_FETCH_ADD || op == UW_WR_ATOMIC_SWAP ||
+	       op == UW_WR_ATOMIC_CMP_SWAP;
+}
+
+static uint8_t send_opcode(const struct uw_swqe *w)
+{
+	bool se = w->wr.send_flags & UW_SEND_SOLICITED;
+	if (w->wr.opcode == UW_WR_SEND_WITH_INV)
+		return se ? RDMAP_SEND_SE_INVAL : RDMAP_SEND_INVAL;
+	return se ? RDMAP_SEND_SE : RDMAP_SEND;
+}
+
+/* Start the RDMAP message for a send queue entry (the Immediate part of a
+ * Write with Immediate when second). Returns rdmap_tx_start's result. */
+static int start_wqe(struct uw_conn *c, struct uw_swqe *w, bool second)
+{
+	struct rdmap_msg m;
+	memset(&m, 0, sizeof(m));
+	m.sge = w->iov;
+	m.nsge = w->niov;
+	m.cookie = (uint64_t)(uintptr_t)w;
+	switch (w->wr.opcode) {
+	case UW_WR_SEND:
+	case UW_WR_SEND_WITH_INV:
+		m.opcode = send_opcode(w);
+		m.inval_stag = w->wr.invalidate_rkey;
+		break;
+	case UW_WR_RDMA_WRITE_WITH_IMM:
+		if (second) {
+			m.opcode = (w->wr.send_flags & UW_SEND_SOLICITED) ? RDMAP_IMMEDIATE_SE
+									  : RDMAP_IMMEDIATE;
+			m.value = w->wr.imm_data;
+			break;
+		}
+		/* fall through */
+	case UW_WR_RDMA_WRITE:
+		m.opcode = RDMAP_RDMA_WRITE;
+		m.stag = w->wr.rdma.rkey;
+		m.to = w->wr.rdma.remote_addr;
+		break;
+	case UW_WR_IMM:
+		m.opcode = (w->wr.send_flags & UW_SEND_SOLICITED) ? RDMAP_IMMEDIATE_SE : RDMAP_IMMEDIATE;
+		m.value = w->wr.imm_data;
+		break;
+	case UW_WR_RDMA_READ:
+		m.opcode = RDMAP_RDMA_READ_REQ;
+		m.sink_stag = w->lkey0;
+		m.sink_to = w->niov ? (uint64_t)(uintptr_t)w->iov[0].iov_base : 0;
+		m.len = w->niov ? (uint32_t)w->iov[0].iov_len : 0;
+		m.stag = w->wr.rdma.rkey;
+		m.to = w->wr.rdma.remote_addr;
+		break;
+	case UW_WR_ATOMIC_FETCH_ADD:
+	case UW_WR_ATOMIC_SWAP:
+	case UW_WR_ATOMIC_CMP_SWAP:
+		m.opcode = RDMAP_ATOMIC_REQ;
+		m.stag = w->wr.atomic.rkey;
+		m.to = w->wr.atomic.remote_addr;
+		m.result = w->iov[0].iov_base;
+		if (w->wr.opcode == UW_WR_ATOMIC_FETCH_ADD) {
+			m.atomic_op = RDMAP_ATOMIC_FETCH_ADD;
+			m.data = w->wr.atomic.compare_add;
+		} else {
+			m.atomic_op = w->wr.opcode == UW_WR_ATOMIC_SWAP ? RDMAP_ATOMIC_SWAP
+									: RDMAP_ATOMIC_CMP_SWAP;
+			m.data = w->wr.atomic.swap;
+			m.data_mask = ~0ull;
+			m.cmp = w->wr.atomic.compare_add;
+			m.cmp_mask = ~0ull;
+		}
+		break;
+	case UW_WR_LOCAL_INV:
+		return -EINVAL; /* handled without the wire */
+	}
+	return rdmap_tx_start(&c->rd, &m, &c->txm);
+}
+
+/* The RTR a P2P initiator sends first (RFC 6581): a zero-length Write or
+ * Read names STag 1, as siw's do, because some hardware refuses STag 0. */
+static int start_rtr(struct uw_conn *c)
+{
+	struct rdmap_msg m;
+	memset(&m, 0, sizeof(m));
+	if (c->mp.rtr == MPA_RTR_READ) {
+		m.opcode = RDMAP_RDMA_READ_REQ;
+		m.sink_stag = 1;
+		m.stag = 1;
+	} else if (c->mp.rtr == MPA_RTR_SEND) {
+		m.opcode = RDMAP_SEND;
+	} else {
+		m.opcode = RDMAP_RDMA_WRITE;
+		m.stag = 1;
+	}
+	return rdmap_tx_start(&c->rd, &m, &c->txm);
+}
+
+/* Pick the next message: the RTR, then Responses owed to the peer (they
+ * unblock it), then our send queue in order. Returns false when there is
+ * nothing to start now. */
+static bool next_message(struct uw_conn *c)
+{
+	struct uw_qp_impl *qp = c->qp;
+
+	if (c->send_rtr) {
+		if (start_rtr(c))
+			return false;
+		c->send_rtr = false;
+		c->txm_kind = UW_TXM_RTR;
+		return true;
+	}
+	if (rdmap_irq_head(&c->rd)) {
+		if (rdmap_tx_response(&c->rd, &c->txm))
+			return false;
+		c->txm_kind = UW_TXM_RESPONSE;
+		return true;
+	}
+	while (qp->sq_next != qp->sq_tail) {
+		struct uw_swqe *w = uw__sq_at(qp, qp->sq_next);
+		if ((w->wr.send_flags & UW_SEND_FENCE) && qp->reads_out)
+			return false;
+		if (w->wr.opcode == UW_WR_LOCAL_INV) {
+			struct uw_pd_impl *pd = (struct uw_pd_impl *)qp->pub.pd;
+			if (uw__stag_invalidate(c->ctx, w->wr.invalidate_rkey, pd->id, qp->pub.qp_num))
+				w->status = UW_WC_LOC_PROT_ERR;
+			w->done = true;
+			qp->sq_next++;
+			uw__qp_complete_sends(qp);
+			continue;
+		}
+		if (start_wqe(c, w, false))
+			return false; /* ORD reached: the queue waits, in order */
+		qp->sq_next++;
+		if (is_request(w->wr.opcode))
+			qp->reads_out++;
+		c->txm_kind = UW_TXM_WQE;
+		c->txm_wqe = w;
+		c->txm_second = false;
+		return true;
+	}
+	return false;
+}
+
+/* The message in txm is fully on the gather list. */
+static void message_queued(struct uw_conn *c)
+{
+	c->txm_active = false;
+	if (c->txm_kind == UW_TXM_RESPONSE) {
+		rdmap_irq_pop(&c->rd);
+		return;
+	}
+	if (c->txm_kind != UW_TXM_WQE)
+		return;
+	struct uw_swqe *w = c->txm_wqe;
+	if (w->wr.opcode == UW_WR_RDMA_WRITE_WITH_IMM && !c->txm_second) {
+		/* the Immediate Data follows the Write at once */
+		if (start_wqe(c, w, true) == 0) {
+			c->txm_second = true;
+			c->txm_active = true;
+		}
+		return;
+	}
+	if (!is_request(w->wr.opcode))
+		c->batch_done[c->nbatch_done++] = w;
+}
+
+/* Fill the gather list; returns when it is full or nothing is left. */
+static void fill(struct uw_conn *c)
+{
+	struct iovec iov[RDMAP_PLACE_MAX_IOV];
+	size_t hl;
+	int niov;
+
+	while (c->nhdrs < UW_CONN_HDRS && c->nbatch_done < UW_CONN_HDRS) {
+		if (!c->txm_active) {
+			if (!next_message(c))
+				return;
+			c->txm_active = true;
+		}
+		for (;;) {
+			if (c->nhdrs == UW_CONN_HDRS)
+				return;
+			struct rdmap_tx_msg save = c->txm;
+			uint8_t *hdr = c->hdrs[c->nhdrs];
+			int rc = rdmap_tx_next(&c->txm, hdr, &hl, iov, RDMAP_PLACE_MAX_IOV, &niov);
+			if (rc == 0)
+				break;
+			if (rc < 0 || fpdu_tx_append(&c->tx, &c->batch, hdr, hl, iov, niov)) {
+				c->txm = save; /* the list is full: this segment goes next time */
+				return;
+			}
+			c->nhdrs++;
+		}
+		message_queued(c);
+	}
+}
+
+/* The gather list has left: what it finished completes. */
+static void batch_written(struct uw_conn *c)
+{
+	for (uint32_t i = 0; i < c->nbatch_done; i++)
+		c->batch_done[i]->done = true;
+	c->nbatch_done = 0;
+	c->nhdrs = 0;
+	c->wr_iov = 0;
+	fpdu_batch_reset(&c->batch);
+	uw__qp_complete_sends(c->qp);
+}
+
+void uw__conn_tx(struct uw_conn *c)
+{
+	if (c->st != UW_CONN_RUNNING || c->hold_tx)
+		return;
+	for (int round = 0; round < UW_TX_ROUNDS && c->st == UW_CONN_RUNNING; round++) {
+		if (c->wr_iov == c->batch.niov) {
+			if (c->batch.niov)
+				batch_written(c);
+			fill(c);
+			if (!c->batch.niov) {
+				uw__conn_poll(c, UV_READABLE);
+				return;
+			}
+		}
+		ssize_t n = writev(c->fd, c->batch.iov + c->wr_iov, c->batch.niov - c->wr_iov);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				uw__conn_poll(c, UV_READABLE | UV_WRITABLE);
+				return;
+			}
+			uw__conn_close(c, errno, UW_CM_EVENT_DISCONNECTED);
+			return;
+		}
+		/* step over what left; a piece cut in the middle stays, shortened */
+		size_t left = (size_t)n;
+		while (left && c->wr_iov < c->batch.niov) {
+			struct iovec *v = &c->batch.iov[c->wr_iov];
+			if (v->iov_len <= left) {
+				left -= v->iov_len;
+				c->wr_iov++;
+			} else {
+				v->iov_base = (uint8_t *)v->iov_base + left;
+				v->iov_len -= left;
+				left = 0;
+			}
+		}
+		if (c->wr_iov < c->batch.niov) {
+			uw__conn_poll(c, UV_READABLE | UV_WRITABLE);
+			return;
+		}
+	}
+	if (c->st == UW_CONN_RUNNING) {
+		if (c->wr_iov == c->batch.niov && c->batch.niov)
+			batch_written(c);
+		/* more may remain: come back when the loop runs again */
+		uw__conn_poll(c, UV_READABLE | UV_WRITABLE);
+	}
+}

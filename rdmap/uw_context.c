@@ -1,0 +1,190 @@
+/*
+ * uw_context.c: the context, its lock and event loop, and the two ways
+ * progress happens (the application's calls, or an engine thread).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "uw_internal.h"
+
+uint64_t uw__now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint32_t uw__random32(struct uw_context *ctx)
+{
+	/* xorshift64*: cheap, and seeded from the kernel, so STag keys are
+	 * not predictable from one run to the next */
+	uint64_t x = ctx->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	ctx->rng = x;
+	return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+void uw__progress(struct uw_context *ctx)
+{
+	uv_run(&ctx->loop, UV_RUN_NOWAIT);
+}
+
+void uw__kick(struct uw_context *ctx)
+{
+	if (ctx->progress == UW_PROGRESS_AUTO)
+		uv_async_send(&ctx->wake);
+}
+
+void uw__notify(struct uw_context *ctx)
+{
+	if (ctx->progress == UW_PROGRESS_AUTO)
+		pthread_cond_broadcast(&ctx->cond);
+}
+
+int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
+{
+	uint64_t start = uw__now_ms();
+
+	if (ctx->progress == UW_PROGRESS_AUTO) {
+		/* The engine thread watches the network; we sleep until it
+		 * reports something (or an fd of the caller's is ready). */
+		if (fd >= 0) {
+			struct pollfd p = { fd, POLLIN, 0 };
+			pthread_mutex_unlock(&ctx->lock);
+			poll(&p, 1, timeout_ms);
+			pthread_mutex_lock(&ctx->lock);
+		} else if (timeout_ms < 0) {
+			pthread_cond_wait(&ctx->cond, &ctx->lock);
+		} else {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += timeout_ms / 1000;
+			ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts);
+		}
+	} else {
+		struct pollfd p[2] = { { uv_backend_fd(&ctx->loop), POLLIN, 0 }, { fd, POLLIN, 0 } };
+		int t = uv_backend_timeout(&ctx->loop);
+		if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
+			t = timeout_ms;
+		pthread_mutex_unlock(&ctx->lock);
+		poll(p, fd >= 0 ? 2 : 1, t);
+		pthread_mutex_lock(&ctx->lock);
+		uw__progress(ctx);
+	}
+	if (timeout_ms >= 0 && uw__now_ms() - start >= (uint64_t)timeout_ms)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+static void wake_cb(uv_async_t *h)
+{
+	(void)h; /* only here to end the engine thread's poll */
+}
+
+static void *engine_thread(void *arg)
+{
+	struct uw_context *ctx = arg;
+	pthread_mutex_lock(&ctx->lock);
+	while (!ctx->stopping) {
+		struct pollfd p = { uv_backend_fd(&ctx->loop), POLLIN, 0 };
+		int t = uv_backend_timeout(&ctx->loop);
+		pthread_mutex_unlock(&ctx->lock);
+		poll(&p, 1, t);
+		pthread_mutex_lock(&ctx->lock);
+		uw__progress(ctx);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return NULL;
+}
+
+struct uw_context *uw_open(const struct uw_context_attr *attr)
+{
+	struct uw_context *ctx = calloc(1, sizeof(*ctx));
+	int rc;
+
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->progress = attr ? attr->progress : UW_PROGRESS_MANUAL;
+	if (ctx->progress != UW_PROGRESS_MANUAL && ctx->progress != UW_PROGRESS_AUTO) {
+		free(ctx);
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx->reply_timeout_ms = attr && attr->mpa_reply_timeout_ms ? attr->mpa_reply_timeout_ms : 10000;
+	ctx->request_timeout_ms =
+		attr && attr->mpa_request_timeout_ms ? attr->mpa_request_timeout_ms : 5000;
+	if (getrandom(&ctx->rng, sizeof(ctx->rng), 0) != sizeof(ctx->rng))
+		ctx->rng = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull;
+	ctx->rng |= 1;
+	ctx->next_qpn = 1;
+	ctx->next_pd = 1;
+	ctx->stag_free = UINT32_MAX;
+	uw_list_init(&ctx->conns);
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_cond_init(&ctx->cond, NULL);
+	rc = uv_loop_init(&ctx->loop);
+	if (rc)
+		goto fail;
+	rc = uv_async_init(&ctx->loop, &ctx->wake, wake_cb);
+	if (rc) {
+		uv_loop_close(&ctx->loop);
+		goto fail;
+	}
+	if (ctx->progress == UW_PROGRESS_AUTO) {
+		rc = -pthread_create(&ctx->thread, NULL, engine_thread, ctx);
+		if (rc) {
+			uv_close((uv_handle_t *)&ctx->wake, NULL);
+			uv_run(&ctx->loop, UV_RUN_DEFAULT);
+			uv_loop_close(&ctx->loop);
+			goto fail;
+		}
+		ctx->thread_running = true;
+	}
+	return ctx;
+fail:
+	pthread_mutex_destroy(&ctx->lock);
+	pthread_cond_destroy(&ctx->cond);
+	free(ctx);
+	errno = -rc;
+	return NULL;
+}
+
+int uw_close(struct uw_context *ctx)
+{
+	if (!ctx)
+		return EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->nobjects) {
+		pthread_mutex_unlock(&ctx->lock);
+		return EBUSY;
+	}
+	/* connections of destroyed ids may still be closing their sockets */
+	while (!uw_list_empty(&ctx->conns))
+		uw__wait(ctx, -1, 10);
+	ctx->stopping = true;
+	uv_async_send(&ctx->wake);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ctx->thread_running)
+		pthread_join(ctx->thread, NULL);
+	uv_close((uv_handle_t *)&ctx->wake, NULL);
+	uv_run(&ctx->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&ctx->loop);
+	pthread_mutex_destroy(&ctx->lock);
+	pthread_cond_destroy(&ctx->cond);
+	free(ctx->stags);
+	free(ctx);
+	return 0;
+}

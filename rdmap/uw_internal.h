@@ -1,0 +1,379 @@
+/*
+ * uw_internal.h: the objects behind include/uwarp/verbs.h and the engine
+ * that runs them (internal to rdmap/).
+ *
+ * Locking: one mutex per context guards every object of the context and
+ * the libuv loop. Public calls take it; engine callbacks run inside
+ * uv_run(), which is only ever called with it held. Waiting (for the
+ * network, a completion, a CM event) happens with the mutex released, in
+ * poll(2) on the loop's backend fd, so any number of threads may wait while
+ * another posts.
+ */
+#ifndef UWARP_UW_INTERNAL_H
+#define UWARP_UW_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <uv.h>
+
+#include <uwarp/verbs.h>
+
+#include "fpdu.h"
+#include "mpa_negotiate.h"
+#include "rdmap_conn.h"
+
+/* ---- doubly linked lists ---- */
+
+struct uw_list {
+	struct uw_list *prev, *next;
+};
+
+static inline void uw_list_init(struct uw_list *l)
+{
+	l->prev = l->next = l;
+}
+
+static inline bool uw_list_empty(const struct uw_list *l)
+{
+	return l->next == l;
+}
+
+static inline void uw_list_add_tail(struct uw_list *l, struct uw_list *n)
+{
+	n->prev = l->prev;
+	n->next = l;
+	l->prev->next = n;
+	l->prev = n;
+}
+
+static inline void uw_list_del(struct uw_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->prev = n->next = n;
+}
+
+#define uw_container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
+
+/* ---- context ---- */
+
+struct uw_stag_entry;
+struct uw_mw_impl;
+
+struct uw_context {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;      /* auto progress: completions and events */
+	uv_loop_t loop;
+	uv_async_t wake;          /* rouses the engine thread (auto progress) */
+	enum uw_progress progress;
+	pthread_t thread;
+	bool thread_running;
+	bool stopping;
+	unsigned reply_timeout_ms;
+	unsigned request_timeout_ms;
+	/* STag table: index = STag >> 8 */
+	struct uw_stag_entry *stags;
+	uint32_t nstags, stag_free;
+	uint64_t rng;
+	uint32_t next_qpn;
+	uint32_t next_pd;
+	int nobjects;             /* PDs, CQs, channels, ids: uw_close needs 0 */
+	struct uw_list conns;     /* live connections (closing ones too) */
+};
+
+/* Called with ctx->lock held: move whatever is ready, without blocking. */
+void uw__progress(struct uw_context *ctx);
+/*
+ * Called with ctx->lock held: release it, wait until the network, fd
+ * (if >= 0) or a loop timer needs attention or timeout_ms passes (-1:
+ * forever), take it back and progress. Returns 0, or -ETIMEDOUT when the
+ * time is up.
+ */
+int uw__wait(struct uw_context *ctx, int fd, int timeout_ms);
+/* Something changed that the engine thread's sleep must see. */
+void uw__kick(struct uw_context *ctx);
+/* Completions or events appeared: wake auto-progress waiters. */
+void uw__notify(struct uw_context *ctx);
+uint32_t uw__random32(struct uw_context *ctx);
+uint64_t uw__now_ms(void);
+
+/* ---- memory ---- */
+
+struct uw_pd_impl {
+	struct uw_pd pub;
+	uint32_t id;
+	int refs; /* MRs, MWs, QPs, SRQs */
+};
+
+enum uw_stag_kind { UW_STAG_FREE = 0, UW_STAG_MR, UW_STAG_MW };
+
+struct uw_stag_entry {
+	uint8_t kind;
+	uint8_t key;
+	bool valid;        /* a window bound and not invalidated */
+	uint32_t next_free;
+	uint32_t pd;
+	uint32_t qp;       /* a window bound to one QP */
+	uint32_t rights;   /* enum ddp_rights */
+	uint8_t *addr;
+	uint64_t len;
+	struct uw_mr *mr;  /* the MR of this entry, or the MR a window is over */
+	struct uw_mw_impl *mw; /* a window's own object */
+};
+
+struct uw_mr_impl {
+	struct uw_mr pub;
+	int access;
+	int windows; /* bound windows: deregistration waits for them */
+};
+
+struct uw_mw_impl {
+	struct uw_mw pub;
+	uint32_t index;
+	struct uw_mr_impl *over;
+};
+
+/* The ddp_mem interface over the context's STag table. */
+int uw__stag_lookup(void *ctx, uint32_t stag, struct ddp_region *out);
+int uw__stag_invalidate(void *ctx, uint32_t stag, uint32_t pd, uint32_t qp);
+/* A local SGE as an iovec: the lkey must name an MR of pd covering it with
+ * the rights (enum ddp_rights). Returns 0 or EINVAL/EACCES. */
+int uw__sge_check(struct uw_context *ctx, uint32_t pd, const struct uw_sge *sge, uint32_t rights,
+		  struct iovec *out);
+
+/* ---- completion queues ---- */
+
+struct uw_channel_impl {
+	struct uw_comp_channel pub;
+	int evfd;            /* counts events */
+	struct uw_list events;  /* armed CQs that fired, in order */
+	bool nonblock;
+	int users;
+};
+
+struct uw_cq_impl {
+	struct uw_cq pub;
+	struct uw_wc *ring;
+	uint32_t cap, head, count;
+	int armed;           /* 0, 1 (any), 2 (solicited only) */
+	bool overflow;
+	unsigned events, acked;
+	struct uw_list fired; /* on the channel's events list */
+	bool queued;
+	int users;
+};
+
+/* Add a completion; raises the armed event. Returns 0 or -ENOSPC (overflow). */
+int uw__cq_push(struct uw_cq_impl *cq, const struct uw_wc *wc);
+/* A channel fd: an epoll set of its eventfd and, with manual progress, the
+ * loop's backend fd. */
+int uw__channel_fd(struct uw_context *ctx, int evfd);
+
+/* ---- queue pairs ---- */
+
+struct uw_swqe {
+	struct uw_send_wr wr;  /* copied; sg_list and next are not used */
+	uint32_t lkey0;        /* a Read's sink STag: its SGE's lkey */
+	struct iovec *iov;     /* max_send_sge entries, in the QP's pool */
+	int niov;
+	uint8_t *inline_buf;   /* max_inline_data bytes, in the QP's pool */
+	bool signaled;
+	bool done;             /* its work finished; completes in order */
+	enum uw_wc_status status;
+};
+
+struct uw_rwqe {
+	uint64_t wr_id;
+	struct iovec *iov;     /* max_recv_sge entries, in the owner's pool */
+	int niov;
+	struct rdmap_recv recv; /* what the RDMAP core places into */
+};
+
+struct uw_srq_impl {
+	struct uw_srq pub;
+	struct uw_rwqe *ring;
+	struct iovec *iov_pool;
+	uint32_t cap, head, count;
+	uint32_t max_sge;
+	int users;
+};
+
+struct uw_conn;
+
+struct uw_qp_impl {
+	struct uw_qp pub;
+	struct uw_qp_init_attr attr;
+	/* send queue, absolute counters: completed < head <= next <= tail */
+	struct uw_swqe *sq;
+	uint32_t sq_cap, sq_head, sq_next, sq_tail;
+	struct iovec *sq_iov;
+	uint8_t *sq_inline;
+	/* receive queue: [head, tail); [head, head+claimed) handed to Sends */
+	struct uw_rwqe *rq;
+	uint32_t rq_cap, rq_head, rq_tail, rq_claimed;
+	struct iovec *rq_iov;
+	struct uw_rwqe srq_claimed; /* a receive taken from the SRQ */
+	struct iovec srq_claimed_iov[UW_MAX_SGE];
+	bool srq_claim_held;
+	struct uw_conn *conn;
+	struct uw_cm_id_impl *id;
+	bool rfc7306;
+	uint32_t reads_out;   /* Read/atomic WRs awaiting their Response */
+};
+
+static inline struct uw_swqe *uw__sq_at(struct uw_qp_impl *qp, uint32_t abs)
+{
+	return &qp->sq[abs % qp->sq_cap];
+}
+
+/* Flush every outstanding WR with FLUSH_ERR and move to ERR. */
+void uw__qp_flush(struct uw_qp_impl *qp);
+/* Complete the send queue head while its WRs are done, in order. */
+void uw__qp_complete_sends(struct uw_qp_impl *qp);
+/* The receive a Send arriving now lands in (recv_claim for the core). */
+const struct rdmap_recv *uw__qp_recv_claim(void *qp);
+/* The claimed receive is complete: a completion for it. */
+void uw__qp_recv_done(struct uw_qp_impl *qp, const struct uw_wc *wc);
+/* Push to a CQ; an overflow fails the QP (as an RNIC's CQ error). */
+void uw__qp_cq_push(struct uw_qp_impl *qp, struct uw_cq *cq, const struct uw_wc *wc);
+
+/* ---- connection manager ---- */
+
+struct uw_cm_channel_impl {
+	struct uw_cm_channel pub;
+	int evfd;
+	struct uw_list events;
+	bool nonblock;
+	int users;
+};
+
+struct uw_cm_event_impl {
+	struct uw_cm_event pub;
+	struct uw_list link;
+	uint8_t pdata[MPA_PD_MAX_RFC];
+};
+
+struct uw_cm_id_impl {
+	struct uw_cm_id pub;
+	struct uw_cm_channel_impl *ch;
+	int listen_fd;
+	uv_poll_t listen_poll;
+	bool listening;
+	struct uw_conn *conn;
+	bool destroyed;
+	int refs;        /* the application's, a listen handle, pending requests */
+};
+
+enum uw_conn_state {
+	UW_CONN_CONNECTING,  /* initiator: TCP connect in progress */
+	UW_CONN_REQ_SENT,    /* initiator: waiting for the Reply */
+	UW_CONN_WAIT_REQ,    /* responder: waiting for the Request */
+	UW_CONN_REQ_HELD,    /* responder: Request delivered to the application */
+	UW_CONN_RUNNING,     /* full operation */
+	UW_CONN_CLOSED,
+};
+
+#define UW_CONN_RXBUF 16384
+#define UW_CONN_BATCH_IOV 256
+#define UW_CONN_BATCH_SCRATCH 4096
+#define UW_CONN_HDRS 128
+#define UW_MPA_HOLD_MS 100 /* responder waits this long for the peer's first FPDU */
+
+struct uw_conn {
+	struct uw_list link;      /* in ctx->conns */
+	struct uw_context *ctx;
+	struct uw_cm_id_impl *id;
+	struct uw_cm_id_impl *listener; /* responder: where its Request goes */
+	struct uw_qp_impl *qp;
+	enum uw_conn_state st;
+	bool initiator;
+	int fd;
+	uv_poll_t poll;
+	int poll_events;
+	uv_timer_t timer;
+	int handles;              /* libuv handles still open */
+	bool freeing;
+	/* MPA setup */
+	struct uw_conn_param param;
+	uint8_t param_pdata[MPA_PD_MAX_RFC];
+	struct mpa_policy pol;
+	struct mpa_frame req;     /* ours (initiator) or theirs (responder) */
+	uint8_t frame[MPA_FRAME_HDR_LEN + MPA_PD_MAX_RFC];
+	size_t frame_len;
+	uint8_t out[MPA_FRAME_HDR_LEN + MPA_PD_MAX_RFC];
+	size_t out_len, out_off;
+	struct mpa_params mp;
+	bool peer_ext;            /* the peer offered RFC 7306 */
+	/* full operation */
+	struct rdmap_conn rd;
+	bool rd_init;
+	struct fpdu_rx rx;
+	struct fpdu_tx tx;
+	uint8_t *rxbuf;
+	size_t rxlen, rxoff;
+	struct rdmap_place pl;
+	bool hold_tx;             /* responder: until the peer's first FPDU */
+	bool wait_rtr;            /* P2P responder: ESTABLISHED after the RTR */
+	bool send_rtr;            /* P2P initiator: the RTR goes first */
+	bool got_fpdu;
+	bool want_tx;             /* receive made work for the send side */
+	/* transmit */
+	struct fpdu_batch batch;
+	struct iovec *batch_iov;
+	uint8_t *batch_scratch;
+	int wr_iov;               /* first unwritten iovec */
+	uint8_t (*hdrs)[MPA_ULPDU_LEN_SIZE + RDMAP_MAX_HDR];
+	uint32_t nhdrs;
+	struct rdmap_tx_msg txm;
+	bool txm_active;
+	int txm_kind;             /* what txm carries, see engine_tx */
+	struct uw_swqe *txm_wqe;
+	bool txm_second;          /* Write with Immediate: the Immediate part */
+	struct uw_swqe *batch_done[UW_CONN_HDRS]; /* WQEs finished by this batch */
+	uint32_t nbatch_done;
+	bool terminate_sent;
+	/* why it ended */
+	int close_status;
+	struct rdmap_term peer_term;
+	bool peer_terminated;
+};
+
+enum uw_txm_kind { UW_TXM_WQE = 1, UW_TXM_RESPONSE, UW_TXM_RTR };
+
+/* engine_conn.c */
+struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator);
+void uw__conn_poll(struct uw_conn *c, int events);
+void uw__conn_timer(struct uw_conn *c, unsigned ms);
+#define UW_EV_AUTO (-1) /* the event the connection's state calls for */
+#define UW_EV_NONE (-2)
+/* Tear down: flush the QP, close the socket, report event to the id. */
+void uw__conn_close(struct uw_conn *c, int status, int event);
+/* Begin full operation with the negotiated parameters. Returns 0 or -errno. */
+int uw__conn_start(struct uw_conn *c);
+/* A protocol error found here: send the Terminate (best effort), close. */
+void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e);
+
+/* engine_tx.c: move the send side as far as the socket allows. */
+void uw__conn_tx(struct uw_conn *c);
+/* engine_rx.c: take what the socket has in full operation. */
+void uw__conn_rx(struct uw_conn *c);
+
+/* cm.c */
+void uw__cm_event(struct uw_cm_id_impl *id, enum uw_cm_event_type type, int status,
+		  struct uw_cm_id_impl *listen_id, const struct uw_conn *c);
+void uw__cm_id_put(struct uw_cm_id_impl *id);
+void uw__cm_request_arrived(struct uw_conn *c);
+void uw__cm_reply_arrived(struct uw_conn *c);
+void uw__cm_connected(struct uw_conn *c);
+
+/* RFC 7306 offer carried at the end of MPA private data between uwarp
+ * peers; stripped before the application sees it. */
+#define UW_EXT_TRAILER_LEN 8
+#define UW_EXT_MAGIC "uWx7306"
+size_t uw__ext_strip(const uint8_t *pd, size_t len, bool *offered);
+size_t uw__ext_append(uint8_t *pd, size_t len);
+
+#endif

@@ -1,0 +1,487 @@
+/*
+ * uw_qp.c: queue pairs and shared receive queues: checking and queueing
+ * work requests, completing them in order, flushing them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uw_internal.h"
+
+static bool is_ext(enum uw_wr_opcode op)
+{
+	return op == UW_WR_RDMA_WRITE_WITH_IMM || op == UW_WR_IMM || op == UW_WR_ATOMIC_FETCH_ADD ||
+	       op == UW_WR_ATOMIC_SWAP || op == UW_WR_ATOMIC_CMP_SWAP;
+}
+
+static bool is_atomic(enum uw_wr_opcode op)
+{
+	return op == UW_WR_ATOMIC_FETCH_ADD || op == UW_WR_ATOMIC_SWAP || op == UW_WR_ATOMIC_CMP_SWAP;
+}
+
+static enum uw_wc_opcode wc_opcode(enum uw_wr_opcode op)
+{
+	switch (op) {
+	case UW_WR_SEND:
+	case UW_WR_SEND_WITH_INV:
+	case UW_WR_IMM:
+		return UW_WC_SEND;
+	case UW_WR_RDMA_WRITE:
+	case UW_WR_RDMA_WRITE_WITH_IMM:
+		return UW_WC_RDMA_WRITE;
+	case UW_WR_RDMA_READ:
+		return UW_WC_RDMA_READ;
+	case UW_WR_ATOMIC_FETCH_ADD:
+		return UW_WC_FETCH_ADD;
+	case UW_WR_ATOMIC_SWAP:
+		return UW_WC_SWAP;
+	case UW_WR_ATOMIC_CMP_SWAP:
+		return UW_WC_CMP_SWAP;
+	case UW_WR_LOCAL_INV:
+		return UW_WC_LOCAL_INV;
+	}
+	return UW_WC_SEND;
+}
+
+void uw__qp_cq_push(struct uw_qp_impl *qp, struct uw_cq *cq, const struct uw_wc *wc)
+{
+	if (uw__cq_push((struct uw_cq_impl *)cq, wc) && qp->pub.state != UW_QPS_ERR) {
+		/* A lost completion would break "every WR completes": the QP
+		 * fails instead, as an RNIC's does on CQ overflow. */
+		if (qp->conn)
+			uw__conn_close(qp->conn, ENOSPC, UW_CM_EVENT_DISCONNECTED);
+		else
+			uw__qp_flush(qp);
+	}
+}
+
+void uw__qp_complete_sends(struct uw_qp_impl *qp)
+{
+	while (qp->sq_head != qp->sq_next) {
+		struct uw_swqe *w = uw__sq_at(qp, qp->sq_head);
+		if (!w->done)
+			break;
+		qp->sq_head++;
+		if (w->signaled || w->status != UW_WC_SUCCESS) {
+			struct uw_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
+					    .opcode = wc_opcode(w->wr.opcode), .qp = &qp->pub };
+			uw__qp_cq_push(qp, qp->pub.send_cq, &wc);
+		}
+	}
+}
+
+static void flush_recv(struct uw_qp_impl *qp, uint64_t wr_id)
+{
+	struct uw_wc wc = { .wr_id = wr_id, .status = UW_WC_WR_FLUSH_ERR, .opcode = UW_WC_RECV,
+			    .qp = &qp->pub };
+	uw__cq_push((struct uw_cq_impl *)qp->pub.recv_cq, &wc);
+}
+
+void uw__qp_flush(struct uw_qp_impl *qp)
+{
+	qp->pub.state = UW_QPS_ERR;
+	/* Sends: done ones keep their success, everything else is flushed,
+	 * all in posting order. Completions that no longer fit are lost only
+	 * to a CQ that already overflowed. */
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct uw_swqe *w = uw__sq_at(qp, i);
+		if (!w->done) {
+			w->done = true;
+			w->status = UW_WC_WR_FLUSH_ERR;
+		}
+	}
+	qp->sq_next = qp->sq_tail;
+	while (qp->sq_head != qp->sq_tail) {
+		struct uw_swqe *w = uw__sq_at(qp, qp->sq_head++);
+		if (w->signaled || w->status != UW_WC_SUCCESS) {
+			struct uw_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
+					    .opcode = wc_opcode(w->wr.opcode), .qp = &qp->pub };
+			uw__cq_push((struct uw_cq_impl *)qp->pub.send_cq, &wc);
+		}
+	}
+	if (qp->srq_claim_held) {
+		flush_recv(qp, qp->srq_claimed.wr_id);
+		qp->srq_claim_held = false;
+	}
+	for (; qp->rq_head != qp->rq_tail; qp->rq_head++)
+		flush_recv(qp, qp->rq[qp->rq_head % qp->rq_cap].wr_id);
+	qp->rq_claimed = 0;
+	qp->reads_out = 0;
+}
+
+const struct rdmap_recv *uw__qp_recv_claim(void *arg)
+{
+	struct uw_qp_impl *qp = arg;
+	if (qp->pub.srq) {
+		struct uw_srq_impl *srq = (struct uw_srq_impl *)qp->pub.srq;
+		if (!srq->count || qp->srq_claim_held)
+			return NULL;
+		struct uw_rwqe *r = &srq->ring[srq->head];
+		qp->srq_claimed = *r;
+		memcpy(qp->srq_claimed_iov, r->iov, (size_t)r->niov * sizeof(struct iovec));
+		qp->srq_claimed.iov = qp->srq_claimed_iov;
+		qp->srq_claimed.recv.sge = qp->srq_claimed_iov;
+		qp->srq_claim_held = true;
+		srq->head = (srq->head + 1) % srq->cap;
+		srq->count--;
+		return &qp->srq_claimed.recv;
+	}
+	if (qp->rq_head + qp->rq_claimed == qp->rq_tail)
+		return NULL;
+	struct uw_rwqe *r = &qp->rq[(qp->rq_head + qp->rq_claimed) % qp->rq_cap];
+	qp->rq_claimed++;
+	return &r->recv;
+}
+
+void uw__qp_recv_done(struct uw_qp_impl *qp, const struct uw_wc *wc_in)
+{
+	struct uw_wc wc = *wc_in;
+	wc.qp = &qp->pub;
+	if (qp->pub.srq) {
+		wc.wr_id = qp->srq_claimed.wr_id;
+		qp->srq_claim_held = false;
+	} else {
+		wc.wr_id = qp->rq[qp->rq_head % qp->rq_cap].wr_id;
+		qp->rq_head++;
+		qp->rq_claimed--;
+	}
+	uw__qp_cq_push(qp, qp->pub.recv_cq, &wc);
+}
+
+static int check_cap(const struct uw_qp_cap *c, bool srq)
+{
+	if (!c->max_send_wr || (!srq && !c->max_recv_wr) || c->max_send_sge > UW_MAX_SGE ||
+	    c->max_recv_sge > UW_MAX_SGE || c->max_inline_data > UW_MAX_INLINE ||
+	    c->max_send_wr > (1u << 20) || c->max_recv_wr > (1u << 20))
+		return EINVAL;
+	return 0;
+}
+
+struct uw_qp *uw_create_qp(struct uw_pd *p, struct uw_qp_init_attr *attr)
+{
+	struct uw_pd_impl *pd = (struct uw_pd_impl *)p;
+	if (!pd || !attr || !attr->send_cq || !attr->recv_cq ||
+	    check_cap(&attr->cap, attr->srq != NULL) ||
+	    (attr->srq && attr->srq->pd != p) || attr->send_cq->context != p->context ||
+	    attr->recv_cq->context != p->context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct uw_qp_impl *qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct uw_qp_cap *c = &attr->cap;
+	uint32_t ssge = c->max_send_sge ? c->max_send_sge : 1;
+	uint32_t rsge = c->max_recv_sge ? c->max_recv_sge : 1;
+	qp->sq_cap = c->max_send_wr;
+	qp->rq_cap = attr->srq ? 0 : c->max_recv_wr;
+	qp->sq = calloc(qp->sq_cap, sizeof(*qp->sq));
+	qp->sq_iov = calloc((size_t)qp->sq_cap * ssge, sizeof(struct iovec));
+	qp->sq_inline = c->max_inline_data ? malloc((size_t)qp->sq_cap * c->max_inline_data) : NULL;
+	if (qp->rq_cap) {
+		qp->rq = calloc(qp->rq_cap, sizeof(*qp->rq));
+		qp->rq_iov = calloc((size_t)qp->rq_cap * rsge, sizeof(struct iovec));
+	}
+	if (!qp->sq || !qp->sq_iov || (c->max_inline_data && !qp->sq_inline) ||
+	    (qp->rq_cap && (!qp->rq || !qp->rq_iov))) {
+		free(qp->sq);
+		free(qp->sq_iov);
+		free(qp->sq_inline);
+		free(qp->rq);
+		free(qp->rq_iov);
+		free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < qp->sq_cap; i++) {
+		qp->sq[i].iov = qp->sq_iov + (size_t)i * ssge;
+		qp->sq[i].inline_buf = qp->sq_inline ? qp->sq_inline + (size_t)i * c->max_inline_data : NULL;
+	}
+	for (uint32_t i = 0; i < qp->rq_cap; i++)
+		qp->rq[i].iov = qp->rq_iov + (size_t)i * rsge;
+	qp->attr = *attr;
+	struct uw_context *ctx = p->context;
+	pthread_mutex_lock(&ctx->lock);
+	qp->pub = (struct uw_qp){ ctx, p, attr->qp_context, attr->send_cq, attr->recv_cq, attr->srq,
+				  ctx->next_qpn++, UW_QPS_INIT };
+	pd->refs++;
+	((struct uw_cq_impl *)attr->send_cq)->users++;
+	((struct uw_cq_impl *)attr->recv_cq)->users++;
+	if (attr->srq)
+		((struct uw_srq_impl *)attr->srq)->users++;
+	pthread_mutex_unlock(&ctx->lock);
+	return &qp->pub;
+}
+
+int uw_destroy_qp(struct uw_qp *q)
+{
+	struct uw_qp_impl *qp = (struct uw_qp_impl *)q;
+	if (!qp)
+		return EINVAL;
+	struct uw_context *ctx = q->context;
+	pthread_mutex_lock(&ctx->lock);
+	if (qp->conn)
+		uw__conn_close(qp->conn, ECONNABORTED, UW_CM_EVENT_DISCONNECTED);
+	if (q->state != UW_QPS_ERR && q->state != UW_QPS_RESET)
+		uw__qp_flush(qp);
+	if (qp->id)
+		qp->id->pub.qp = NULL;
+	((struct uw_pd_impl *)q->pd)->refs--;
+	((struct uw_cq_impl *)q->send_cq)->users--;
+	((struct uw_cq_impl *)q->recv_cq)->users--;
+	if (q->srq)
+		((struct uw_srq_impl *)q->srq)->users--;
+	pthread_mutex_unlock(&ctx->lock);
+	free(qp->sq);
+	free(qp->sq_iov);
+	free(qp->sq_inline);
+	free(qp->rq);
+	free(qp->rq_iov);
+	free(qp);
+	return 0;
+}
+
+int uw_modify_qp(struct uw_qp *q, enum uw_qp_state state)
+{
+	struct uw_qp_impl *qp = (struct uw_qp_impl *)q;
+	int rc = 0;
+	if (!qp)
+		return EINVAL;
+	pthread_mutex_lock(&q->context->lock);
+	if (state == UW_QPS_ERR) {
+		if (qp->conn)
+			uw__conn_close(qp->conn, ECONNABORTED, UW_CM_EVENT_DISCONNECTED);
+		if (q->state != UW_QPS_ERR)
+			uw__qp_flush(qp);
+	} else if (state == UW_QPS_RESET && q->state == UW_QPS_ERR && !qp->conn) {
+		qp->sq_head = qp->sq_next = qp->sq_tail = 0;
+		qp->rq_head = qp->rq_tail = qp->rq_claimed = 0;
+		q->state = UW_QPS_INIT; /* RESET then INIT: ready for a new connection */
+	} else if (state != q->state) {
+		rc = EINVAL;
+	}
+	pthread_mutex_unlock(&q->context->lock);
+	return rc;
+}
+
+/* Check one send request and copy it into a send queue slot. */
+static int queue_send(struct uw_qp_impl *qp, const struct uw_send_wr *wr)
+{
+	struct uw_context *ctx = qp->pub.context;
+	uint32_t pd = ((struct uw_pd_impl *)qp->pub.pd)->id;
+	uint32_t max_sge = qp->attr.cap.max_send_sge;
+
+	if (wr->opcode > UW_WR_LOCAL_INV || wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge ||
+	    (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	if (is_ext(wr->opcode) && !qp->rfc7306 && qp->pub.state != UW_QPS_ERR)
+		return EOPNOTSUPP;
+	if (qp->sq_tail - qp->sq_head == qp->sq_cap)
+		return ENOMEM;
+	struct uw_swqe *w = uw__sq_at(qp, qp->sq_tail);
+	uint32_t need = 0;
+	if (wr->opcode == UW_WR_RDMA_READ || is_atomic(wr->opcode))
+		need = DDP_LOCAL_WRITE;
+	/* A Read lands in one place (siw has the same limit); an atomic's
+	 * original value lands in one 8-byte SGE. */
+	if ((wr->opcode == UW_WR_RDMA_READ && wr->num_sge > 1) ||
+	    (is_atomic(wr->opcode) && (wr->num_sge != 1 || wr->sg_list[0].length < 8)) ||
+	    (wr->opcode == UW_WR_LOCAL_INV && wr->num_sge))
+		return EINVAL;
+	bool inl = (wr->send_flags & UW_SEND_INLINE) &&
+		   (wr->opcode == UW_WR_SEND || wr->opcode == UW_WR_SEND_WITH_INV ||
+		    wr->opcode == UW_WR_RDMA_WRITE || wr->opcode == UW_WR_RDMA_WRITE_WITH_IMM);
+	size_t total = 0;
+	for (int i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (inl) {
+		if (total > qp->attr.cap.max_inline_data)
+			return EINVAL;
+		size_t off = 0;
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(w->inline_buf + off, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			off += wr->sg_list[i].length;
+		}
+		w->iov[0] = (struct iovec){ w->inline_buf, total };
+		w->niov = total ? 1 : 0;
+	} else {
+		for (int i = 0; i < wr->num_sge; i++) {
+			int rc = uw__sge_check(ctx, pd, &wr->sg_list[i], need, &w->iov[i]);
+			if (rc)
+				return rc;
+		}
+		w->niov = wr->num_sge;
+	}
+	if (wr->opcode == UW_WR_RDMA_READ && total > UINT32_MAX)
+		return EINVAL;
+	if (is_atomic(wr->opcode) && (wr->atomic.remote_addr & 7))
+		return EINVAL;
+	w->lkey0 = wr->num_sge ? wr->sg_list[0].lkey : 0;
+	w->wr = *wr;
+	w->wr.next = NULL;
+	w->wr.sg_list = NULL;
+	w->signaled = qp->attr.sq_sig_all || (wr->send_flags & UW_SEND_SIGNALED);
+	w->done = false;
+	w->status = UW_WC_SUCCESS;
+	qp->sq_tail++;
+	return 0;
+}
+
+int uw_post_send(struct uw_qp *q, struct uw_send_wr *wr, struct uw_send_wr **bad_wr)
+{
+	struct uw_qp_impl *qp = (struct uw_qp_impl *)q;
+	int rc = 0;
+	if (!qp || !wr) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return EINVAL;
+	}
+	struct uw_context *ctx = q->context;
+	pthread_mutex_lock(&ctx->lock);
+	if (q->state != UW_QPS_RTS && q->state != UW_QPS_ERR)
+		rc = EINVAL;
+	for (; wr && !rc; wr = wr->next)
+		if ((rc = queue_send(qp, wr)) != 0)
+			break;
+	if (bad_wr)
+		*bad_wr = rc ? wr : NULL;
+	if (q->state == UW_QPS_ERR)
+		uw__qp_flush(qp);
+	else if (qp->conn)
+		uw__conn_tx(qp->conn);
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+static int fill_rwqe(struct uw_context *ctx, uint32_t pd, uint32_t max_sge, struct uw_rwqe *r,
+		     const struct uw_recv_wr *wr)
+{
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge || (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	uint64_t len = 0;
+	for (int i = 0; i < wr->num_sge; i++) {
+		int rc = uw__sge_check(ctx, pd, &wr->sg_list[i], DDP_LOCAL_WRITE, &r->iov[i]);
+		if (rc)
+			return rc;
+		len += wr->sg_list[i].length;
+	}
+	r->wr_id = wr->wr_id;
+	r->niov = wr->num_sge;
+	r->recv = (struct rdmap_recv){ r->iov, r->niov, len, (uint64_t)(uintptr_t)r };
+	return 0;
+}
+
+int uw_post_recv(struct uw_qp *q, struct uw_recv_wr *wr, struct uw_recv_wr **bad_wr)
+{
+	struct uw_qp_impl *qp = (struct uw_qp_impl *)q;
+	int rc = 0;
+	if (!qp || !wr || q->srq) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return EINVAL;
+	}
+	struct uw_context *ctx = q->context;
+	uint32_t pd = ((struct uw_pd_impl *)q->pd)->id;
+	pthread_mutex_lock(&ctx->lock);
+	if (q->state == UW_QPS_RESET)
+		rc = EINVAL;
+	for (; wr && !rc; wr = wr->next) {
+		if (qp->rq_tail - qp->rq_head == qp->rq_cap) {
+			rc = ENOMEM;
+			break;
+		}
+		rc = fill_rwqe(ctx, pd, qp->attr.cap.max_recv_sge ? qp->attr.cap.max_recv_sge : 1,
+			       &qp->rq[qp->rq_tail % qp->rq_cap], wr);
+		if (rc)
+			break;
+		qp->rq_tail++;
+	}
+	if (bad_wr)
+		*bad_wr = rc ? wr : NULL;
+	if (q->state == UW_QPS_ERR)
+		uw__qp_flush(qp);
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+struct uw_srq *uw_create_srq(struct uw_pd *p, struct uw_srq_init_attr *attr)
+{
+	struct uw_pd_impl *pd = (struct uw_pd_impl *)p;
+	if (!pd || !attr || !attr->max_wr || attr->max_wr > (1u << 20) || attr->max_sge > UW_MAX_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct uw_srq_impl *srq = calloc(1, sizeof(*srq));
+	uint32_t sge = attr->max_sge ? attr->max_sge : 1;
+	if (srq) {
+		srq->ring = calloc(attr->max_wr, sizeof(*srq->ring));
+		srq->iov_pool = calloc((size_t)attr->max_wr * sge, sizeof(struct iovec));
+	}
+	if (!srq || !srq->ring || !srq->iov_pool) {
+		if (srq) {
+			free(srq->ring);
+			free(srq->iov_pool);
+		}
+		free(srq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < attr->max_wr; i++)
+		srq->ring[i].iov = srq->iov_pool + (size_t)i * sge;
+	srq->cap = attr->max_wr;
+	srq->max_sge = sge;
+	srq->pub = (struct uw_srq){ p->context, p, attr->srq_context };
+	pthread_mutex_lock(&p->context->lock);
+	pd->refs++;
+	pthread_mutex_unlock(&p->context->lock);
+	return &srq->pub;
+}
+
+int uw_destroy_srq(struct uw_srq *s)
+{
+	struct uw_srq_impl *srq = (struct uw_srq_impl *)s;
+	if (!srq)
+		return EINVAL;
+	pthread_mutex_lock(&s->context->lock);
+	if (srq->users) {
+		pthread_mutex_unlock(&s->context->lock);
+		return EBUSY;
+	}
+	((struct uw_pd_impl *)s->pd)->refs--;
+	pthread_mutex_unlock(&s->context->lock);
+	free(srq->ring);
+	free(srq->iov_pool);
+	free(srq);
+	return 0;
+}
+
+int uw_post_srq_recv(struct uw_srq *s, struct uw_recv_wr *wr, struct uw_recv_wr **bad_wr)
+{
+	struct uw_srq_impl *srq = (struct uw_srq_impl *)s;
+	int rc = 0;
+	if (!srq || !wr) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return EINVAL;
+	}
+	uint32_t pd = ((struct uw_pd_impl *)s->pd)->id;
+	pthread_mutex_lock(&s->context->lock);
+	for (; wr; wr = wr->next) {
+		if (srq->count == srq->cap) {
+			rc = ENOMEM;
+			break;
+		}
+		rc = fill_rwqe(s->context, pd, srq->max_sge,
+			       &srq->ring[(srq->head + srq->count) % srq->cap], wr);
+		if (rc)
+			break;
+		srq->count++;
+	}
+	if (bad_wr)
+		*bad_wr = rc ? wr : NULL;
+	pthread_mutex_unlock(&s->context->lock);
+	return rc;
+}
