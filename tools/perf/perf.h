@@ -1,0 +1,93 @@
+/*
+ * perf.h: uwarp-perf, shared between its client, server and TCP baseline.
+ */
+#ifndef UWARP_PERF_H
+#define UWARP_PERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uwarp/verbs.h>
+
+#define PERF_MAGIC 0x55575046u /* "UWPF" */
+#define PERF_VERSION 1
+#define PERF_MAX_BUF (256u << 20)
+
+enum perf_op { OP_SEND, OP_WRITE, OP_READ, OP_IMM, OP_ATOMIC, OP_COUNT };
+enum perf_mode { MODE_BW, MODE_LAT };
+
+/* What the client tells the server in its MPA private data. */
+struct perf_hello {
+	uint32_t magic;
+	uint8_t version, op, mode, verify;
+	uint64_t size;
+	uint32_t slots;
+	uint32_t depth;
+	uint64_t client_addr; /* write latency: where the server writes back */
+	uint32_t client_rkey;
+	uint32_t pad;
+};
+
+/* What the server answers in its accept private data. */
+struct perf_welcome {
+	uint32_t magic;
+	uint32_t rkey;
+	uint64_t addr;
+	uint64_t len;
+	uint32_t slots;
+	uint32_t pad;
+};
+
+struct perf_opts {
+	bool server, loop;
+	const char *host;
+	const char *bind;
+	int port;
+	enum perf_op op;
+	uint64_t size;
+	uint64_t iters;
+	double seconds;
+	enum perf_mode mode;
+	enum uw_crc_mode crc;
+	int markers;
+	enum uw_progress progress;
+	int qps;
+	int depth;
+	int sge;
+	int rev;
+	bool tcp;
+	bool json;
+	bool verify;
+	bool quiet;
+};
+
+const char *perf_op_name(enum perf_op op);
+double perf_now(void);
+/* Byte k of a slot's pattern. */
+static inline uint8_t perf_pattern(uint64_t slot, uint64_t k)
+{
+	return (uint8_t)(slot * 131u + k * 7u + (k >> 9));
+}
+void perf_fill(uint8_t *p, uint64_t len, uint64_t slot);
+/* Index of the first byte that differs from the pattern, or len. */
+uint64_t perf_check(const uint8_t *p, uint64_t len, uint64_t slot);
+
+int perf_server(const struct perf_opts *o);
+int perf_client(const struct perf_opts *o);
+
+/* The TCP baseline: the same pattern over a plain socket pair. */
+struct perf_result {
+	double gbps;
+	double lat_p50_us, lat_p99_us;
+	uint64_t iters, bytes;
+	uint64_t errors;
+	double cpu_s;
+};
+int perf_tcp_server_start(const struct perf_opts *o);
+int perf_tcp_client(const struct perf_opts *o, struct perf_result *r);
+
+/* Sorted-sample percentiles, for latency. */
+double perf_percentile(double *v, size_t n, double p);
+
+#endif

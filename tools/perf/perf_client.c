@@ -1,0 +1,486 @@
+/*
+ * perf_client.c: the uwarp-perf client: bandwidth (depth operations in
+ * flight per QP) and latency (one at a time) for every operation, data
+ * verified, side by side with a plain TCP socket doing the same.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "perf.h"
+
+struct qstate {
+	struct uw_cm_id *id;
+	struct uw_qp *qp;
+	struct uw_cq *cq;
+	struct uw_mr *mr;
+	uint8_t *buf;       /* [source slots | sink/echo slots | atomic results] */
+	uint64_t half;
+	uint32_t slots;
+	uint64_t raddr, rlen;
+	uint32_t rkey, rslots;
+	uint64_t posted, completed, outstanding;
+	int64_t credits;
+	uint64_t errors, reported, report_errors;
+	bool got_report;
+	uint64_t atomic_base;
+	double *lat;
+	uint64_t nlat, cap_lat;
+};
+
+static const struct perf_opts *o;
+static struct uw_context *ctx;
+static struct uw_pd *pd;
+static struct uw_cm_channel *ch;
+
+static int fail(const char *what, int err)
+{
+	fprintf(stderr, "client: %s: %s\n", what, err ? strerror(err) : "failed");
+	return 1;
+}
+
+static uint8_t *src_slot(struct qstate *q, uint64_t i)
+{
+	return q->buf + (i % q->slots) * o->size;
+}
+
+static uint8_t *sink_slot(struct qstate *q, uint64_t i)
+{
+	return q->buf + q->half + (i % q->slots) * o->size;
+}
+
+static uint64_t *result_slot(struct qstate *q, uint64_t i)
+{
+	return (uint64_t *)(void *)(q->buf + 2 * q->half + (i % q->slots) * 8);
+}
+
+/* Split a buffer into o->sge scatter/gather entries. */
+static int sges(struct qstate *q, uint8_t *p, uint64_t len, struct uw_sge *s, int max)
+{
+	int n = len ? (max < 1 ? 1 : max) : 0;
+	uint64_t piece = n ? len / (uint64_t)n : 0, off = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t l = i == n - 1 ? len - off : piece;
+		s[i] = (struct uw_sge){ (uintptr_t)(p + off), (uint32_t)l, q->mr->lkey };
+		off += l;
+	}
+	return n;
+}
+
+static int post_ack_recv(struct qstate *q, uint64_t id)
+{
+	/* acks are empty, the final report is 16 bytes: one size fits both */
+	struct uw_sge s = { (uintptr_t)result_slot(q, q->slots), 64, q->mr->lkey };
+	struct uw_recv_wr wr = { .wr_id = id, .sg_list = &s, .num_sge = 1 };
+	return uw_post_recv(q->qp, &wr, NULL);
+}
+
+static int post_op(struct qstate *q, uint64_t i, uint8_t mark)
+{
+	struct uw_sge s[UW_MAX_SGE];
+	struct uw_send_wr wr = { .wr_id = i, .sg_list = s, .send_flags = UW_SEND_SIGNALED };
+	uint64_t rslot = (i % q->rslots) * o->size;
+	switch (o->op) {
+	case OP_SEND:
+		wr.opcode = UW_WR_SEND;
+		wr.num_sge = sges(q, src_slot(q, i), o->size, s, o->sge);
+		break;
+	case OP_WRITE:
+		wr.opcode = UW_WR_RDMA_WRITE;
+		if (o->mode == MODE_LAT) {
+			src_slot(q, 0)[o->size - 1] = mark;
+			rslot = 0;
+		}
+		wr.num_sge = sges(q, src_slot(q, i), o->size, s, o->sge);
+		wr.rdma.remote_addr = q->raddr + rslot;
+		wr.rdma.rkey = q->rkey;
+		break;
+	case OP_READ:
+		wr.opcode = UW_WR_RDMA_READ;
+		wr.num_sge = sges(q, sink_slot(q, i), o->size, s, 1);
+		wr.rdma.remote_addr = q->raddr + rslot;
+		wr.rdma.rkey = q->rkey;
+		break;
+	case OP_IMM:
+		wr.opcode = UW_WR_IMM;
+		wr.imm_data = i;
+		break;
+	case OP_ATOMIC:
+		wr.opcode = UW_WR_ATOMIC_FETCH_ADD;
+		wr.num_sge = 1;
+		s[0] = (struct uw_sge){ (uintptr_t)result_slot(q, i), 8, q->mr->lkey };
+		wr.atomic.remote_addr = q->raddr;
+		wr.atomic.rkey = q->rkey;
+		wr.atomic.compare_add = 1;
+		break;
+	default:
+		return EINVAL;
+	}
+	return uw_post_send(q->qp, &wr, NULL);
+}
+
+static bool is_ack(const struct uw_wc *wc)
+{
+	return wc->opcode == UW_WC_RECV || wc->opcode == UW_WC_RECV_IMM;
+}
+
+/* A completed operation: verify what can be verified now. */
+static void completed(struct qstate *q, const struct uw_wc *wc)
+{
+	uint64_t i = wc->wr_id;
+	if (!o->verify)
+		return;
+	if (o->op == OP_READ && perf_check(sink_slot(q, i), o->size, i % q->rslots) != o->size)
+		q->errors++;
+	if (o->op == OP_ATOMIC) {
+		uint64_t v = *result_slot(q, i);
+		if (i == 0)
+			q->atomic_base = v;
+		else if (v != q->atomic_base + i)
+			q->errors++;
+	}
+}
+
+static int connect_one(struct qstate *q, const struct sockaddr *addr)
+{
+	struct uw_conn_param p = { .ird = 128, .ord = 128, .crc = o->crc, .markers = o->markers,
+				   .mpa_rev = o->rev };
+	struct perf_hello h;
+	q->slots = (uint32_t)(o->size ? PERF_MAX_BUF / 4 / o->size : 1);
+	if (q->slots > (uint32_t)o->depth)
+		q->slots = (uint32_t)o->depth;
+	if (q->slots == 0)
+		q->slots = 1;
+	q->half = o->size * q->slots;
+	uint64_t len = 2 * q->half + 8 * (q->slots + 8);
+	q->buf = aligned_alloc(4096, (len + 4095) & ~4095ull);
+	q->cq = uw_create_cq(ctx, 4 * o->depth + 64, q, NULL);
+	q->id = uw_cm_create_id(ch, q);
+	if (!q->buf || !q->cq || !q->id)
+		return fail("allocation", errno);
+	memset(q->buf, 0, len);
+	/* write sources carry a pattern the server's buffer does not start
+	 * with, so a read-back proves the writes landed */
+	for (uint32_t j = 0; j < q->slots; j++)
+		perf_fill(src_slot(q, j), o->size, j + (o->op == OP_WRITE ? 1000 : 0));
+	q->mr = uw_reg_mr(pd, q->buf, len, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	struct uw_qp_init_attr qa = { .qp_context = q, .send_cq = q->cq, .recv_cq = q->cq,
+				      .cap = { (uint32_t)o->depth + 8, (uint32_t)o->depth + 8,
+					       (uint32_t)o->sge, 1, 64 } };
+	if (!q->mr || !(q->qp = uw_cm_create_qp(q->id, pd, &qa)))
+		return fail("queue pair", errno);
+	h = (struct perf_hello){ htonl(PERF_MAGIC), PERF_VERSION, (uint8_t)o->op, (uint8_t)o->mode,
+				 o->verify, htobe64(o->size), htonl(q->slots), htonl((uint32_t)o->depth),
+				 htobe64((uintptr_t)(q->buf + q->half)), htonl(q->mr->rkey), 0 };
+	p.private_data = &h;
+	p.private_data_len = sizeof(h);
+	/* receives for the server's credit acks and its final report; with
+	 * latency the echoes take the receives instead */
+	for (int i = 0; o->mode == MODE_BW && (o->op == OP_SEND || o->op == OP_IMM) && i < 4; i++)
+		if (post_ack_recv(q, UINT64_MAX))
+			return fail("post receive", 0);
+	int rc = uw_cm_connect(q->id, addr, &p);
+	if (rc)
+		return fail("connect", rc);
+	for (;;) {
+		struct uw_cm_event *e;
+		rc = uw_cm_get_event_timeout(ch, &e, 15000);
+		if (rc)
+			return fail("waiting for the server", rc);
+		enum uw_cm_event_type t = e->event;
+		int status = e->status;
+		if (t == UW_CM_EVENT_ESTABLISHED && e->private_data_len >= sizeof(struct perf_welcome)) {
+			struct perf_welcome w;
+			memcpy(&w, e->private_data, sizeof(w));
+			q->raddr = be64toh(w.addr);
+			q->rlen = be64toh(w.len);
+			q->rkey = ntohl(w.rkey);
+			q->rslots = ntohl(w.slots);
+		}
+		uw_cm_ack_event(e);
+		if (t == UW_CM_EVENT_ESTABLISHED)
+			break;
+		fprintf(stderr, "client: %s (%s)\n", uw_cm_event_str(t), strerror(status));
+		return 1;
+	}
+	if (!q->rslots || q->rlen < o->size * q->rslots)
+		return fail("the server's buffer is not what we asked for", 0);
+	q->credits = 2 * o->depth;
+	return 0;
+}
+
+static int wait_report(struct qstate *q)
+{
+	if (o->mode == MODE_LAT && post_ack_recv(q, UINT64_MAX))
+		return fail("post receive", 0);
+	/* FIN: an empty solicited Send asks the server for its count */
+	struct uw_send_wr fin = { .wr_id = UINT64_MAX - 1, .opcode = UW_WR_SEND,
+				  .send_flags = UW_SEND_SOLICITED | UW_SEND_SIGNALED };
+	if (uw_post_send(q->qp, &fin, NULL))
+		return fail("FIN", 0);
+	double deadline = perf_now() + 10;
+	while (!q->got_report && perf_now() < deadline) {
+		struct uw_wc wc[8];
+		int n = uw_poll_cq(q->cq, 8, wc);
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != UW_WC_SUCCESS)
+				return fail(uw_wc_status_str(wc[i].status), 0);
+			if (is_ack(&wc[i]) && wc[i].byte_len == 16) {
+				uint64_t rep[2];
+				memcpy(rep, result_slot(q, q->slots), 16);
+				q->reported = be64toh(rep[0]);
+				q->report_errors = be64toh(rep[1]);
+				q->got_report = true;
+			}
+		}
+	}
+	return q->got_report ? 0 : fail("no report from the server", 0);
+}
+
+static int run_bw(struct qstate *qs, int nq, double *elapsed)
+{
+	double t0 = perf_now(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
+	bool more = true;
+	uint64_t total_target = o->iters;
+	for (;;) {
+		bool busy = false;
+		if (stop && more && perf_now() >= stop)
+			more = false;
+		for (int k = 0; k < nq; k++) {
+			struct qstate *q = &qs[k];
+			bool flow = o->op == OP_SEND || o->op == OP_IMM;
+			while (q->outstanding < (uint64_t)o->depth &&
+			       (stop ? more : q->posted < total_target) && (!flow || q->credits > 0)) {
+				int rc = post_op(q, q->posted, 0);
+				if (rc)
+					return fail("post", rc);
+				q->posted++;
+				q->outstanding++;
+				if (flow)
+					q->credits--;
+			}
+			struct uw_wc wc[64];
+			int n = uw_poll_cq(q->cq, 64, wc);
+			for (int i = 0; i < n; i++) {
+				if (wc[i].status != UW_WC_SUCCESS)
+					return fail(uw_wc_status_str(wc[i].status), 0);
+				if (is_ack(&wc[i])) {
+					q->credits += o->depth;
+					post_ack_recv(q, UINT64_MAX);
+					continue;
+				}
+				q->outstanding--;
+				q->completed++;
+				completed(q, &wc[i]);
+			}
+			busy |= q->outstanding > 0 || (stop ? more : q->posted < total_target);
+		}
+		if (!busy)
+			break;
+	}
+	*elapsed = perf_now() - t0;
+	return 0;
+}
+
+static int run_lat(struct qstate *q, double *elapsed)
+{
+	double t0 = perf_now(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
+	q->cap_lat = o->iters ? o->iters : 1 << 20;
+	q->lat = malloc(q->cap_lat * sizeof(double));
+	for (uint64_t i = 0; stop ? perf_now() < stop : i < o->iters; i++) {
+		uint8_t mark = (uint8_t)(i % 255 + 1);
+		bool echo = o->op == OP_SEND || o->op == OP_IMM;
+		if (echo) {
+			struct uw_sge s = { (uintptr_t)sink_slot(q, 0), (uint32_t)o->size, q->mr->lkey };
+			struct uw_recv_wr wr = { .wr_id = i, .sg_list = &s, .num_sge = o->size ? 1 : 0 };
+			if (uw_post_recv(q->qp, &wr, NULL))
+				return fail("post receive", 0);
+		}
+		double a = perf_now();
+		int rc = post_op(q, i, mark);
+		if (rc)
+			return fail("post", rc);
+		bool sent = false, answered = !echo && o->op != OP_WRITE;
+		while (!sent || !answered) {
+			struct uw_wc wc[4];
+			int n = uw_poll_cq(q->cq, 4, wc);
+			for (int k = 0; k < n; k++) {
+				if (wc[k].status != UW_WC_SUCCESS)
+					return fail(uw_wc_status_str(wc[k].status), 0);
+				if (!is_ack(&wc[k])) {
+					sent = true;
+					completed(q, &wc[k]);
+					continue;
+				}
+				if (wc[k].wr_id == UINT64_MAX) { /* a spare ack receive */
+					post_ack_recv(q, UINT64_MAX);
+					continue;
+				}
+				answered = true;
+				if (o->verify && o->op == OP_SEND &&
+				    perf_check(sink_slot(q, 0), o->size, i % q->slots) != o->size)
+					q->errors++;
+				if (o->verify && o->op == OP_IMM && wc[k].imm_data != i)
+					q->errors++;
+			}
+			if (o->op == OP_WRITE && !answered &&
+			    __atomic_load_n(&sink_slot(q, 0)[o->size - 1], __ATOMIC_ACQUIRE) == mark)
+				answered = true;
+		}
+		if (q->nlat < q->cap_lat)
+			q->lat[q->nlat++] = (perf_now() - a) * 1e6;
+		q->posted++;
+		q->completed++;
+	}
+	*elapsed = perf_now() - t0;
+	return 0;
+}
+
+/* Read the written slots back: they must hold what we wrote. */
+static int verify_writes(struct qstate *q)
+{
+	uint64_t n = q->posted < q->rslots ? q->posted : q->rslots;
+	for (uint64_t j = 0; j < n; j++) {
+		struct uw_sge s = { (uintptr_t)sink_slot(q, 0), (uint32_t)o->size, q->mr->lkey };
+		struct uw_send_wr wr = { .wr_id = j, .sg_list = &s, .num_sge = o->size ? 1 : 0,
+					 .opcode = UW_WR_RDMA_READ, .send_flags = UW_SEND_SIGNALED,
+					 .rdma = { q->raddr + j * o->size, q->rkey } };
+		if (uw_post_send(q->qp, &wr, NULL))
+			return fail("read back", 0);
+		struct uw_wc wc;
+		int got = 0;
+		while (!got) {
+			int k = uw_poll_cq(q->cq, 1, &wc);
+			if (k == 1 && is_ack(&wc))
+				continue;
+			got = k;
+		}
+		if (wc.status != UW_WC_SUCCESS)
+			return fail(uw_wc_status_str(wc.status), 0);
+		uint64_t expect = o->mode == MODE_LAT ? 1000 : j + 1000;
+		uint64_t bad = perf_check(sink_slot(q, 0), o->size - (o->mode == MODE_LAT), expect);
+		if (bad != o->size - (o->mode == MODE_LAT))
+			q->errors++;
+	}
+	return 0;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+int perf_client(const struct perf_opts *opt)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
+	struct uw_context_attr ca = { .progress = opt->progress };
+	char port[16];
+	int rc = 0;
+
+	o = opt;
+	snprintf(port, sizeof(port), "%d", o->port);
+	if (getaddrinfo(o->host, port, &hints, &ai))
+		return fail("resolve the server", 0);
+	ctx = uw_open(&ca);
+	pd = ctx ? uw_alloc_pd(ctx) : NULL;
+	ch = pd ? uw_cm_create_channel(ctx) : NULL;
+	if (!ch)
+		return fail("context", errno);
+	struct qstate *qs = calloc((size_t)o->qps, sizeof(*qs));
+	for (int k = 0; k < o->qps && !rc; k++)
+		rc = connect_one(&qs[k], ai->ai_addr);
+	freeaddrinfo(ai);
+	if (rc)
+		return rc;
+
+	double elapsed = 0, cpu0 = cpu_seconds();
+	rc = o->mode == MODE_LAT ? run_lat(&qs[0], &elapsed) : run_bw(qs, o->qps, &elapsed);
+	double cpu = cpu_seconds() - cpu0;
+	uint64_t ops = 0, errors = 0;
+	for (int k = 0; k < o->qps && !rc; k++) {
+		struct qstate *q = &qs[k];
+		if (o->verify && o->op == OP_WRITE)
+			rc = verify_writes(q);
+		if (!rc && (o->op == OP_SEND || o->op == OP_IMM)) {
+			rc = wait_report(q);
+			if (!rc && o->verify && (q->reported != q->posted || q->report_errors))
+				q->errors += q->report_errors + (q->reported != q->posted);
+		}
+		ops += q->completed;
+		errors += q->errors;
+	}
+	struct perf_result tcp = { 0 };
+	if (!rc && o->tcp && perf_tcp_client(o, &tcp))
+		rc = fail("TCP baseline", 0);
+	if (rc)
+		return rc;
+
+	double bytes = (double)ops * (double)o->size;
+	double gbps = elapsed > 0 ? bytes * 8 / elapsed / 1e9 : 0;
+	double p50 = 0, p99 = 0;
+	if (o->mode == MODE_LAT) {
+		p50 = perf_percentile(qs[0].lat, qs[0].nlat, 0.50);
+		p99 = perf_percentile(qs[0].lat, qs[0].nlat, 0.99);
+	}
+	bool lat = o->mode == MODE_LAT;
+	double ratio = o->tcp ? (lat ? (p50 > 0 ? tcp.lat_p50_us / p50 : 0)
+				     : (tcp.gbps > 0 ? gbps / tcp.gbps : 0))
+			      : 0;
+	if (o->json) {
+		printf("{\"op\":\"%s\",\"mode\":\"%s\",\"size\":%llu,\"iters\":%llu,\"qps\":%d,"
+		       "\"depth\":%d,\"crc\":%s,\"markers\":%s,\"progress\":\"%s\","
+		       "\"gbps\":%.3f,\"lat_us_p50\":%.2f,\"lat_us_p99\":%.2f,\"cpu_s\":%.3f,"
+		       "\"verified\":%s,\"errors\":%llu",
+		       perf_op_name(o->op), lat ? "lat" : "bw", (unsigned long long)o->size,
+		       (unsigned long long)ops, o->qps, o->depth,
+		       o->crc == UW_CRC_OFF ? "false" : "true", o->markers ? "true" : "false",
+		       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual", gbps, p50, p99, cpu,
+		       o->verify ? "true" : "false", (unsigned long long)errors);
+		if (o->tcp)
+			printf(",\"tcp_gbps\":%.3f,\"tcp_lat_us_p50\":%.2f,\"tcp_lat_us_p99\":%.2f,"
+			       "\"ratio\":%.3f",
+			       tcp.gbps, tcp.lat_p50_us, tcp.lat_p99_us, ratio);
+		printf("}\n");
+	} else {
+		printf("%-7s %-4s %10s %9s %10s %10s %10s", "op", "mode", "size", "iters", "Gb/s",
+		       "p50 us", "p99 us");
+		if (o->tcp)
+			printf(" %10s %10s %7s", "TCP Gb/s", "TCP p50", "ratio");
+		printf("\n%-7s %-4s %10llu %9llu %10.3f %10.2f %10.2f", perf_op_name(o->op),
+		       lat ? "lat" : "bw", (unsigned long long)o->size, (unsigned long long)ops, gbps,
+		       p50, p99);
+		if (o->tcp)
+			printf(" %10.3f %10.2f %7.3f", tcp.gbps, tcp.lat_p50_us, ratio);
+		printf("\n%s\n", errors ? "VERIFICATION FAILED" : o->verify ? "data verified" : "");
+	}
+	fflush(stdout);
+	for (int k = 0; k < o->qps; k++) {
+		struct qstate *q = &qs[k];
+		uw_cm_disconnect(q->id);
+	}
+	/* let the disconnects reach the server before we go */
+	for (int k = 0; k < o->qps; k++) {
+		struct uw_cm_event *e;
+		while (!uw_cm_get_event_timeout(ch, &e, 100))
+			uw_cm_ack_event(e);
+		struct qstate *q = &qs[k];
+		uw_destroy_qp(q->qp);
+		uw_cm_destroy_id(q->id);
+		uw_dereg_mr(q->mr);
+		uw_destroy_cq(q->cq);
+		free(q->buf);
+		free(q->lat);
+	}
+	free(qs);
+	uw_cm_destroy_channel(ch);
+	uw_dealloc_pd(pd);
+	uw_close(ctx);
+	return errors ? 3 : 0;
+}

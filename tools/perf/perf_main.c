@@ -1,0 +1,119 @@
+/*
+ * uwarp-perf: RDMA over TCP, measured against TCP.
+ *
+ *   server: uwarp-perf -s [-p PORT] [-a ADDR] [--loop] [--progress manual|auto]
+ *                      [--crc on|off] [--tcp]
+ *   client: uwarp-perf -c HOST [-p PORT] --op send|write|read|imm|atomic
+ *                      --size BYTES (--iters N | --time SECONDS) [--lat|--bw]
+ *                      [--crc on|off] [--markers on|off] [--progress manual|auto]
+ *                      [--qps N] [--depth N] [--sge N] [--rev 1|2] [--tcp]
+ *                      [--no-verify] [--json]
+ *
+ * The server keeps a plain TCP listener on PORT+1 for the baseline. The
+ * client verifies data and exits 3 when verification fails.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+static void usage(const char *argv0)
+{
+	fprintf(stderr,
+		"usage: %s -s [-p PORT] [-a ADDR] [--loop] [--progress manual|auto] [--crc on|off] [--tcp]\n"
+		"       %s -c HOST [-p PORT] --op send|write|read|imm|atomic --size BYTES\n"
+		"          (--iters N | --time SECONDS) [--lat|--bw] [--crc on|off] [--markers on|off]\n"
+		"          [--progress manual|auto] [--qps N] [--depth N] [--sge N] [--rev 1|2]\n"
+		"          [--tcp] [--no-verify] [--json]\n",
+		argv0, argv0);
+}
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (*end == 'k' || *end == 'K')
+		v *= 1024;
+	else if (*end == 'm' || *end == 'M')
+		v *= 1024 * 1024;
+	else if (*end == 'g' || *end == 'G')
+		v *= 1024.0 * 1024 * 1024;
+	return (uint64_t)v;
+}
+
+int main(int argc, char **argv)
+{
+	struct perf_opts o = { .port = 18515 + 1000, .op = OP_WRITE, .size = 65536, .mode = MODE_BW,
+			       .crc = UW_CRC_DEFAULT, .qps = 1, .depth = 16, .sge = 1, .verify = true };
+	static const struct option longopts[] = {
+		{ "op", required_argument, 0, 'o' },	 { "size", required_argument, 0, 'S' },
+		{ "iters", required_argument, 0, 'n' },	 { "time", required_argument, 0, 't' },
+		{ "lat", no_argument, 0, 'L' },		 { "bw", no_argument, 0, 'B' },
+		{ "crc", required_argument, 0, 'C' },	 { "markers", required_argument, 0, 'M' },
+		{ "progress", required_argument, 0, 'P' }, { "qps", required_argument, 0, 'q' },
+		{ "depth", required_argument, 0, 'd' },	 { "sge", required_argument, 0, 'g' },
+		{ "rev", required_argument, 0, 'r' },	 { "tcp", no_argument, 0, 'T' },
+		{ "json", no_argument, 0, 'j' },	 { "loop", no_argument, 0, 'l' },
+		{ "no-verify", no_argument, 0, 'V' },	 { "quiet", no_argument, 0, 'Q' },
+		{ "help", no_argument, 0, 'h' },	 { 0, 0, 0, 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "sc:p:a:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': o.server = true; break;
+		case 'c': o.host = optarg; break;
+		case 'p': o.port = atoi(optarg); break;
+		case 'a': o.bind = optarg; break;
+		case 'o':
+			for (o.op = 0; o.op < OP_COUNT && strcmp(optarg, perf_op_name(o.op)); o.op++)
+				;
+			if (o.op == OP_COUNT) {
+				usage(argv[0]);
+				return 2;
+			}
+			break;
+		case 'S': o.size = parse_size(optarg); break;
+		case 'n': o.iters = strtoull(optarg, NULL, 0); break;
+		case 't': o.seconds = atof(optarg); break;
+		case 'L': o.mode = MODE_LAT; break;
+		case 'B': o.mode = MODE_BW; break;
+		case 'C': o.crc = strcmp(optarg, "off") ? UW_CRC_ON : UW_CRC_OFF; break;
+		case 'M': o.markers = !strcmp(optarg, "on"); break;
+		case 'P': o.progress = strcmp(optarg, "auto") ? UW_PROGRESS_MANUAL : UW_PROGRESS_AUTO; break;
+		case 'q': o.qps = atoi(optarg); break;
+		case 'd': o.depth = atoi(optarg); break;
+		case 'g': o.sge = atoi(optarg); break;
+		case 'r': o.rev = atoi(optarg); break;
+		case 'T': o.tcp = true; break;
+		case 'j': o.json = true; break;
+		case 'l': o.loop = true; break;
+		case 'V': o.verify = false; break;
+		case 'Q': o.quiet = true; break;
+		default: usage(argv[0]); return c == 'h' ? 0 : 2;
+		}
+	}
+	if (o.server == !!o.host || o.qps < 1 || o.qps > 4096 || o.depth < 1 || o.depth > 4096 ||
+	    o.sge < 1 || o.sge > UW_MAX_SGE) {
+		usage(argv[0]);
+		return 2;
+	}
+	if (o.server)
+		return perf_server(&o);
+	if (!o.iters && o.seconds <= 0)
+		o.iters = o.mode == MODE_LAT ? 10000 : 1000;
+	if (o.mode == MODE_LAT)
+		o.depth = 1;
+	if (o.op == OP_ATOMIC)
+		o.size = 8;
+	if (o.mode == MODE_LAT && o.op == OP_WRITE && !o.size) {
+		fprintf(stderr, "write latency needs --size of at least 1\n");
+		return 2;
+	}
+	if (o.size > (1ull << 31)) {
+		fprintf(stderr, "--size is at most 2 GiB\n");
+		return 2;
+	}
+	return perf_client(&o);
+}

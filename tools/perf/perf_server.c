@@ -1,0 +1,310 @@
+/*
+ * perf_server.c: the uwarp-perf server. It accepts any iWARP initiator:
+ * a uwarp-perf client describes its test in the MPA private data, anyone
+ * else gets a 1 MiB buffer open for remote read and write and 16 posted
+ * receives of 64 KiB. Receives are posted and the buffer registered before
+ * the accept, because the peer may send at once. A malformed message on
+ * one connection terminates only that connection.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+struct session {
+	struct session *next;
+	struct uw_cm_id *id;
+	struct uw_qp *qp;
+	struct uw_cq *cq;
+	struct uw_mr *mr, *ctl_mr;
+	uint8_t *buf;
+	uint64_t size, len;
+	uint32_t slots, depth, nrecv;
+	struct perf_hello h;
+	bool ours, active;
+	uint8_t ctl[64];
+	uint64_t recvs, posted, errors, bytes;
+	uint32_t since_ack;
+	uint8_t last_mark;
+	double t0;
+};
+
+static struct uw_context *ctx;
+static struct uw_pd *pd;
+static const struct perf_opts *opts;
+
+static int post_recv(struct session *s)
+{
+	uint64_t slot = s->posted % s->slots;
+	struct uw_sge sge = { (uintptr_t)(s->buf + slot * s->size), (uint32_t)s->size, s->mr->lkey };
+	struct uw_recv_wr wr = { .wr_id = s->posted, .sg_list = &sge, .num_sge = s->size ? 1 : 0 };
+	int rc = uw_post_recv(s->qp, &wr, NULL);
+	if (!rc)
+		s->posted++;
+	return rc;
+}
+
+static int send_ctl(struct session *s, uint64_t wr_id, const void *data, uint32_t len, int flags)
+{
+	memcpy(s->ctl, data, len);
+	struct uw_sge sge = { (uintptr_t)s->ctl, len, s->ctl_mr->lkey };
+	struct uw_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = len ? 1 : 0,
+				 .opcode = UW_WR_SEND, .send_flags = flags };
+	return uw_post_send(s->qp, &wr, NULL);
+}
+
+static void session_free(struct session *s)
+{
+	if (s->qp)
+		uw_destroy_qp(s->qp);
+	if (s->id)
+		uw_cm_destroy_id(s->id);
+	if (s->cq)
+		uw_destroy_cq(s->cq);
+	if (s->mr)
+		uw_dereg_mr(s->mr);
+	if (s->ctl_mr)
+		uw_dereg_mr(s->ctl_mr);
+	free(s->buf);
+	free(s);
+}
+
+static struct session *session_new(struct uw_cm_event *e)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->id = e->id;
+	if (e->private_data_len >= sizeof(struct perf_hello)) {
+		memcpy(&s->h, e->private_data, sizeof(s->h));
+		s->ours = ntohl(s->h.magic) == PERF_MAGIC;
+	}
+	if (s->ours) {
+		s->size = be64toh(s->h.size);
+		s->slots = ntohl(s->h.slots);
+		s->depth = ntohl(s->h.depth);
+		if (s->slots == 0 || s->size * s->slots > PERF_MAX_BUF || s->depth == 0 ||
+		    s->depth > 4096)
+			s->ours = false;
+	}
+	if (!s->ours) {
+		s->size = 65536;
+		s->slots = 16;
+		s->depth = 16;
+	}
+	s->len = s->size * s->slots;
+	s->nrecv = 2 * s->depth;
+	s->buf = malloc(s->len ? s->len : 1);
+	s->cq = uw_create_cq(ctx, (int)(4 * s->depth + 16), s, NULL);
+	if (!s->buf || !s->cq)
+		goto fail;
+	for (uint32_t i = 0; i < s->slots; i++)
+		perf_fill(s->buf + (uint64_t)i * s->size, s->size, i);
+	s->mr = uw_reg_mr(pd, s->buf, s->len,
+			  UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ |
+				  UW_ACCESS_REMOTE_ATOMIC);
+	s->ctl_mr = uw_reg_mr(pd, s->ctl, sizeof(s->ctl), UW_ACCESS_LOCAL_WRITE);
+	struct uw_qp_init_attr qa = { .qp_context = s, .send_cq = s->cq, .recv_cq = s->cq,
+				      .cap = { 2 * s->depth + 8, s->nrecv + 4, 1, 1, 64 } };
+	if (!s->mr || !s->ctl_mr || !(s->qp = uw_cm_create_qp(s->id, pd, &qa)))
+		goto fail;
+	for (uint32_t i = 0; i < s->nrecv; i++)
+		if (post_recv(s))
+			goto fail;
+	return s;
+fail:
+	s->id = NULL; /* the caller rejects it */
+	session_free(s);
+	return NULL;
+}
+
+/* A completion on a session: verify, repost, answer. */
+static void session_wc(struct session *s, const struct uw_wc *wc)
+{
+	if (wc->status != UW_WC_SUCCESS) {
+		if (wc->status != UW_WC_WR_FLUSH_ERR && !opts->quiet)
+			fprintf(stderr, "server: completion error: %s\n", uw_wc_status_str(wc->status));
+		return;
+	}
+	if (wc->opcode != UW_WC_RECV && wc->opcode != UW_WC_RECV_IMM)
+		return;
+	bool fin = (wc->wc_flags & UW_WC_SOLICITED) && wc->opcode == UW_WC_RECV && wc->byte_len == 0;
+	uint64_t n = s->recvs;
+	if (fin) {
+		/* the report: how many messages, how many wrong */
+		uint64_t rep[2] = { htobe64(s->recvs), htobe64(s->errors) };
+		post_recv(s);
+		send_ctl(s, 1, rep, sizeof(rep), UW_SEND_SOLICITED);
+		return;
+	}
+	s->recvs++;
+	s->bytes += wc->byte_len;
+	if (s->ours && s->h.verify) {
+		uint8_t op = s->h.op;
+		if (op == OP_SEND && (wc->byte_len != s->size ||
+				      perf_check(s->buf + (wc->wr_id % s->slots) * s->size, s->size,
+						 n % s->slots) != s->size))
+			s->errors++;
+		if (op == OP_IMM && wc->imm_data != n)
+			s->errors++;
+	}
+	post_recv(s);
+	if (s->ours && s->h.mode == MODE_LAT) {
+		/* echo: the same bytes back, or the same Immediate Data */
+		uint64_t slot = wc->wr_id % s->slots;
+		struct uw_sge sge = { (uintptr_t)(s->buf + slot * s->size), (uint32_t)s->size, s->mr->lkey };
+		struct uw_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = s->size ? 1 : 0,
+					 .opcode = wc->opcode == UW_WC_RECV_IMM ? UW_WR_IMM : UW_WR_SEND,
+					 .imm_data = wc->imm_data };
+		uw_post_send(s->qp, &wr, NULL);
+	} else if (s->ours && ++s->since_ack == s->depth) {
+		/* credits: the client may send depth more */
+		s->since_ack = 0;
+		send_ctl(s, 3, NULL, 0, 0);
+	}
+}
+
+/* Write latency: the client writes a mark into our buffer's last byte; we
+ * answer with a Write of our buffer into its. */
+static void session_poll_memory(struct session *s)
+{
+	if (!s->ours || s->h.mode != MODE_LAT || s->h.op != OP_WRITE || !s->size)
+		return;
+	uint8_t m = __atomic_load_n(&s->buf[s->size - 1], __ATOMIC_ACQUIRE);
+	if (m == s->last_mark || m == 0)
+		return;
+	s->last_mark = m;
+	struct uw_sge sge = { (uintptr_t)s->buf, (uint32_t)s->size, s->mr->lkey };
+	struct uw_send_wr wr = { .wr_id = 4, .sg_list = &sge, .num_sge = 1,
+				 .opcode = UW_WR_RDMA_WRITE,
+				 .rdma = { be64toh(s->h.client_addr), ntohl(s->h.client_rkey) } };
+	uw_post_send(s->qp, &wr, NULL);
+}
+
+static void report(struct session *s)
+{
+	if (opts->quiet)
+		return;
+	double dt = perf_now() - s->t0;
+	printf("server: connection done: %llu receives, %llu bytes, %llu errors, %.3f s\n",
+	       (unsigned long long)s->recvs, (unsigned long long)s->bytes,
+	       (unsigned long long)s->errors, dt);
+	fflush(stdout);
+}
+
+int perf_server(const struct perf_opts *o)
+{
+	struct uw_context_attr ca = { .progress = o->progress };
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *ai;
+	char port[16];
+	struct session *sessions = NULL;
+	int served = 0;
+
+	opts = o;
+	snprintf(port, sizeof(port), "%d", o->port);
+	if (getaddrinfo(o->bind, port, &hints, &ai)) {
+		fprintf(stderr, "server: cannot resolve %s\n", o->bind ? o->bind : "*");
+		return 2;
+	}
+	ctx = uw_open(&ca);
+	pd = ctx ? uw_alloc_pd(ctx) : NULL;
+	struct uw_cm_channel *ch = pd ? uw_cm_create_channel(ctx) : NULL;
+	struct uw_cm_id *lid = ch ? uw_cm_create_id(ch, NULL) : NULL;
+	int rc = lid ? uw_cm_listen(lid, ai->ai_addr, 128) : errno;
+	freeaddrinfo(ai);
+	if (rc) {
+		fprintf(stderr, "server: listen on port %d: %s\n", o->port, strerror(rc));
+		return 1;
+	}
+	if (o->tcp && perf_tcp_server_start(o)) {
+		fprintf(stderr, "server: TCP baseline listener on port %d failed\n", o->port + 1);
+		return 1;
+	}
+	if (!o->quiet) {
+		printf("server: listening on port %d (TCP baseline on %d), progress %s\n", o->port,
+		       o->port + 1, o->progress == UW_PROGRESS_AUTO ? "auto" : "manual");
+		fflush(stdout);
+	}
+	for (;;) {
+		struct uw_cm_event *e;
+		bool busy = false;
+		for (struct session *s = sessions; s; s = s->next)
+			busy |= s->active;
+		if (!uw_cm_get_event_timeout(ch, &e, busy ? 0 : 100)) {
+			struct session *s = NULL;
+			switch (e->event) {
+			case UW_CM_EVENT_CONNECT_REQUEST:
+				s = session_new(e);
+				if (!s) {
+					uw_cm_reject(e->id, NULL, 0);
+					uw_cm_destroy_id(e->id);
+					break;
+				}
+				struct perf_welcome w = { htonl(PERF_MAGIC), htonl(s->mr->rkey),
+							  htobe64((uintptr_t)s->buf), htobe64(s->len),
+							  htonl(s->slots), 0 };
+				struct uw_conn_param p = { .private_data = &w,
+							   .private_data_len = sizeof(w),
+							   .ird = 128, .ord = 128, .crc = o->crc };
+				if (uw_cm_accept(s->id, &p)) {
+					session_free(s);
+					break;
+				}
+				s->t0 = perf_now();
+				s->next = sessions;
+				sessions = s;
+				break;
+			case UW_CM_EVENT_ESTABLISHED:
+				for (s = sessions; s && s->id != e->id; s = s->next)
+					;
+				if (s)
+					s->active = true;
+				break;
+			case UW_CM_EVENT_DISCONNECTED:
+			case UW_CM_EVENT_CONNECT_ERROR:
+				for (struct session **pp = &sessions; *pp; pp = &(*pp)->next) {
+					if ((*pp)->id != e->id)
+						continue;
+					s = *pp;
+					*pp = s->next;
+					break;
+				}
+				if (s) {
+					/* drain what the flush completed */
+					struct uw_wc wc[16];
+					while (uw_poll_cq(s->cq, 16, wc) > 0)
+						;
+					report(s);
+					uw_cm_ack_event(e);
+					e = NULL;
+					session_free(s);
+					served++;
+				}
+				break;
+			default:
+				break;
+			}
+			if (e)
+				uw_cm_ack_event(e);
+			if (!o->loop && served > 0 && !sessions)
+				break;
+		}
+		for (struct session *s = sessions; s; s = s->next) {
+			struct uw_wc wc[32];
+			int n = uw_poll_cq(s->cq, 32, wc);
+			for (int i = 0; i < n; i++)
+				session_wc(s, &wc[i]);
+			session_poll_memory(s);
+		}
+	}
+	uw_cm_destroy_id(lid);
+	uw_cm_destroy_channel(ch);
+	uw_dealloc_pd(pd);
+	uw_close(ctx);
+	return 0;
+}

@@ -1,0 +1,171 @@
+/*
+ * perf_tcp.c: the baseline: the same pattern over a plain TCP socket, so
+ * every uwarp figure comes with the raw TCP figure of the same run.
+ * Bandwidth streams messages of the size one way (toward the server for
+ * send/write/imm/atomic, from it for read); latency is a ping-pong.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "perf.h"
+
+struct tcp_hello {
+	uint8_t op, mode, pad[6];
+	uint64_t size;
+};
+
+static int io_all(int fd, void *p, size_t n, bool wr)
+{
+	uint8_t *b = p;
+	while (n) {
+		ssize_t k = wr ? write(fd, b, n) : read(fd, b, n);
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static void *serve(void *arg)
+{
+	int fd = (int)(intptr_t)arg, one = 1;
+	struct tcp_hello h;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (io_all(fd, &h, sizeof(h), false))
+		goto out;
+	uint64_t size = be64toh(h.size) ? be64toh(h.size) : 1;
+	uint8_t *buf = malloc(size);
+	if (!buf)
+		goto out;
+	if (h.mode == MODE_LAT) {
+		while (!io_all(fd, buf, size, false) && !io_all(fd, buf, size, true))
+			;
+	} else if (h.op == OP_READ) {
+		memset(buf, 0x5a, size);
+		while (!io_all(fd, buf, size, true))
+			;
+	} else {
+		uint64_t total = 0;
+		ssize_t k;
+		while ((k = read(fd, buf, size)) > 0)
+			total += (uint64_t)k;
+		total = htobe64(total);
+		io_all(fd, &total, sizeof(total), true);
+	}
+	free(buf);
+out:
+	close(fd);
+	return NULL;
+}
+
+static void *acceptor(void *arg)
+{
+	int lfd = (int)(intptr_t)arg;
+	for (;;) {
+		int fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		pthread_t t;
+		if (pthread_create(&t, NULL, serve, (void *)(intptr_t)fd))
+			close(fd);
+		else
+			pthread_detach(t);
+	}
+	return NULL;
+}
+
+int perf_tcp_server_start(const struct perf_opts *o)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *ai;
+	char port[16];
+	int one = 1;
+	snprintf(port, sizeof(port), "%d", o->port + 1);
+	if (getaddrinfo(o->bind, port, &hints, &ai))
+		return -1;
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	int rc = fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64);
+	freeaddrinfo(ai);
+	pthread_t t;
+	if (rc || pthread_create(&t, NULL, acceptor, (void *)(intptr_t)fd))
+		return -1;
+	pthread_detach(t);
+	return 0;
+}
+
+int perf_tcp_client(const struct perf_opts *o, struct perf_result *r)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
+	char port[16];
+	int one = 1;
+	uint64_t size = o->size ? o->size : 1;
+	memset(r, 0, sizeof(*r));
+	snprintf(port, sizeof(port), "%d", o->port + 1);
+	if (getaddrinfo(o->host, port, &hints, &ai))
+		return -1;
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int rc = fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	if (rc)
+		return -1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct tcp_hello h = { (uint8_t)o->op, (uint8_t)o->mode, { 0 }, htobe64(size) };
+	uint8_t *buf = malloc(size);
+	if (!buf || io_all(fd, &h, sizeof(h), true)) {
+		free(buf);
+		close(fd);
+		return -1;
+	}
+	memset(buf, 0xa5, size);
+	double t0 = perf_now(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
+	uint64_t i = 0;
+	if (o->mode == MODE_LAT) {
+		uint64_t cap = o->iters ? o->iters : 1 << 20;
+		double *lat = malloc(cap * sizeof(double));
+		for (; stop ? perf_now() < stop : i < o->iters; i++) {
+			double a = perf_now();
+			if (io_all(fd, buf, size, true) || io_all(fd, buf, size, false))
+				break;
+			if (i < cap)
+				lat[i] = (perf_now() - a) * 1e6;
+		}
+		uint64_t n = i < cap ? i : cap;
+		r->lat_p50_us = perf_percentile(lat, n, 0.50);
+		r->lat_p99_us = perf_percentile(lat, n, 0.99);
+		free(lat);
+	} else if (o->op == OP_READ) {
+		for (; stop ? perf_now() < stop : i < o->iters; i++)
+			if (io_all(fd, buf, size, false))
+				break;
+	} else {
+		for (; stop ? perf_now() < stop : i < o->iters; i++)
+			if (io_all(fd, buf, size, true))
+				break;
+		uint64_t total;
+		shutdown(fd, SHUT_WR);
+		/* the server's count says everything arrived */
+		if (io_all(fd, &total, sizeof(total), false) || be64toh(total) != i * size)
+			r->errors++;
+	}
+	double dt = perf_now() - t0;
+	r->iters = i;
+	r->bytes = i * size;
+	r->gbps = dt > 0 ? (double)r->bytes * 8 / dt / 1e9 : 0;
+	free(buf);
+	close(fd);
+	return r->errors ? -1 : 0;
+}
