@@ -196,14 +196,16 @@ int uw__conn_start(struct uw_conn *c)
 		.recv_claim = uw__qp_recv_claim,
 		.recv_ctx = qp,
 	};
-	c->batch_iov = calloc(UW_CONN_BATCH_IOV, sizeof(struct iovec));
+	/* Markers cut a 64 KiB FPDU into some 130 pieces: such a connection
+	 * gets a list long enough for several FPDUs per writev. */
+	int niov = p->markers_tx ? FPDU_BATCH_IOV : UW_CONN_BATCH_IOV;
+	c->batch_iov = calloc((size_t)niov, sizeof(struct iovec));
 	c->batch_scratch = malloc(UW_CONN_BATCH_SCRATCH);
 	c->hdrs = malloc(UW_CONN_HDRS * sizeof(*c->hdrs));
 	if (!c->batch_iov || !c->batch_scratch || !c->hdrs || rdmap_conn_init(&c->rd, &cfg))
 		return -ENOMEM;
 	c->rd_init = true;
-	fpdu_batch_init(&c->batch, c->batch_iov, UW_CONN_BATCH_IOV, c->batch_scratch,
-			UW_CONN_BATCH_SCRATCH);
+	fpdu_batch_init(&c->batch, c->batch_iov, niov, c->batch_scratch, UW_CONN_BATCH_SCRATCH);
 	struct fpdu_rx_cfg rc = { .crc = p->crc, .markers = p->markers_rx, .hdr_len = rdmap_hdr_len,
 				  .arg = &c->rd };
 	fpdu_rx_init(&c->rx, &rc);

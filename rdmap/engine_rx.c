@@ -173,6 +173,11 @@ void uw__conn_rx(struct uw_conn *c)
 			n = read(c->fd, c->rxbuf, UW_CONN_RXBUF);
 			if (n > 0)
 				c->rxlen = (size_t)n;
+			/* A short read drained the socket: parse and go, rather than
+			 * pay for a read that can only say EAGAIN (it would delay
+			 * the completion by a system call). */
+			if (n > 0 && (size_t)n < UW_CONN_RXBUF)
+				break;
 		}
 		if (n == 0) {
 			uw__conn_close(c, 0, UW_CM_EVENT_DISCONNECTED);

@@ -14,6 +14,10 @@
 
 /* Batches per wake-up: a busy connection may not starve the others. */
 #define UW_TX_ROUNDS 64
+/* Bytes per gather list. The CRC reads the payload just before the kernel
+ * copies it; a list that fits the cache lets the copy find it there
+ * instead of in memory. */
+#define UW_TX_BATCH_BYTES (256u << 10)
 
 /* Reads and atomics complete when their Response arrives. */
 static bool is_request(enum uw_wr_opcode op)
@@ -190,14 +194,15 @@ static void fill(struct uw_conn *c)
 	size_t hl;
 	int niov;
 
-	while (c->nhdrs < UW_CONN_HDRS && c->nbatch_done < UW_CONN_HDRS) {
+	while (c->nhdrs < UW_CONN_HDRS && c->nbatch_done < UW_CONN_HDRS &&
+	       c->batch.bytes < UW_TX_BATCH_BYTES) {
 		if (!c->txm_active) {
 			if (!next_message(c))
 				return;
 			c->txm_active = true;
 		}
 		for (;;) {
-			if (c->nhdrs == UW_CONN_HDRS)
+			if (c->nhdrs == UW_CONN_HDRS || c->batch.bytes >= UW_TX_BATCH_BYTES)
 				return;
 			struct rdmap_tx_msg save = c->txm;
 			uint8_t *hdr = c->hdrs[c->nhdrs];

@@ -33,6 +33,7 @@ struct qstate {
 };
 
 static const struct perf_opts *o;
+static struct uw_cq *shared_cq; /* every QP completes here; wr_id's top bits say which */
 static struct uw_context *ctx;
 static struct uw_pd *pd;
 static struct uw_cm_channel *ch;
@@ -156,9 +157,11 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 	if (q->slots == 0)
 		q->slots = 1;
 	q->half = o->size * q->slots;
+	if (perf_pattern_init(o->size))
+		return fail("pattern", ENOMEM);
 	uint64_t len = 2 * q->half + 8 * (q->slots + 8);
 	q->buf = aligned_alloc(4096, (len + 4095) & ~4095ull);
-	q->cq = uw_create_cq(ctx, 4 * o->depth + 64, q, NULL);
+	q->cq = shared_cq;
 	q->id = uw_cm_create_id(ch, q);
 	if (!q->buf || !q->cq || !q->id)
 		return fail("allocation", errno);
@@ -213,48 +216,58 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 	return 0;
 }
 
-static int wait_report(struct qstate *q)
+static struct qstate *owner(const struct uw_wc *wc)
 {
-	if (o->mode == MODE_LAT && post_ack_recv(q, UINT64_MAX))
-		return fail("post receive", 0);
-	/* FIN: an empty solicited Send asks the server for its count */
-	struct uw_send_wr fin = { .wr_id = UINT64_MAX - 1, .opcode = UW_WR_SEND,
-				  .send_flags = UW_SEND_SOLICITED | UW_SEND_SIGNALED };
-	if (uw_post_send(q->qp, &fin, NULL))
-		return fail("FIN", 0);
+	return wc->qp->qp_context;
+}
+
+/* FIN on every QP: an empty solicited Send asks the server for its count. */
+static int wait_reports(struct qstate *qs, int nq)
+{
+	for (int k = 0; k < nq; k++) {
+		struct qstate *q = &qs[k];
+		struct uw_send_wr fin = { .wr_id = UINT64_MAX - 1, .opcode = UW_WR_SEND,
+					  .send_flags = UW_SEND_SOLICITED | UW_SEND_SIGNALED };
+		if (o->mode == MODE_LAT && post_ack_recv(q, UINT64_MAX))
+			return fail("post receive", 0);
+		if (uw_post_send(q->qp, &fin, NULL))
+			return fail("FIN", 0);
+	}
 	double deadline = perf_now() + 10;
-	while (!q->got_report && perf_now() < deadline) {
+	int left = nq;
+	while (left && perf_now() < deadline) {
 		struct uw_wc wc[8];
-		int n = uw_poll_cq(q->cq, 8, wc);
+		int n = uw_poll_cq(shared_cq, 8, wc);
 		for (int i = 0; i < n; i++) {
+			struct qstate *q = owner(&wc[i]);
 			if (wc[i].status != UW_WC_SUCCESS)
 				return fail(uw_wc_status_str(wc[i].status), 0);
-			if (is_ack(&wc[i]) && wc[i].byte_len == 16) {
+			if (is_ack(&wc[i]) && wc[i].byte_len == 16 && !q->got_report) {
 				uint64_t rep[2];
 				memcpy(rep, result_slot(q, q->slots), 16);
 				q->reported = be64toh(rep[0]);
 				q->report_errors = be64toh(rep[1]);
 				q->got_report = true;
+				left--;
 			}
 		}
 	}
-	return q->got_report ? 0 : fail("no report from the server", 0);
+	return left ? fail("no report from the server", 0) : 0;
 }
 
 static int run_bw(struct qstate *qs, int nq, double *elapsed)
 {
 	double t0 = perf_now(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
-	bool more = true;
-	uint64_t total_target = o->iters;
-	for (;;) {
-		bool busy = false;
+	bool more = true, flow = o->op == OP_SEND || o->op == OP_IMM;
+	uint64_t busy_qps = (uint64_t)nq;
+	while (busy_qps) {
 		if (stop && more && perf_now() >= stop)
 			more = false;
+		busy_qps = 0;
 		for (int k = 0; k < nq; k++) {
 			struct qstate *q = &qs[k];
-			bool flow = o->op == OP_SEND || o->op == OP_IMM;
 			while (q->outstanding < (uint64_t)o->depth &&
-			       (stop ? more : q->posted < total_target) && (!flow || q->credits > 0)) {
+			       (stop ? more : q->posted < o->iters) && (!flow || q->credits > 0)) {
 				int rc = post_op(q, q->posted, 0);
 				if (rc)
 					return fail("post", rc);
@@ -263,24 +276,29 @@ static int run_bw(struct qstate *qs, int nq, double *elapsed)
 				if (flow)
 					q->credits--;
 			}
-			struct uw_wc wc[64];
-			int n = uw_poll_cq(q->cq, 64, wc);
-			for (int i = 0; i < n; i++) {
-				if (wc[i].status != UW_WC_SUCCESS)
-					return fail(uw_wc_status_str(wc[i].status), 0);
-				if (is_ack(&wc[i])) {
-					q->credits += o->depth;
-					post_ack_recv(q, UINT64_MAX);
-					continue;
-				}
-				q->outstanding--;
-				q->completed++;
-				completed(q, &wc[i]);
-			}
-			busy |= q->outstanding > 0 || (stop ? more : q->posted < total_target);
+			busy_qps += q->outstanding > 0 || (stop ? more : q->posted < o->iters);
 		}
-		if (!busy)
-			break;
+		struct uw_wc wc[64];
+		int n = uw_poll_cq(shared_cq, 64, wc);
+		if (n == 0 && busy_qps) {
+			/* Sleep in the kernel rather than spin: on a small host the
+			 * TCP stack needs the CPU this loop would burn. */
+			uw_cq_wait(shared_cq, 1, 10);
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			struct qstate *q = owner(&wc[i]);
+			if (wc[i].status != UW_WC_SUCCESS)
+				return fail(uw_wc_status_str(wc[i].status), 0);
+			if (is_ack(&wc[i])) {
+				q->credits += o->depth;
+				post_ack_recv(q, UINT64_MAX);
+				continue;
+			}
+			q->outstanding--;
+			q->completed++;
+			completed(q, &wc[i]);
+		}
 	}
 	*elapsed = perf_now() - t0;
 	return 0;
@@ -391,7 +409,8 @@ int perf_client(const struct perf_opts *opt)
 	ctx = uw_open(&ca);
 	pd = ctx ? uw_alloc_pd(ctx) : NULL;
 	ch = pd ? uw_cm_create_channel(ctx) : NULL;
-	if (!ch)
+	shared_cq = ch ? uw_create_cq(ctx, o->qps * (4 * o->depth + 64), NULL, NULL) : NULL;
+	if (!shared_cq)
 		return fail("context", errno);
 	struct qstate *qs = calloc((size_t)o->qps, sizeof(*qs));
 	for (int k = 0; k < o->qps && !rc; k++)
@@ -404,15 +423,15 @@ int perf_client(const struct perf_opts *opt)
 	rc = o->mode == MODE_LAT ? run_lat(&qs[0], &elapsed) : run_bw(qs, o->qps, &elapsed);
 	double cpu = cpu_seconds() - cpu0;
 	uint64_t ops = 0, errors = 0;
+	if (!rc && (o->op == OP_SEND || o->op == OP_IMM))
+		rc = wait_reports(qs, o->qps);
 	for (int k = 0; k < o->qps && !rc; k++) {
 		struct qstate *q = &qs[k];
 		if (o->verify && o->op == OP_WRITE)
 			rc = verify_writes(q);
-		if (!rc && (o->op == OP_SEND || o->op == OP_IMM)) {
-			rc = wait_report(q);
-			if (!rc && o->verify && (q->reported != q->posted || q->report_errors))
-				q->errors += q->report_errors + (q->reported != q->posted);
-		}
+		if (o->verify && (o->op == OP_SEND || o->op == OP_IMM) &&
+		    (q->reported != q->posted || q->report_errors))
+			q->errors += q->report_errors + (q->reported != q->posted);
 		ops += q->completed;
 		errors += q->errors;
 	}
@@ -422,7 +441,8 @@ int perf_client(const struct perf_opts *opt)
 	if (rc)
 		return rc;
 
-	double bytes = (double)ops * (double)o->size;
+	/* Immediate Data and atomics move 8 bytes each, whatever --size says */
+	double bytes = (double)ops * (o->op == OP_IMM || o->op == OP_ATOMIC ? 8.0 : (double)o->size);
 	double gbps = elapsed > 0 ? bytes * 8 / elapsed / 1e9 : 0;
 	double p50 = 0, p99 = 0;
 	if (o->mode == MODE_LAT) {
@@ -474,11 +494,11 @@ int perf_client(const struct perf_opts *opt)
 		uw_destroy_qp(q->qp);
 		uw_cm_destroy_id(q->id);
 		uw_dereg_mr(q->mr);
-		uw_destroy_cq(q->cq);
 		free(q->buf);
 		free(q->lat);
 	}
 	free(qs);
+	uw_destroy_cq(shared_cq);
 	uw_cm_destroy_channel(ch);
 	uw_dealloc_pd(pd);
 	uw_close(ctx);

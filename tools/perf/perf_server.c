@@ -13,7 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
+
 #include "perf.h"
+
+static double cpu_now(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
 
 struct session {
 	struct session *next;
@@ -30,11 +40,12 @@ struct session {
 	uint64_t recvs, posted, errors, bytes;
 	uint32_t since_ack;
 	uint8_t last_mark;
-	double t0;
+	double t0, cpu0;
 };
 
 static struct uw_context *ctx;
 static struct uw_pd *pd;
+static struct uw_cq *cq; /* every session completes here */
 static const struct perf_opts *opts;
 
 static int post_recv(struct session *s)
@@ -63,8 +74,6 @@ static void session_free(struct session *s)
 		uw_destroy_qp(s->qp);
 	if (s->id)
 		uw_cm_destroy_id(s->id);
-	if (s->cq)
-		uw_destroy_cq(s->cq);
 	if (s->mr)
 		uw_dereg_mr(s->mr);
 	if (s->ctl_mr)
@@ -97,10 +106,14 @@ static struct session *session_new(struct uw_cm_event *e)
 		s->depth = 16;
 	}
 	s->len = s->size * s->slots;
+	if (perf_pattern_init(s->size)) {
+		free(s);
+		return NULL;
+	}
 	s->nrecv = 2 * s->depth;
 	s->buf = malloc(s->len ? s->len : 1);
-	s->cq = uw_create_cq(ctx, (int)(4 * s->depth + 16), s, NULL);
-	if (!s->buf || !s->cq)
+	s->cq = cq;
+	if (!s->buf)
 		goto fail;
 	for (uint32_t i = 0; i < s->slots; i++)
 		perf_fill(s->buf + (uint64_t)i * s->size, s->size, i);
@@ -190,9 +203,9 @@ static void report(struct session *s)
 	if (opts->quiet)
 		return;
 	double dt = perf_now() - s->t0;
-	printf("server: connection done: %llu receives, %llu bytes, %llu errors, %.3f s\n",
+	printf("server: connection done: %llu receives, %llu bytes, %llu errors, %.3f s, cpu %.3f s\n",
 	       (unsigned long long)s->recvs, (unsigned long long)s->bytes,
-	       (unsigned long long)s->errors, dt);
+	       (unsigned long long)s->errors, dt, cpu_now() - s->cpu0);
 	fflush(stdout);
 }
 
@@ -215,6 +228,9 @@ int perf_server(const struct perf_opts *o)
 	pd = ctx ? uw_alloc_pd(ctx) : NULL;
 	struct uw_cm_channel *ch = pd ? uw_cm_create_channel(ctx) : NULL;
 	struct uw_cm_id *lid = ch ? uw_cm_create_id(ch, NULL) : NULL;
+	cq = lid ? uw_create_cq(ctx, 1 << 20, NULL, NULL) : NULL;
+	if (!cq)
+		lid = NULL;
 	int rc = lid ? uw_cm_listen(lid, ai->ai_addr, 128) : errno;
 	freeaddrinfo(ai);
 	if (rc) {
@@ -232,10 +248,16 @@ int perf_server(const struct perf_opts *o)
 	}
 	for (;;) {
 		struct uw_cm_event *e;
-		bool busy = false;
-		for (struct session *s = sessions; s; s = s->next)
-			busy |= s->active;
-		if (!uw_cm_get_event_timeout(ch, &e, busy ? 0 : 100)) {
+		bool active = false, spin = false;
+		for (struct session *s = sessions; s; s = s->next) {
+			active |= s->active;
+			spin |= s->active && s->ours && s->h.mode == MODE_LAT;
+		}
+		/* Latency sessions are served by spinning; bandwidth ones sleep in
+		 * the kernel between completions, leaving the CPU to TCP. */
+		if (active && !spin)
+			uw_cq_wait(cq, 1, 10);
+		if (!uw_cm_get_event_timeout(ch, &e, active ? 0 : 100)) {
 			struct session *s = NULL;
 			switch (e->event) {
 			case UW_CM_EVENT_CONNECT_REQUEST:
@@ -256,6 +278,7 @@ int perf_server(const struct perf_opts *o)
 					break;
 				}
 				s->t0 = perf_now();
+				s->cpu0 = cpu_now();
 				s->next = sessions;
 				sessions = s;
 				break;
@@ -275,10 +298,13 @@ int perf_server(const struct perf_opts *o)
 					break;
 				}
 				if (s) {
-					/* drain what the flush completed */
+					/* what the flush completed must not outlive s */
 					struct uw_wc wc[16];
-					while (uw_poll_cq(s->cq, 16, wc) > 0)
-						;
+					int n;
+					while ((n = uw_poll_cq(cq, 16, wc)) > 0)
+						for (int i = 0; i < n; i++)
+							if (wc[i].qp->qp_context != s)
+								session_wc(wc[i].qp->qp_context, &wc[i]);
 					report(s);
 					uw_cm_ack_event(e);
 					e = NULL;
@@ -294,14 +320,14 @@ int perf_server(const struct perf_opts *o)
 			if (!o->loop && served > 0 && !sessions)
 				break;
 		}
-		for (struct session *s = sessions; s; s = s->next) {
-			struct uw_wc wc[32];
-			int n = uw_poll_cq(s->cq, 32, wc);
-			for (int i = 0; i < n; i++)
-				session_wc(s, &wc[i]);
+		struct uw_wc wc[64];
+		int n = uw_poll_cq(cq, 64, wc);
+		for (int i = 0; i < n; i++)
+			session_wc(wc[i].qp->qp_context, &wc[i]);
+		for (struct session *s = sessions; s; s = s->next)
 			session_poll_memory(s);
-		}
 	}
+	uw_destroy_cq(cq);
 	uw_cm_destroy_id(lid);
 	uw_cm_destroy_channel(ch);
 	uw_dealloc_pd(pd);

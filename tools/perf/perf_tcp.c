@@ -124,13 +124,18 @@ int perf_tcp_client(const struct perf_opts *o, struct perf_result *r)
 		return -1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	struct tcp_hello h = { (uint8_t)o->op, (uint8_t)o->mode, { 0 }, htobe64(size) };
-	uint8_t *buf = malloc(size);
-	if (!buf || io_all(fd, &h, sizeof(h), true)) {
-		free(buf);
+	/* the same memory footprint as the uwarp run: depth buffers in turn,
+	 * so neither side has an unfair cache advantage */
+	uint64_t slots = o->mode == MODE_LAT ? 1 : (uint64_t)o->depth;
+	if (slots * size > PERF_MAX_BUF / 4)
+		slots = PERF_MAX_BUF / 4 / size ? PERF_MAX_BUF / 4 / size : 1;
+	uint8_t *mem = malloc(size * slots), *buf = mem;
+	if (!mem || io_all(fd, &h, sizeof(h), true)) {
+		free(mem);
 		close(fd);
 		return -1;
 	}
-	memset(buf, 0xa5, size);
+	memset(mem, 0xa5, size * slots);
 	double t0 = perf_now(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
 	uint64_t i = 0;
 	if (o->mode == MODE_LAT) {
@@ -149,11 +154,11 @@ int perf_tcp_client(const struct perf_opts *o, struct perf_result *r)
 		free(lat);
 	} else if (o->op == OP_READ) {
 		for (; stop ? perf_now() < stop : i < o->iters; i++)
-			if (io_all(fd, buf, size, false))
+			if (io_all(fd, mem + (i % slots) * size, size, false))
 				break;
 	} else {
 		for (; stop ? perf_now() < stop : i < o->iters; i++)
-			if (io_all(fd, buf, size, true))
+			if (io_all(fd, mem + (i % slots) * size, size, true))
 				break;
 		uint64_t total;
 		shutdown(fd, SHUT_WR);
@@ -165,7 +170,7 @@ int perf_tcp_client(const struct perf_opts *o, struct perf_result *r)
 	r->iters = i;
 	r->bytes = i * size;
 	r->gbps = dt > 0 ? (double)r->bytes * 8 / dt / 1e9 : 0;
-	free(buf);
+	free(mem);
 	close(fd);
 	return r->errors ? -1 : 0;
 }
