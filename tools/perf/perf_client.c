@@ -387,6 +387,19 @@ static int verify_writes(struct qstate *q)
 	return 0;
 }
 
+/* Resident memory in KiB (from /proc/self/statm). */
+static long rss_kib(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss * 4;
+}
+
 static double cpu_seconds(void)
 {
 	struct rusage ru;
@@ -413,11 +426,16 @@ int perf_client(const struct perf_opts *opt)
 	if (!shared_cq)
 		return fail("context", errno);
 	struct qstate *qs = calloc((size_t)o->qps, sizeof(*qs));
-	for (int k = 0; k < o->qps && !rc; k++)
+	long rss0 = rss_kib(), bufs = 0;
+	for (int k = 0; k < o->qps && !rc; k++) {
 		rc = connect_one(&qs[k], ai->ai_addr);
+		bufs += (long)((2 * qs[k].half + 8 * (qs[k].slots + 8) + 4095) / 4096 * 4);
+	}
 	freeaddrinfo(ai);
 	if (rc)
 		return rc;
+	/* what a connected QP costs, beyond the test's own data buffers */
+	double rss_per_qp = (double)(rss_kib() - rss0 - bufs) / o->qps;
 
 	double elapsed = 0, cpu0 = cpu_seconds();
 	rc = o->mode == MODE_LAT ? run_lat(&qs[0], &elapsed) : run_bw(qs, o->qps, &elapsed);
@@ -457,12 +475,12 @@ int perf_client(const struct perf_opts *opt)
 		printf("{\"op\":\"%s\",\"mode\":\"%s\",\"size\":%llu,\"iters\":%llu,\"qps\":%d,"
 		       "\"depth\":%d,\"crc\":%s,\"markers\":%s,\"progress\":\"%s\","
 		       "\"gbps\":%.3f,\"lat_us_p50\":%.2f,\"lat_us_p99\":%.2f,\"cpu_s\":%.3f,"
-		       "\"verified\":%s,\"errors\":%llu",
+		       "\"verified\":%s,\"errors\":%llu,\"rss_kib_per_qp\":%.1f",
 		       perf_op_name(o->op), lat ? "lat" : "bw", (unsigned long long)o->size,
 		       (unsigned long long)ops, o->qps, o->depth,
 		       o->crc == UW_CRC_OFF ? "false" : "true", o->markers ? "true" : "false",
 		       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual", gbps, p50, p99, cpu,
-		       o->verify ? "true" : "false", (unsigned long long)errors);
+		       o->verify ? "true" : "false", (unsigned long long)errors, rss_per_qp);
 		if (o->tcp)
 			printf(",\"tcp_gbps\":%.3f,\"tcp_lat_us_p50\":%.2f,\"tcp_lat_us_p99\":%.2f,"
 			       "\"ratio\":%.3f",
@@ -485,11 +503,17 @@ int perf_client(const struct perf_opts *opt)
 		struct qstate *q = &qs[k];
 		uw_cm_disconnect(q->id);
 	}
-	/* let the disconnects reach the server before we go */
-	for (int k = 0; k < o->qps; k++) {
+	/* each QP reports its DISCONNECTED once the close is done */
+	int left = o->qps;
+	double give_up = perf_now() + 5;
+	while (left > 0 && perf_now() < give_up) {
 		struct uw_cm_event *e;
-		while (!uw_cm_get_event_timeout(ch, &e, 100))
-			uw_cm_ack_event(e);
+		if (uw_cm_get_event_timeout(ch, &e, 100))
+			continue;
+		left -= e->event == UW_CM_EVENT_DISCONNECTED;
+		uw_cm_ack_event(e);
+	}
+	for (int k = 0; k < o->qps; k++) {
 		struct qstate *q = &qs[k];
 		uw_destroy_qp(q->qp);
 		uw_cm_destroy_id(q->id);

@@ -13,6 +13,7 @@
  * client verifies data and exits 3 when verification fails.
  */
 #include <getopt.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,12 @@ int main(int argc, char **argv)
 	    o.sge < 1 || o.sge > UW_MAX_SGE) {
 		usage(argv[0]);
 		return 2;
+	}
+	/* a socket per QP: a thousand QPs need more than the usual 1024 fds */
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	if (o.server)
 		return perf_server(&o);

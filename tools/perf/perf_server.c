@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,9 +229,12 @@ int perf_server(const struct perf_opts *o)
 	pd = ctx ? uw_alloc_pd(ctx) : NULL;
 	struct uw_cm_channel *ch = pd ? uw_cm_create_channel(ctx) : NULL;
 	struct uw_cm_id *lid = ch ? uw_cm_create_id(ch, NULL) : NULL;
-	cq = lid ? uw_create_cq(ctx, 1 << 20, NULL, NULL) : NULL;
+	struct uw_comp_channel *cc = lid ? uw_create_comp_channel(ctx) : NULL;
+	cq = cc ? uw_create_cq(ctx, 1 << 20, NULL, cc) : NULL;
 	if (!cq)
 		lid = NULL;
+	else
+		uw_comp_channel_nonblock(cc, 1);
 	int rc = lid ? uw_cm_listen(lid, ai->ai_addr, 128) : errno;
 	freeaddrinfo(ai);
 	if (rc) {
@@ -241,24 +245,19 @@ int perf_server(const struct perf_opts *o)
 		fprintf(stderr, "server: TCP baseline listener on port %d failed\n", o->port + 1);
 		return 1;
 	}
-	if (!o->quiet) {
-		printf("server: listening on port %d (TCP baseline on %d), progress %s\n", o->port,
-		       o->port + 1, o->progress == UW_PROGRESS_AUTO ? "auto" : "manual");
-		fflush(stdout);
-	}
+	/* with -p 0 the system picked the port: say which (tests read it) */
+	int port = ntohs(((struct sockaddr_in *)&lid->local_addr)->sin_port);
+	printf("server: listening on port %d (TCP baseline on %d), progress %s\n", port, port + 1,
+	       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual");
+	fflush(stdout);
 	for (;;) {
 		struct uw_cm_event *e;
-		bool active = false, spin = false;
-		for (struct session *s = sessions; s; s = s->next) {
-			active |= s->active;
+		bool spin = false, work = false;
+		for (struct session *s = sessions; s; s = s->next)
 			spin |= s->active && s->ours && s->h.mode == MODE_LAT;
-		}
-		/* Latency sessions are served by spinning; bandwidth ones sleep in
-		 * the kernel between completions, leaving the CPU to TCP. */
-		if (active && !spin)
-			uw_cq_wait(cq, 1, 10);
-		if (!uw_cm_get_event_timeout(ch, &e, active ? 0 : 100)) {
+		while (!uw_cm_get_event_timeout(ch, &e, 0)) {
 			struct session *s = NULL;
+			work = true;
 			switch (e->event) {
 			case UW_CM_EVENT_CONNECT_REQUEST:
 				s = session_new(e);
@@ -317,17 +316,32 @@ int perf_server(const struct perf_opts *o)
 			}
 			if (e)
 				uw_cm_ack_event(e);
-			if (!o->loop && served > 0 && !sessions)
-				break;
 		}
+		if (!o->loop && served > 0 && !sessions)
+			break;
 		struct uw_wc wc[64];
 		int n = uw_poll_cq(cq, 64, wc);
+		work |= n > 0;
 		for (int i = 0; i < n; i++)
 			session_wc(wc[i].qp->qp_context, &wc[i]);
 		for (struct session *s = sessions; s; s = s->next)
 			session_poll_memory(s);
+		if (work || spin)
+			continue;
+		/* Nothing to do: sleep until the network, a completion or a
+		 * connection event needs us. Latency sessions spin instead;
+		 * bandwidth ones leave the CPU to the TCP stack. */
+		uw_req_notify_cq(cq, 0);
+		if (uw_poll_cq(cq, 0, NULL) < 0)
+			break;
+		struct pollfd pf[2] = { { ch->fd, POLLIN, 0 }, { cc->fd, POLLIN, 0 } };
+		poll(pf, 2, 100);
+		struct uw_cq *fired;
+		while (!uw_get_cq_event(cc, &fired, NULL))
+			uw_ack_cq_events(fired, 1);
 	}
 	uw_destroy_cq(cq);
+	uw_destroy_comp_channel(cc);
 	uw_cm_destroy_id(lid);
 	uw_cm_destroy_channel(ch);
 	uw_dealloc_pd(pd);
