@@ -37,7 +37,12 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 	if (c->st == UW_CONN_CLOSED)
 		return;
 	if (status < 0) {
-		uw__conn_close(c, -status, UW_EV_AUTO);
+		/* libuv reports any POLLERR as EBADF: ask the socket what it was */
+		int err = 0;
+		socklen_t l = sizeof(err);
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) || !err)
+			err = -status;
+		uw__conn_close(c, err, UW_EV_AUTO);
 		return;
 	}
 	if (events & UV_WRITABLE) {

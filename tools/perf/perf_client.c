@@ -221,11 +221,35 @@ static struct qstate *owner(const struct uw_wc *wc)
 	return wc->qp->qp_context;
 }
 
+static int take_acks(int wait_ms)
+{
+	struct uw_wc wc[16];
+	int n = uw_poll_cq(shared_cq, 16, wc);
+	if (!n && wait_ms)
+		uw_cq_wait(shared_cq, 1, wait_ms);
+	for (int i = 0; i < n; i++) {
+		struct qstate *q = owner(&wc[i]);
+		if (wc[i].status != UW_WC_SUCCESS)
+			return fail(uw_wc_status_str(wc[i].status), 0);
+		if (is_ack(&wc[i]) && wc[i].byte_len == 0) {
+			q->credits += o->depth;
+			post_ack_recv(q, UINT64_MAX);
+		}
+	}
+	return 0;
+}
+
 /* FIN on every QP: an empty solicited Send asks the server for its count. */
 static int wait_reports(struct qstate *qs, int nq)
 {
 	for (int k = 0; k < nq; k++) {
 		struct qstate *q = &qs[k];
+		/* the FIN needs a posted receive at the server like any Send:
+		 * wait for a credit */
+		double deadline = perf_now() + 10;
+		while (o->mode == MODE_BW && q->credits <= 0 && perf_now() < deadline)
+			if (take_acks(10))
+				return 1;
 		struct uw_send_wr fin = { .wr_id = UINT64_MAX - 1, .opcode = UW_WR_SEND,
 					  .send_flags = UW_SEND_SOLICITED | UW_SEND_SIGNALED };
 		if (o->mode == MODE_LAT && post_ack_recv(q, UINT64_MAX))

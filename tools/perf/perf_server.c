@@ -246,8 +246,8 @@ int perf_server(const struct perf_opts *o)
 		return 1;
 	}
 	/* with -p 0 the system picked the port: say which (tests read it) */
-	int port = ntohs(((struct sockaddr_in *)&lid->local_addr)->sin_port);
-	printf("server: listening on port %d (TCP baseline on %d), progress %s\n", port, port + 1,
+	int bound = ntohs(((struct sockaddr_in *)&lid->local_addr)->sin_port);
+	printf("server: listening on port %d (TCP baseline on %d), progress %s\n", bound, bound + 1,
 	       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual");
 	fflush(stdout);
 	for (;;) {
