@@ -301,6 +301,9 @@ int uw_cm_destroy_id(struct uw_cm_id *i)
 		close(id->listen_fd);
 		id->refs++;
 		uv_close((uv_handle_t *)&id->listen_poll, listen_closed);
+		/* the close completes in the loop's next turn: take it now, so
+		 * the channel is free when this call returns */
+		uw__progress(ctx);
 	}
 	/* events still queued for this id would point at freed memory */
 	struct uw_list *l = id->ch->events.next;
