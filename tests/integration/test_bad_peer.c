@@ -1,0 +1,498 @@
+/*
+ * test_bad_peer.c: a raw-socket peer that completes a real MPA exchange
+ * with a uwarp server and then sends bad input from WIRE.md section 10.
+ * The Terminate bytes that come back are checked (RFC 6580 codes), no byte
+ * lands outside the server's registered memory, and the same server
+ * process goes on serving a good client afterwards.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+#include <uwarp/verbs.h>
+
+#include "be.h"
+#include "crc32c.h"
+#include "rdmap_opcode.h"
+#include "fpdu.h"
+#include "mpa_negotiate.h"
+#include "proc.h"
+#include "rdmap_term.h"
+
+#define GUARD 1024
+#define REGION 4096
+#define RECV 256
+
+static struct {
+	struct uw_context *ctx;
+	struct uw_pd *pd;
+	struct uw_cq *cq;
+	struct uw_cm_channel *ch;
+	struct uw_cm_id *lid;
+	int port;
+	uint8_t arena[GUARD + REGION + GUARD + RECV + GUARD];
+	uint8_t *region, *recvbuf;
+	struct uw_mr *mr_rw, *mr_none, *mr_recv;
+} S;
+
+struct welcome {
+	uint32_t rkey_rw, rkey_none;
+	uint64_t addr;
+};
+
+static int setup(void **state)
+{
+	struct uw_context_attr ca = { .progress = UW_PROGRESS_AUTO };
+	memset(S.arena, 0xEE, sizeof(S.arena));
+	S.region = S.arena + GUARD;
+	S.recvbuf = S.region + REGION + GUARD;
+	memset(S.region, 0x11, REGION);
+	memset(S.recvbuf, 0x11, RECV);
+	S.ctx = uw_open(&ca);
+	S.pd = uw_alloc_pd(S.ctx);
+	S.cq = uw_create_cq(S.ctx, 1024, NULL, NULL);
+	S.ch = uw_cm_create_channel(S.ctx);
+	S.lid = uw_cm_create_id(S.ch, NULL);
+	S.mr_rw = uw_reg_mr(S.pd, S.region, REGION,
+			    UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ);
+	S.mr_none = uw_reg_mr(S.pd, S.region, REGION, UW_ACCESS_LOCAL_WRITE);
+	S.mr_recv = uw_reg_mr(S.pd, S.recvbuf, RECV, UW_ACCESS_LOCAL_WRITE);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	if (!S.mr_rw || !S.mr_none || !S.mr_recv || uw_cm_listen(S.lid, (struct sockaddr *)&a, 16))
+		return -1;
+	S.port = ntohs(((struct sockaddr_in *)&S.lid->local_addr)->sin_port);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	uw_cm_destroy_id(S.lid);
+	uw_cm_destroy_channel(S.ch);
+	uw_dereg_mr(S.mr_rw);
+	uw_dereg_mr(S.mr_none);
+	uw_dereg_mr(S.mr_recv);
+	uw_destroy_cq(S.cq);
+	uw_dealloc_pd(S.pd);
+	return uw_close(S.ctx);
+}
+
+static bool guards_intact(void)
+{
+	const uint8_t *g[3] = { S.arena, S.region + REGION, S.recvbuf + RECV };
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < GUARD; i++)
+			if (g[k][i] != 0xEE)
+				return false;
+	return true;
+}
+
+static struct uw_cm_event *event(int ms)
+{
+	struct uw_cm_event *e;
+	return uw_cm_get_event_timeout(S.ch, &e, ms) ? NULL : e;
+}
+
+/* The raw peer's side of one connection. */
+struct raw {
+	int fd;
+	struct fpdu_tx tx;
+	struct welcome w;
+	struct uw_cm_id *id; /* the server's end */
+	struct uw_qp *qp;
+};
+
+static void raw_connect(struct raw *r)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)S.port) };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	r->fd = socket(AF_INET, SOCK_STREAM, 0);
+	int one = 1;
+	setsockopt(r->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	assert_int_equal(connect(r->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	/* a Request like siw's, but asking for CRC */
+	struct mpa_frame req = { .type = MPA_FRAME_REQUEST, .rev = 2, .crc = true, .enhanced = true,
+				 .ird = 4, .ord = 4 };
+	uint8_t buf[600];
+	ssize_t n = mpa_frame_encode(&req, buf, sizeof(buf));
+	assert_int_equal(write(r->fd, buf, (size_t)n), n);
+
+	/* the server accepts: a receive posted, memory offered */
+	struct uw_cm_event *e = event(5000);
+	assert_non_null(e);
+	assert_int_equal(e->event, UW_CM_EVENT_CONNECT_REQUEST);
+	assert_false(e->rfc7306); /* a stranger: no RFC 7306 */
+	r->id = e->id;
+	uw_cm_ack_event(e);
+	struct uw_qp_init_attr qa = { .send_cq = S.cq, .recv_cq = S.cq, .cap = { 8, 8, 1, 1, 0 } };
+	r->qp = uw_cm_create_qp(r->id, S.pd, &qa);
+	assert_non_null(r->qp);
+	struct uw_sge s = { (uintptr_t)S.recvbuf, RECV, S.mr_recv->lkey };
+	struct uw_recv_wr rw = { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
+	assert_int_equal(uw_post_recv(r->qp, &rw, NULL), 0);
+	struct welcome w = { S.mr_rw->rkey, S.mr_none->rkey, (uintptr_t)S.region };
+	struct uw_conn_param p = { .private_data = &w, .private_data_len = sizeof(w), .ird = 16, .ord = 16 };
+	assert_int_equal(uw_cm_accept(r->id, &p), 0);
+	e = event(5000);
+	assert_non_null(e);
+	assert_int_equal(e->event, UW_CM_EVENT_ESTABLISHED);
+	uw_cm_ack_event(e);
+
+	/* the Reply, read to its end and not a byte further */
+	struct mpa_frame rep;
+	size_t got = 0;
+	for (;;) {
+		ssize_t k = read(r->fd, buf + got, 1);
+		assert_int_equal(k, 1);
+		got++;
+		ssize_t len = mpa_frame_decode(buf, got, 512, &rep);
+		if (len > 0)
+			break;
+		assert_int_equal(len, -EAGAIN);
+	}
+	assert_true(rep.crc && rep.enhanced && !rep.reject);
+	assert_int_equal(rep.pdata_len, sizeof(struct welcome));
+	memcpy(&r->w, rep.pdata, sizeof(r->w));
+	fpdu_tx_init(&r->tx, true, false);
+}
+
+/* Send one ULPDU (header and payload) as an FPDU; corrupt: flip a byte
+ * after the CRC was computed. */
+static void raw_send(struct raw *r, const uint8_t *hdr, size_t hl, const void *p, size_t pl,
+		     bool corrupt)
+{
+	uint8_t h[2 + 128], wire[4096];
+	struct iovec iov[16], piov = { (void *)(uintptr_t)p, pl };
+	uint8_t scratch[64];
+	struct fpdu_batch b;
+	memcpy(h + 2, hdr, hl);
+	fpdu_batch_init(&b, iov, 16, scratch, sizeof(scratch));
+	assert_int_equal(fpdu_tx_append(&r->tx, &b, h, hl, &piov, pl ? 1 : 0), 0);
+	size_t n = 0;
+	for (int i = 0; i < b.niov; i++) {
+		memcpy(wire + n, b.iov[i].iov_base, b.iov[i].iov_len);
+		n += b.iov[i].iov_len;
+	}
+	if (corrupt)
+		wire[n - 6] ^= 0x01;
+	assert_int_equal(write(r->fd, wire, n), (ssize_t)n);
+}
+
+/* Everything the server sends back until it closes: it must be one
+ * Terminate with this code. Then the server's end reports DISCONNECTED
+ * and the receive it had posted is flushed. */
+static void expect_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t ecode)
+{
+	uint8_t in[4096];
+	size_t n = 0;
+	struct timeval tv = { 5, 0 };
+	setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	for (;;) {
+		ssize_t k = read(r->fd, in + n, sizeof(in) - n);
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	struct fpdu_rx rx;
+	struct fpdu_rx_cfg cfg = { .crc = true, .hdr_len = rdmap_hdr_len };
+	fpdu_rx_init(&rx, &cfg);
+	size_t off = 0, used;
+	uint8_t ulpdu[128];
+	size_t ulen = 0;
+	int fpdus = 0;
+	while (off < n) {
+		struct fpdu_rx_out out;
+		enum fpdu_rx_event ev = fpdu_rx_step(&rx, in + off, n - off, &used, &out);
+		off += used;
+		if (ev == FPDU_RX_HDR) {
+			memcpy(ulpdu, rx.hdr, rx.hdr_len);
+			ulen = rx.hdr_len;
+		} else if (ev == FPDU_RX_DATA) {
+			memcpy(ulpdu + ulen, out.data, out.len);
+			ulen += out.len;
+		} else if (ev == FPDU_RX_END) {
+			fpdus++;
+		} else if (ev == FPDU_RX_ERROR) {
+			fail_msg("the server's bytes do not parse: %s", rx.err.what);
+		}
+	}
+	assert_int_equal(fpdus, 1);
+	assert_true(ulen >= DDP_UNTAGGED_HDR_LEN + RDMAP_TERM_CTRL_LEN);
+	assert_int_equal(ulpdu[1] & 0xf, RDMAP_TERMINATE);
+	assert_int_equal(be32_get(ulpdu + DDP_OFF_QN), DDP_QN_TERMINATE);
+	assert_int_equal(be32_get(ulpdu + DDP_OFF_MSN), 1);
+	struct rdmap_term t;
+	assert_int_equal(rdmap_term_decode(ulpdu + DDP_UNTAGGED_HDR_LEN, ulen - DDP_UNTAGGED_HDR_LEN, &t), 0);
+	if (t.rfc.layer != layer || t.rfc.etype != etype || t.rfc.ecode != ecode)
+		fail_msg("Terminate %u/%u/0x%02x, want %u/%u/0x%02x", t.rfc.layer, t.rfc.etype,
+			 t.rfc.ecode, layer, etype, ecode);
+	close(r->fd);
+
+	struct uw_cm_event *e = event(5000);
+	assert_non_null(e);
+	assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
+	assert_int_equal(e->term_layer, layer);
+	assert_int_equal(e->term_ecode, ecode);
+	uw_cm_ack_event(e);
+	struct uw_wc wc;
+	int got = 0;
+	for (int i = 0; i < 100 && !got; i++) {
+		got = uw_poll_cq(S.cq, 1, &wc);
+		if (!got)
+			usleep(10000);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc.status, UW_WC_WR_FLUSH_ERR);
+	uw_destroy_qp(r->qp);
+	uw_cm_destroy_id(r->id);
+	assert_true(guards_intact());
+}
+
+static size_t untagged(uint8_t *h, uint8_t op, uint32_t qn, uint32_t msn, uint32_t mo, uint32_t w)
+{
+	h[0] = 0x41;
+	h[1] = (uint8_t)(0x40 | op);
+	be32_put(h + 2, w);
+	be32_put(h + 6, qn);
+	be32_put(h + 10, msn);
+	be32_put(h + 14, mo);
+	return 18;
+}
+
+static size_t tagged(uint8_t *h, uint8_t op, uint32_t stag, uint64_t to)
+{
+	h[0] = 0xc1;
+	h[1] = (uint8_t)(0x40 | op);
+	be32_put(h + 2, stag);
+	be64_put(h + 6, to);
+	return 14;
+}
+
+static uint8_t data[1024];
+
+static void crc_error_is_llp_0x02(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 1, 0, 0), data, 40, true);
+	expect_terminate(&r, UW_TERM_LAYER_LLP, 0, UW_MPA_ECODE_CRC);
+
+}
+
+static void bad_ddp_version_is_ddp_2_06(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	size_t n = untagged(h, RDMAP_SEND, 0, 1, 0, 0);
+	h[0] = 0x40;
+	raw_send(&r, h, n, data, 8, false);
+	expect_terminate(&r, UW_TERM_LAYER_DDP, UW_DDP_UNTAGGED, UW_DDP_U_INVALID_VERSION);
+}
+
+static void bad_rdmap_version_is_rdmap_2_05(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	size_t n = untagged(h, RDMAP_SEND, 0, 1, 0, 0);
+	h[1] = 0x03;
+	raw_send(&r, h, n, data, 8, false);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_OPERATION, UW_RDMAP_INVALID_VERSION);
+}
+
+static void rfc7306_opcode_to_a_stranger_is_rdmap_2_06(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, untagged(h, RDMAP_IMMEDIATE, 0, 1, 0, 0), data, 8, false);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_OPERATION, UW_RDMAP_UNEXPECTED_OPCODE);
+}
+
+static void send_on_queue_5_is_ddp_2_01(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, untagged(h, RDMAP_SEND, 5, 1, 0, 0), data, 8, false);
+	expect_terminate(&r, UW_TERM_LAYER_DDP, UW_DDP_UNTAGGED, UW_DDP_U_INVALID_QN);
+}
+
+static void send_msn_skip_is_ddp_2_03(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 2, 0, 0), data, 8, false);
+	expect_terminate(&r, UW_TERM_LAYER_DDP, UW_DDP_UNTAGGED, UW_DDP_U_MSN_RANGE);
+}
+
+static void send_longer_than_the_receive_is_ddp_2_05(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 1, 0, 0), data, RECV + 1, false);
+	expect_terminate(&r, UW_TERM_LAYER_DDP, UW_DDP_UNTAGGED, UW_DDP_U_TOO_LONG);
+}
+
+static void write_to_unknown_stag_is_ddp_1_00(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_rw ^ 0x3c, r.w.addr), data, 64, false);
+	expect_terminate(&r, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG);
+}
+
+static void write_past_the_region_is_ddp_1_01(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_rw, r.w.addr + REGION - 8), data, 64, false);
+	expect_terminate(&r, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_BASE_BOUNDS);
+}
+
+static void write_without_rights_is_rdmap_1_02(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_none, r.w.addr), data, 64, false);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_ACCESS_RIGHTS);
+}
+
+static void read_without_rights_is_rdmap_1_02(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	size_t n = untagged(h, RDMAP_RDMA_READ_REQ, 1, 1, 0, 0);
+	be32_put(h + n + RDMAP_RR_OFF_SINK_STAG, 0x100);
+	be64_put(h + n + RDMAP_RR_OFF_SINK_TO, 0);
+	be32_put(h + n + RDMAP_RR_OFF_SIZE, 64);
+	be32_put(h + n + RDMAP_RR_OFF_SRC_STAG, r.w.rkey_none);
+	be64_put(h + n + RDMAP_RR_OFF_SRC_TO, r.w.addr);
+	raw_send(&r, h, n + RDMAP_READ_REQ_LEN, NULL, 0, false);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_ACCESS_RIGHTS);
+}
+
+static void send_with_invalidate_of_an_mr_is_rdmap_2_09(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, untagged(h, RDMAP_SEND_INVAL, 0, 1, 0, r.w.rkey_rw), data, 8, false);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_OPERATION, UW_RDMAP_CANNOT_INVALIDATE);
+}
+
+static void ulpdu_too_short_is_llp_0x03(void **state)
+{
+	struct raw r;
+	raw_connect(&r);
+	/* ULPDU_Length 4: not even a DDP header; framed by hand */
+	uint8_t f[12] = { 0x00, 0x04, 0x41, 0x43, 0, 0, 0, 0 };
+	le32_put(f + 8, crc32c_final(crc32c_update(CRC32C_INIT, f, 8)));
+	assert_int_equal(write(r.fd, f, sizeof(f)), (ssize_t)sizeof(f));
+	expect_terminate(&r, UW_TERM_LAYER_LLP, 0, UW_MPA_ECODE_MARKER);
+}
+
+/* After all that, the same process serves a well-behaved uwarp client. */
+static void the_server_goes_on_serving(void **state)
+{
+	struct uw_context_attr ca = { .progress = UW_PROGRESS_AUTO };
+	struct uw_context *c = uw_open(&ca);
+	struct uw_pd *pd = uw_alloc_pd(c);
+	struct uw_cq *cq = uw_create_cq(c, 16, NULL, NULL);
+	struct uw_cm_channel *ch = uw_cm_create_channel(c);
+	struct uw_cm_id *id = uw_cm_create_id(ch, NULL);
+	static uint8_t src[64] = "good data";
+	struct uw_mr *mr = uw_reg_mr(pd, src, sizeof(src), UW_ACCESS_LOCAL_WRITE);
+	struct uw_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .cap = { 4, 4, 1, 1, 0 } };
+	struct uw_qp *qp = uw_cm_create_qp(id, pd, &qa);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)S.port) };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	assert_int_equal(uw_cm_connect(id, (struct sockaddr *)&a, NULL), 0);
+
+	struct uw_cm_event *e = event(5000);
+	assert_non_null(e);
+	assert_int_equal(e->event, UW_CM_EVENT_CONNECT_REQUEST);
+	struct uw_cm_id *sid = e->id;
+	uw_cm_ack_event(e);
+	struct uw_qp_init_attr sqa = { .send_cq = S.cq, .recv_cq = S.cq, .cap = { 4, 4, 1, 1, 0 } };
+	struct uw_qp *sqp = uw_cm_create_qp(sid, S.pd, &sqa);
+	assert_non_null(sqp);
+	struct uw_sge rs = { (uintptr_t)S.recvbuf, RECV, S.mr_recv->lkey };
+	struct uw_recv_wr rw = { .wr_id = 9, .sg_list = &rs, .num_sge = 1 };
+	assert_int_equal(uw_post_recv(sqp, &rw, NULL), 0);
+	assert_int_equal(uw_cm_accept(sid, NULL), 0);
+	uw_cm_ack_event(event(5000)); /* ESTABLISHED */
+	struct uw_cm_event *ce;
+	assert_int_equal(uw_cm_get_event_timeout(ch, &ce, 5000), 0);
+	assert_int_equal(ce->event, UW_CM_EVENT_ESTABLISHED);
+	uw_cm_ack_event(ce);
+
+	struct uw_sge s = { (uintptr_t)src, 10, mr->lkey };
+	struct uw_send_wr sw = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = UW_WR_SEND,
+				 .send_flags = UW_SEND_SIGNALED };
+	assert_int_equal(uw_post_send(qp, &sw, NULL), 0);
+	struct uw_send_wr ww = { .wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = UW_WR_RDMA_WRITE,
+				 .send_flags = UW_SEND_SIGNALED,
+				 .rdma = { (uintptr_t)S.region + 100, S.mr_rw->rkey } };
+	assert_int_equal(uw_post_send(qp, &ww, NULL), 0);
+	struct uw_wc wc;
+	assert_int_equal(uw_cq_wait(S.cq, 1, 5000), 1);
+	assert_int_equal(uw_poll_cq(S.cq, 1, &wc), 1);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 10);
+	assert_memory_equal(S.recvbuf, "good data", 10);
+	assert_true(uw_cq_wait(cq, 2, 5000) >= 2);
+	assert_memory_equal(S.region + 100, "good data", 10);
+	assert_true(guards_intact());
+
+	uw_cm_disconnect(id);
+	uw_cm_ack_event(event(5000)); /* DISCONNECTED */
+	while (uw_poll_cq(S.cq, 1, &wc) > 0)
+		;
+	uw_destroy_qp(sqp);
+	uw_cm_destroy_id(sid);
+	while (!uw_cm_get_event_timeout(ch, &ce, 100))
+		uw_cm_ack_event(ce);
+	uw_destroy_qp(qp);
+	uw_cm_destroy_id(id);
+	uw_dereg_mr(mr);
+	uw_destroy_cq(cq);
+	uw_cm_destroy_channel(ch);
+	uw_dealloc_pd(pd);
+	assert_int_equal(uw_close(c), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(crc_error_is_llp_0x02),
+		cmocka_unit_test(bad_ddp_version_is_ddp_2_06),
+		cmocka_unit_test(bad_rdmap_version_is_rdmap_2_05),
+		cmocka_unit_test(rfc7306_opcode_to_a_stranger_is_rdmap_2_06),
+		cmocka_unit_test(send_on_queue_5_is_ddp_2_01),
+		cmocka_unit_test(send_msn_skip_is_ddp_2_03),
+		cmocka_unit_test(send_longer_than_the_receive_is_ddp_2_05),
+		cmocka_unit_test(write_to_unknown_stag_is_ddp_1_00),
+		cmocka_unit_test(write_past_the_region_is_ddp_1_01),
+		cmocka_unit_test(write_without_rights_is_rdmap_1_02),
+		cmocka_unit_test(read_without_rights_is_rdmap_1_02),
+		cmocka_unit_test(send_with_invalidate_of_an_mr_is_rdmap_2_09),
+		cmocka_unit_test(ulpdu_too_short_is_llp_0x03),
+		cmocka_unit_test(the_server_goes_on_serving),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
