@@ -133,8 +133,12 @@ static void a_thousand_qps_in_one_context(void **state)
 	proc_end(&srv);
 }
 
-int main(void)
+/* An argument picks the tests to run (a cmocka filter, e.g. "auto_*"):
+ * the ThreadSanitizer build runs only the threaded ones. */
+int main(int argc, char **argv)
 {
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_operation_size_and_mode),
 		cmocka_unit_test(latency_paths),

@@ -118,6 +118,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "write latency needs --size of at least 1\n");
 		return 2;
 	}
+	if ((o.op == OP_SEND || o.op == OP_IMM) && o.size * 2 * (uint64_t)o.depth > PERF_MAX_BUF) {
+		/* the server posts 2 x depth receives, each its own buffer */
+		fprintf(stderr, "send: 2 x --depth x --size is at most %u MiB\n", PERF_MAX_BUF >> 20);
+		return 2;
+	}
 	if (o.size > (1ull << 31)) {
 		fprintf(stderr, "--size is at most 2 GiB\n");
 		return 2;

@@ -32,7 +32,9 @@ struct session {
 	struct uw_qp *qp;
 	struct uw_cq *cq;
 	struct uw_mr *mr, *ctl_mr;
-	uint8_t *buf;
+	uint8_t *buf;  /* [slots: the RDMA target | nrecv: receive buffers] */
+	uint8_t *rbuf; /* the receive part: a buffer per posted receive, so
+			* none is overwritten before its completion is checked */
 	uint64_t size, len;
 	uint32_t slots, depth, nrecv;
 	struct perf_hello h;
@@ -51,8 +53,8 @@ static const struct perf_opts *opts;
 
 static int post_recv(struct session *s)
 {
-	uint64_t slot = s->posted % s->slots;
-	struct uw_sge sge = { (uintptr_t)(s->buf + slot * s->size), (uint32_t)s->size, s->mr->lkey };
+	uint64_t slot = s->posted % s->nrecv;
+	struct uw_sge sge = { (uintptr_t)(s->rbuf + slot * s->size), (uint32_t)s->size, s->mr->lkey };
 	struct uw_recv_wr wr = { .wr_id = s->posted, .sg_list = &sge, .num_sge = s->size ? 1 : 0 };
 	int rc = uw_post_recv(s->qp, &wr, NULL);
 	if (!rc)
@@ -98,7 +100,7 @@ static struct session *session_new(struct uw_cm_event *e)
 		s->slots = ntohl(s->h.slots);
 		s->depth = ntohl(s->h.depth);
 		if (s->slots == 0 || s->size * s->slots > PERF_MAX_BUF || s->depth == 0 ||
-		    s->depth > 4096)
+		    s->depth > 4096 || s->size * 2 * s->depth > PERF_MAX_BUF)
 			s->ours = false;
 	}
 	if (!s->ours) {
@@ -112,13 +114,14 @@ static struct session *session_new(struct uw_cm_event *e)
 		return NULL;
 	}
 	s->nrecv = 2 * s->depth;
-	s->buf = malloc(s->len ? s->len : 1);
+	s->buf = malloc(s->size * (s->slots + s->nrecv) + 1);
+	s->rbuf = s->buf + s->len;
 	s->cq = cq;
 	if (!s->buf)
 		goto fail;
 	for (uint32_t i = 0; i < s->slots; i++)
 		perf_fill(s->buf + (uint64_t)i * s->size, s->size, i);
-	s->mr = uw_reg_mr(pd, s->buf, s->len,
+	s->mr = uw_reg_mr(pd, s->buf, s->size * (s->slots + s->nrecv) + 1,
 			  UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ |
 				  UW_ACCESS_REMOTE_ATOMIC);
 	s->ctl_mr = uw_reg_mr(pd, s->ctl, sizeof(s->ctl), UW_ACCESS_LOCAL_WRITE);
@@ -160,7 +163,7 @@ static void session_wc(struct session *s, const struct uw_wc *wc)
 	if (s->ours && s->h.verify) {
 		uint8_t op = s->h.op;
 		if (op == OP_SEND && (wc->byte_len != s->size ||
-				      perf_check(s->buf + (wc->wr_id % s->slots) * s->size, s->size,
+				      perf_check(s->rbuf + (wc->wr_id % s->nrecv) * s->size, s->size,
 						 n % s->slots) != s->size))
 			s->errors++;
 		if (op == OP_IMM && wc->imm_data != n)
@@ -169,8 +172,8 @@ static void session_wc(struct session *s, const struct uw_wc *wc)
 	post_recv(s);
 	if (s->ours && s->h.mode == MODE_LAT) {
 		/* echo: the same bytes back, or the same Immediate Data */
-		uint64_t slot = wc->wr_id % s->slots;
-		struct uw_sge sge = { (uintptr_t)(s->buf + slot * s->size), (uint32_t)s->size, s->mr->lkey };
+		uint64_t slot = wc->wr_id % s->nrecv;
+		struct uw_sge sge = { (uintptr_t)(s->rbuf + slot * s->size), (uint32_t)s->size, s->mr->lkey };
 		struct uw_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = s->size ? 1 : 0,
 					 .opcode = wc->opcode == UW_WC_RECV_IMM ? UW_WR_IMM : UW_WR_SEND,
 					 .imm_data = wc->imm_data };
