@@ -322,6 +322,47 @@ int uw_cm_destroy_id(struct uw_cm_id *i)
 	return 0;
 }
 
+int uw_cm_migrate_id(struct uw_cm_id *i, struct uw_cm_channel *c)
+{
+	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
+	struct uw_cm_channel_impl *to = (struct uw_cm_channel_impl *)c;
+	if (!id || !to || c->context != i->context)
+		return EINVAL;
+	struct uw_context *ctx = i->context;
+	pthread_mutex_lock(&ctx->lock);
+	struct uw_cm_channel_impl *from = id->ch;
+	if (id->destroyed || from == to) {
+		pthread_mutex_unlock(&ctx->lock);
+		return id->destroyed ? EINVAL : 0;
+	}
+	/* its queued events go with it, in their order */
+	bool moved = false;
+	struct uw_list *l = from->events.next;
+	while (l != &from->events) {
+		struct uw_cm_event_impl *e = uw_container_of(l, struct uw_cm_event_impl, link);
+		l = l->next;
+		if (e->pub.id == i) {
+			uw_list_del(&e->link);
+			uw_list_add_tail(&to->events, &e->link);
+			moved = true;
+		}
+	}
+	if (uw_list_empty(&from->events)) {
+		uint64_t v;
+		if (read(from->evfd, &v, sizeof(v)) < 0) {
+			/* nothing was signalled */
+		}
+	}
+	from->users--;
+	to->users++;
+	id->ch = to;
+	i->channel = c;
+	if (moved)
+		ch_signal(to);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
 int uw_cm_attach_qp(struct uw_cm_id *i, struct uw_qp *q)
 {
 	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
@@ -378,7 +419,8 @@ static void policy_from(const struct uw_conn_param *p, bool responder, struct mp
 static size_t pdata_with_offer(const struct uw_conn_param *p, bool offer, uint8_t *out)
 {
 	size_t len = p->private_data_len;
-	memcpy(out, p->private_data, len);
+	if (len)
+		memcpy(out, p->private_data, len);
 	if (offer && !p->no_extensions && len + UW_EXT_TRAILER_LEN + MPA_V2_BLOCK_LEN <= MPA_PD_MAX_RFC)
 		len = uw__ext_append(out, len);
 	return len;
@@ -618,7 +660,8 @@ int uw_cm_connect(struct uw_cm_id *i, const struct sockaddr *addr, const struct 
 	}
 	fd = -1;
 	c->param = *param;
-	memcpy(c->param_pdata, param->private_data, param->private_data_len);
+	if (param->private_data_len)
+		memcpy(c->param_pdata, param->private_data, param->private_data_len);
 	c->param.private_data = c->param_pdata;
 	memcpy(&i->peer_addr, addr, len);
 	c->id = id;

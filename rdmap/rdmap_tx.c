@@ -130,7 +130,8 @@ int rdmap_tx_next(struct rdmap_tx_msg *t, uint8_t *hdr, size_t *hdr_len, struct 
 		return 0;
 	uint8_t *p = hdr + MPA_ULPDU_LEN_SIZE;
 	size_t k = ddp_hdr_encode(&h, p);
-	memcpy(p + k, t->extra, t->extra_len);
+	if (t->extra_len)
+		memcpy(p + k, t->extra, t->extra_len);
 	*hdr_len = k + t->extra_len;
 	*niov = iov_cursor_take(&t->cur, n, iov, max, &took);
 	return took == n ? 1 : -E2BIG;

@@ -301,6 +301,8 @@ static int queue_send(struct uw_qp_impl *qp, const struct uw_send_wr *wr)
 			return EINVAL;
 		size_t off = 0;
 		for (int i = 0; i < wr->num_sge; i++) {
+			if (!wr->sg_list[i].length)
+				continue;
 			memcpy(w->inline_buf + off, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
 			off += wr->sg_list[i].length;

@@ -31,6 +31,12 @@ static void usage(const char *argv0)
 		argv0, argv0);
 }
 
+/* on|off (or two other words): 1, 0, or -1 for anything else */
+static int parse_choice(const char *s, const char *yes, const char *no)
+{
+	return !strcmp(s, yes) ? 1 : !strcmp(s, no) ? 0 : -1;
+}
+
 static uint64_t parse_size(const char *s)
 {
 	char *end;
@@ -80,9 +86,24 @@ int main(int argc, char **argv)
 		case 't': o.seconds = atof(optarg); break;
 		case 'L': o.mode = MODE_LAT; break;
 		case 'B': o.mode = MODE_BW; break;
-		case 'C': o.crc = strcmp(optarg, "off") ? UW_CRC_ON : UW_CRC_OFF; break;
-		case 'M': o.markers = !strcmp(optarg, "on"); break;
-		case 'P': o.progress = strcmp(optarg, "auto") ? UW_PROGRESS_MANUAL : UW_PROGRESS_AUTO; break;
+		case 'C':
+		case 'M':
+		case 'P': {
+			int v = c == 'P' ? parse_choice(optarg, "auto", "manual")
+					 : parse_choice(optarg, "on", "off");
+			if (v < 0) {
+				fprintf(stderr, "--%s: unknown value '%s'\n",
+					c == 'C' ? "crc" : c == 'M' ? "markers" : "progress", optarg);
+				return 2;
+			}
+			if (c == 'C')
+				o.crc = v ? UW_CRC_ON : UW_CRC_OFF;
+			else if (c == 'M')
+				o.markers = v;
+			else
+				o.progress = v ? UW_PROGRESS_AUTO : UW_PROGRESS_MANUAL;
+			break;
+		}
 		case 'q': o.qps = atoi(optarg); break;
 		case 'd': o.depth = atoi(optarg); break;
 		case 'g': o.sge = atoi(optarg); break;
@@ -96,7 +117,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (o.server == !!o.host || o.qps < 1 || o.qps > 4096 || o.depth < 1 || o.depth > 4096 ||
-	    o.sge < 1 || o.sge > UW_MAX_SGE) {
+	    o.sge < 1 || o.sge > UW_MAX_SGE || o.rev < 0 || o.rev > 2 || o.port < 0 || o.port > 65535) {
 		usage(argv[0]);
 		return 2;
 	}

@@ -64,7 +64,8 @@ static int post_recv(struct session *s)
 
 static int send_ctl(struct session *s, uint64_t wr_id, const void *data, uint32_t len, int flags)
 {
-	memcpy(s->ctl, data, len);
+	if (len)
+		memcpy(s->ctl, data, len);
 	struct uw_sge sge = { (uintptr_t)s->ctl, len, s->ctl_mr->lkey };
 	struct uw_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = len ? 1 : 0,
 				 .opcode = UW_WR_SEND, .send_flags = flags };
