@@ -569,6 +569,15 @@ int uw_cm_accept(struct uw_cm_id *i, const struct uw_conn_param *param)
 		rc = EINVAL;
 		goto out;
 	}
+	/* an initiator that gave up while the application thought it over
+	 * has closed its end: say so now rather than report ESTABLISHED */
+	char b;
+	ssize_t k = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+		uw__conn_close(c, ECONNRESET, UW_EV_NONE);
+		rc = ECONNRESET;
+		goto out;
+	}
 	struct mpa_frame rep;
 	struct mpa_verdict v;
 	uint8_t pd[MPA_PD_MAX_RFC];

@@ -561,6 +561,14 @@ UW_EXTERN struct uw_cm_id *uw_cm_create_id(struct uw_cm_channel *ch, void *conte
  */
 UW_EXTERN int uw_cm_destroy_id(struct uw_cm_id *id);
 
+/*
+ * uw_cm_migrate_id - move an id to another channel of the same context:
+ * its later events, and those still queued, arrive there. Ids a listener
+ * hands out start on the listener's channel; move one to give each
+ * connection its own. Returns 0 or an errno value (EINVAL).
+ */
+UW_EXTERN int uw_cm_migrate_id(struct uw_cm_id *id, struct uw_cm_channel *ch);
+
 /* uw_cm_listen - listen on an IPv4 or IPv6 address and port (0 picks a
  * port: read it from id->local_addr). Returns 0 or an errno value. */
 UW_EXTERN int uw_cm_listen(struct uw_cm_id *id, const struct sockaddr *addr, int backlog);
@@ -582,7 +590,10 @@ UW_EXTERN int uw_cm_connect(struct uw_cm_id *id, const struct sockaddr *addr,
 /*
  * uw_cm_accept - accept a CONNECT_REQUEST: the MPA Reply goes out and the
  * QP moves to RTS. Post receives first: the peer may send at once.
- * ESTABLISHED follows on this id. Returns 0 or an errno value.
+ * ESTABLISHED follows on this id. Returns 0 or an errno value: EINVAL
+ * (no request held, no QP in INIT), ECONNRESET (the initiator has already
+ * closed its connection), ECONNREFUSED (its parameters cannot be met: a
+ * Reject went out).
  */
 UW_EXTERN int uw_cm_accept(struct uw_cm_id *id, const struct uw_conn_param *param);
 
