@@ -85,7 +85,8 @@ struct perf_result {
 	uint64_t errors;
 	double cpu_s;
 };
-int perf_tcp_server_start(const struct perf_opts *o);
+/* The baseline's listener, on tcp_port (the uwarp port + 1). */
+int perf_tcp_server_start(const struct perf_opts *o, int tcp_port);
 int perf_tcp_client(const struct perf_opts *o, struct perf_result *r);
 
 /* Sorted-sample percentiles, for latency. */

@@ -239,18 +239,24 @@ int perf_server(const struct perf_opts *o)
 		lid = NULL;
 	else
 		uw_comp_channel_nonblock(cc, 1);
-	int rc = lid ? uw_cm_listen(lid, ai->ai_addr, 128) : errno;
+	/* no address given: the IPv6 wildcard, which takes IPv4 too */
+	struct addrinfo *pick = ai;
+	for (struct addrinfo *a = ai; a && !o->bind; a = a->ai_next)
+		if (a->ai_family == AF_INET6)
+			pick = a;
+	int rc = lid ? uw_cm_listen(lid, pick->ai_addr, 128) : errno;
 	freeaddrinfo(ai);
 	if (rc) {
 		fprintf(stderr, "server: listen on port %d: %s\n", o->port, strerror(rc));
 		return 1;
 	}
-	if (o->tcp && perf_tcp_server_start(o)) {
-		fprintf(stderr, "server: TCP baseline listener on port %d failed\n", o->port + 1);
-		return 1;
-	}
 	/* with -p 0 the system picked the port: say which (tests read it) */
 	int bound = ntohs(((struct sockaddr_in *)&lid->local_addr)->sin_port);
+	if (o->tcp && perf_tcp_server_start(o, bound + 1)) {
+		fprintf(stderr, "server: TCP baseline listener on port %d: %s\n", bound + 1,
+			strerror(errno));
+		return 1;
+	}
 	printf("server: listening on port %d (TCP baseline on %d), progress %s\n", bound, bound + 1,
 	       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual");
 	fflush(stdout);
@@ -301,13 +307,13 @@ int perf_server(const struct perf_opts *o)
 					break;
 				}
 				if (s) {
-					/* what the flush completed must not outlive s */
+					/* completions naming s must not outlive
+					 * it; its last messages count too */
 					struct uw_wc wc[16];
 					int n;
 					while ((n = uw_poll_cq(cq, 16, wc)) > 0)
 						for (int i = 0; i < n; i++)
-							if (wc[i].qp->qp_context != s)
-								session_wc(wc[i].qp->qp_context, &wc[i]);
+							session_wc(wc[i].qp->qp_context, &wc[i]);
 					report(s);
 					uw_cm_ack_event(e);
 					e = NULL;

@@ -87,18 +87,23 @@ static void *acceptor(void *arg)
 	return NULL;
 }
 
-int perf_tcp_server_start(const struct perf_opts *o)
+int perf_tcp_server_start(const struct perf_opts *o, int tcp_port)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE }, *ai;
 	char port[16];
 	int one = 1;
-	snprintf(port, sizeof(port), "%d", o->port + 1);
+	snprintf(port, sizeof(port), "%d", tcp_port);
 	if (getaddrinfo(o->bind, port, &hints, &ai))
 		return -1;
-	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* as the uwarp listener: the IPv6 wildcard takes IPv4 too */
+	struct addrinfo *pick = ai;
+	for (struct addrinfo *a = ai; a && !o->bind; a = a->ai_next)
+		if (a->ai_family == AF_INET6)
+			pick = a;
+	int fd = socket(pick->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	int rc = fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64);
+	int rc = fd < 0 || bind(fd, pick->ai_addr, pick->ai_addrlen) || listen(fd, 64);
 	freeaddrinfo(ai);
 	pthread_t t;
 	if (rc || pthread_create(&t, NULL, acceptor, (void *)(intptr_t)fd))
