@@ -160,6 +160,20 @@ static inline int proc_exit_code(const struct proc *p)
 	return WIFEXITED(p->status) ? WEXITSTATUS(p->status) : 128 + WTERMSIG(p->status);
 }
 
+/* After exit: what is still in the pipe (it may hold all of the output). */
+static inline void proc_drain(struct proc *p)
+{
+	for (;;) {
+		struct pollfd pf = { p->out, POLLIN, 0 };
+		if (p->len + 1 >= sizeof(p->buf) || poll(&pf, 1, 1000) <= 0)
+			return;
+		ssize_t n = read(p->out, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
+		if (n <= 0)
+			return;
+		p->len += (size_t)n;
+	}
+}
+
 /* Run to completion (up to ms); returns the exit code, or -1 on timeout. */
 static inline int proc_run(char *const argv[], int ms, char *out, size_t outlen)
 {
@@ -167,6 +181,8 @@ static inline int proc_run(char *const argv[], int ms, char *out, size_t outlen)
 	if (proc_start(&p, argv))
 		return -1;
 	bool done = proc_wait(&p, ms);
+	if (done)
+		proc_drain(&p);
 	if (out) {
 		size_t n = p.len < outlen - 1 ? p.len : outlen - 1;
 		memcpy(out, p.buf, n);
