@@ -14,6 +14,10 @@
 
 /* Below this a copy out of the buffer is cheaper than a separate read. */
 #define UW_DIRECT_MIN 4096
+/* Behind a payload read in place, room for its CRC and the next FPDU's
+ * header: more would pull the next payload into the buffer, to be copied
+ * out again, where the next read could place it directly. */
+#define UW_DIRECT_TAIL 256
 /* Reads per wake-up: a busy connection may not starve the others. */
 #define UW_RX_ROUNDS 16
 
@@ -154,10 +158,12 @@ void uw__conn_rx(struct uw_conn *c)
 		c->rxoff = c->rxlen = 0;
 		size_t span = fpdu_rx_direct_span(&c->rx);
 		ssize_t n;
-		if (span >= UW_DIRECT_MIN) {
+		/* the rest of a large payload goes in place too, however short:
+		 * a buffered read would pull the next payload in behind it */
+		if (span >= UW_DIRECT_MIN || (span && c->rx.payload_len >= UW_DIRECT_MIN)) {
 			struct iovec iov[RDMAP_PLACE_MAX_IOV + 1];
 			int k = place_slice(&c->pl, c->rx.payload_off, span, iov, RDMAP_PLACE_MAX_IOV);
-			iov[k] = (struct iovec){ c->rxbuf, UW_CONN_RXBUF };
+			iov[k] = (struct iovec){ c->rxbuf, UW_DIRECT_TAIL };
 			n = readv(c->fd, iov, k + 1);
 			if (n > 0) {
 				/* fold the bytes that landed in place into the CRC */
@@ -170,13 +176,16 @@ void uw__conn_rx(struct uw_conn *c)
 				c->rxlen = left;
 			}
 		} else {
-			n = read(c->fd, c->rxbuf, UW_CONN_RXBUF);
+			/* after a large payload expect another: read little more
+			 * than its header, so the payload itself goes in place */
+			size_t want = c->rx.payload_len >= UW_DIRECT_MIN ? UW_DIRECT_TAIL : UW_CONN_RXBUF;
+			n = read(c->fd, c->rxbuf, want);
 			if (n > 0)
 				c->rxlen = (size_t)n;
 			/* A short read drained the socket: parse and go, rather than
 			 * pay for a read that can only say EAGAIN (it would delay
 			 * the completion by a system call). */
-			if (n > 0 && (size_t)n < UW_CONN_RXBUF)
+			if (n > 0 && (size_t)n < want)
 				break;
 		}
 		if (n == 0) {

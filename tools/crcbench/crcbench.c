@@ -2,34 +2,37 @@
  * uwarp-crcbench: CRC32c throughput of each engine built in, at the sizes
  * that matter to MPA (a small header-only FPDU up to a 1 MiB message).
  *
- *   uwarp-crcbench [--ms MILLISECONDS_PER_POINT]
+ *   uwarp-crcbench [--ms MILLISECONDS_PER_POINT] [--order]
  *
  * One line per engine and size: engine, size, GB/s (10^9 bytes per second).
+ * --order compares computing the sender's CRC before and after the kernel
+ * copies the payload (order.c).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "crc32c.h"
+#include "crcbench.h"
 
 typedef uint32_t (*engine_fn)(uint32_t, const void *, size_t);
 
-static double now(void)
+double crcbench_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Keep the compiler from discarding the CRCs. */
-static volatile uint32_t sink;
+volatile uint32_t crcbench_sink;
 
 static double measure(engine_fn fn, const uint8_t *buf, size_t size, double seconds)
 {
 	uint64_t bytes = 0;
 	uint32_t acc = 0;
-	double t0 = now(), t;
+	double t0 = crcbench_now(), t;
 	size_t reps = size >= 65536 ? 1 : 65536 / size;
 
 	/* warm the tables and the cache */
@@ -38,9 +41,9 @@ static double measure(engine_fn fn, const uint8_t *buf, size_t size, double seco
 		for (size_t r = 0; r < reps; r++)
 			acc ^= fn(acc, buf, size);
 		bytes += (uint64_t)reps * size;
-		t = now();
+		t = crcbench_now();
 	} while (t - t0 < seconds);
-	sink = acc;
+	crcbench_sink = acc;
 	return (double)bytes / (t - t0) / 1e9;
 }
 
@@ -57,15 +60,20 @@ int main(int argc, char **argv)
 		{ "slicing-by-8", crc32c_update_sb8 },
 	};
 	double seconds = 0.3;
+	bool order = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--ms") && i + 1 < argc) {
 			seconds = atof(argv[++i]) / 1000.0;
+		} else if (!strcmp(argv[i], "--order")) {
+			order = true;
 		} else {
-			fprintf(stderr, "usage: %s [--ms MILLISECONDS_PER_POINT]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--ms MILLISECONDS_PER_POINT] [--order]\n", argv[0]);
 			return 2;
 		}
 	}
+	if (order)
+		return crcbench_order(seconds < 1 ? 2 : seconds);
 	uint8_t *buf = aligned_alloc(64, 1048576);
 	if (!buf)
 		return 1;

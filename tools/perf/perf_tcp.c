@@ -19,7 +19,8 @@
 #include "perf.h"
 
 struct tcp_hello {
-	uint8_t op, mode, pad[6];
+	uint8_t op, mode, pad[2];
+	uint32_t slots; /* buffers each side cycles through, as uwarp's do */
 	uint64_t size;
 };
 
@@ -47,21 +48,32 @@ static void *serve(void *arg)
 	if (io_all(fd, &h, sizeof(h), false))
 		goto out;
 	uint64_t size = be64toh(h.size) ? be64toh(h.size) : 1;
-	uint8_t *buf = malloc(size);
+	uint64_t slots = ntohl(h.slots);
+	if (slots < 1 || size * slots > PERF_MAX_BUF)
+		slots = 1;
+	uint8_t *buf = malloc(size * slots);
 	if (!buf)
 		goto out;
 	if (h.mode == MODE_LAT) {
 		while (!io_all(fd, buf, size, false) && !io_all(fd, buf, size, true))
 			;
 	} else if (h.op == OP_READ) {
-		memset(buf, 0x5a, size);
-		while (!io_all(fd, buf, size, true))
+		memset(buf, 0x5a, size * slots);
+		for (uint64_t i = 0; !io_all(fd, buf + (i % slots) * size, size, true); i++)
 			;
 	} else {
-		uint64_t total = 0;
+		/* into the slots in turn, as the uwarp server's receives and
+		 * Write targets land: a one-buffer sink would stay in cache */
+		uint64_t total = 0, off = 0, slot = 0;
 		ssize_t k;
-		while ((k = read(fd, buf, size)) > 0)
+		while ((k = read(fd, buf + slot * size + off, size - off)) > 0) {
 			total += (uint64_t)k;
+			off += (uint64_t)k;
+			if (off == size) {
+				off = 0;
+				slot = (slot + 1) % slots;
+			}
+		}
 		total = htobe64(total);
 		io_all(fd, &total, sizeof(total), true);
 	}
@@ -128,12 +140,13 @@ int perf_tcp_client(const struct perf_opts *o, struct perf_result *r)
 	if (rc)
 		return -1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	struct tcp_hello h = { (uint8_t)o->op, (uint8_t)o->mode, { 0 }, htobe64(size) };
-	/* the same memory footprint as the uwarp run: depth buffers in turn,
-	 * so neither side has an unfair cache advantage */
+	/* the same memory footprint as the uwarp run: depth buffers in turn
+	 * at both ends, so neither side has an unfair cache advantage */
 	uint64_t slots = o->mode == MODE_LAT ? 1 : (uint64_t)o->depth;
 	if (slots * size > PERF_MAX_BUF / 4)
 		slots = PERF_MAX_BUF / 4 / size ? PERF_MAX_BUF / 4 / size : 1;
+	struct tcp_hello h = { (uint8_t)o->op, (uint8_t)o->mode, { 0 }, htonl((uint32_t)slots),
+			       htobe64(size) };
 	uint8_t *mem = malloc(size * slots), *buf = mem;
 	if (!mem || io_all(fd, &h, sizeof(h), true)) {
 		free(mem);
