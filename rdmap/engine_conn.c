@@ -95,6 +95,7 @@ struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
 	if (!c)
 		return NULL;
 	c->rxbuf = malloc(UW_CONN_RXBUF);
+	c->rxcap = UW_CONN_RXBUF;
 	if (!c->rxbuf || uv_poll_init(&ctx->loop, &c->poll, fd)) {
 		free(c->rxbuf);
 		free(c);
@@ -209,6 +210,13 @@ int uw__conn_start(struct uw_conn *c)
 	c->hdrs = malloc(UW_CONN_HDRS * sizeof(*c->hdrs));
 	if (!c->batch_iov || !c->batch_scratch || !c->hdrs || rdmap_conn_init(&c->rd, &cfg))
 		return -ENOMEM;
+	if (p->markers_rx) {
+		uint8_t *b = realloc(c->rxbuf, UW_CONN_RXBUF_MARKERS); /* keeps what it holds */
+		if (!b)
+			return -ENOMEM;
+		c->rxbuf = b;
+		c->rxcap = UW_CONN_RXBUF_MARKERS;
+	}
 	c->rd_init = true;
 	fpdu_batch_init(&c->batch, c->batch_iov, niov, c->batch_scratch, UW_CONN_BATCH_SCRATCH);
 	struct fpdu_rx_cfg rc = { .crc = p->crc, .markers = p->markers_rx, .hdr_len = rdmap_hdr_len,

@@ -4,6 +4,7 @@
  * large enough to matter is read by the kernel straight into its place
  * (readv into the destination and, behind it, the buffer for whatever
  * follows), and its CRC is computed over the bytes where they landed.
+ * With markers everything goes through the (larger) buffer.
  */
 #include <errno.h>
 #include <string.h>
@@ -160,7 +161,8 @@ void uw__conn_rx(struct uw_conn *c)
 		ssize_t n;
 		/* the rest of a large payload goes in place too, however short:
 		 * a buffered read would pull the next payload in behind it */
-		if (span >= UW_DIRECT_MIN || (span && c->rx.payload_len >= UW_DIRECT_MIN)) {
+		if (!c->rx.cfg.markers &&
+		    (span >= UW_DIRECT_MIN || (span && c->rx.payload_len >= UW_DIRECT_MIN))) {
 			struct iovec iov[RDMAP_PLACE_MAX_IOV + 1];
 			int k = place_slice(&c->pl, c->rx.payload_off, span, iov, RDMAP_PLACE_MAX_IOV);
 			iov[k] = (struct iovec){ c->rxbuf, UW_DIRECT_TAIL };
@@ -178,7 +180,9 @@ void uw__conn_rx(struct uw_conn *c)
 		} else {
 			/* after a large payload expect another: read little more
 			 * than its header, so the payload itself goes in place */
-			size_t want = c->rx.payload_len >= UW_DIRECT_MIN ? UW_DIRECT_TAIL : UW_CONN_RXBUF;
+			size_t want = !c->rx.cfg.markers && c->rx.payload_len >= UW_DIRECT_MIN
+					      ? UW_DIRECT_TAIL
+					      : c->rxcap;
 			n = read(c->fd, c->rxbuf, want);
 			if (n > 0)
 				c->rxlen = (size_t)n;

@@ -277,6 +277,10 @@ enum uw_conn_state {
 };
 
 #define UW_CONN_RXBUF 16384
+/* With markers the payload cannot be read in place (a marker every 508
+ * bytes would make a list of hundreds of tiny pieces, slower than copying
+ * out of a buffer): such a connection reads through a larger one. */
+#define UW_CONN_RXBUF_MARKERS 65536
 #define UW_CONN_BATCH_IOV 256
 #define UW_CONN_BATCH_SCRATCH 4096
 #define UW_CONN_HDRS 128
@@ -313,7 +317,7 @@ struct uw_conn {
 	struct fpdu_rx rx;
 	struct fpdu_tx tx;
 	uint8_t *rxbuf;
-	size_t rxlen, rxoff;
+	size_t rxcap, rxlen, rxoff;
 	struct rdmap_place pl;
 	bool hold_tx;             /* responder: until the peer's first FPDU */
 	bool wait_rtr;            /* P2P responder: ESTABLISHED after the RTR */

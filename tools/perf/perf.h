@@ -26,8 +26,11 @@ struct perf_hello {
 	uint32_t depth;
 	uint64_t client_addr; /* write latency: where the server writes back */
 	uint32_t client_rkey;
-	uint32_t pad;
+	uint32_t flags; /* PERF_HELLO_* */
 };
+
+/* The client wants markers both ways: the server asks for them too. */
+#define PERF_HELLO_MARKERS 1u
 
 /* What the server answers in its accept private data. */
 struct perf_welcome {

@@ -30,6 +30,7 @@ struct qstate {
 	uint64_t atomic_base;
 	double *lat;
 	uint64_t nlat, cap_lat;
+	int crc, markers_tx, markers_rx; /* as negotiated */
 };
 
 static const struct perf_opts *o;
@@ -178,7 +179,8 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 		return fail("queue pair", errno);
 	h = (struct perf_hello){ htonl(PERF_MAGIC), PERF_VERSION, (uint8_t)o->op, (uint8_t)o->mode,
 				 o->verify, htobe64(o->size), htonl(q->slots), htonl((uint32_t)o->depth),
-				 htobe64((uintptr_t)(q->buf + q->half)), htonl(q->mr->rkey), 0 };
+				 htobe64((uintptr_t)(q->buf + q->half)), htonl(q->mr->rkey),
+				 htonl(o->markers ? PERF_HELLO_MARKERS : 0) };
 	p.private_data = &h;
 	p.private_data_len = sizeof(h);
 	/* receives for the server's credit acks and its final report; with
@@ -203,6 +205,11 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 			q->rlen = be64toh(w.len);
 			q->rkey = ntohl(w.rkey);
 			q->rslots = ntohl(w.slots);
+		}
+		if (t == UW_CM_EVENT_ESTABLISHED) {
+			q->crc = e->crc;
+			q->markers_tx = e->markers_tx;
+			q->markers_rx = e->markers_rx;
 		}
 		uw_cm_ack_event(e);
 		if (t == UW_CM_EVENT_ESTABLISHED)
@@ -497,12 +504,14 @@ int perf_client(const struct perf_opts *opt)
 			      : 0;
 	if (o->json) {
 		printf("{\"op\":\"%s\",\"mode\":\"%s\",\"size\":%llu,\"iters\":%llu,\"qps\":%d,"
-		       "\"depth\":%d,\"crc\":%s,\"markers\":%s,\"progress\":\"%s\","
+		       "\"depth\":%d,\"crc\":%s,\"markers_tx\":%s,\"markers_rx\":%s,"
+		       "\"progress\":\"%s\","
 		       "\"gbps\":%.3f,\"lat_us_p50\":%.2f,\"lat_us_p99\":%.2f,\"cpu_s\":%.3f,"
 		       "\"verified\":%s,\"errors\":%llu,\"rss_kib_per_qp\":%.1f",
 		       perf_op_name(o->op), lat ? "lat" : "bw", (unsigned long long)o->size,
 		       (unsigned long long)ops, o->qps, o->depth,
-		       o->crc == UW_CRC_OFF ? "false" : "true", o->markers ? "true" : "false",
+		       qs[0].crc ? "true" : "false", qs[0].markers_tx ? "true" : "false",
+		       qs[0].markers_rx ? "true" : "false",
 		       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual", gbps, p50, p99, cpu,
 		       o->verify ? "true" : "false", (unsigned long long)errors, rss_per_qp);
 		if (o->tcp)

@@ -281,7 +281,12 @@ int perf_server(const struct perf_opts *o)
 							  htonl(s->slots), 0 };
 				struct uw_conn_param p = { .private_data = &w,
 							   .private_data_len = sizeof(w),
-							   .ird = 128, .ord = 128, .crc = o->crc };
+							   .ird = 128, .ord = 128, .crc = o->crc,
+							   /* markers both ways if the client
+							    * wants them (--markers on) */
+							   .markers = s->ours &&
+								      (ntohl(s->h.flags) &
+								       PERF_HELLO_MARKERS) };
 				if (uw_cm_accept(s->id, &p)) {
 					session_free(s);
 					break;
