@@ -406,8 +406,9 @@ static void policy_from(const struct uw_conn_param *p, bool responder, struct mp
 	pol->enhanced = pol->rev == MPA_REV_2;
 	pol->crc = p->crc != UW_CRC_OFF;
 	pol->markers_rx = p->markers;
-	pol->ird = p->ird;
-	pol->ord = p->ord;
+	/* zero means the default here, as in every field of uw_conn_param */
+	pol->ird = p->ird ? p->ird : default_param.ird;
+	pol->ord = p->ord ? p->ord : default_param.ord;
 	pol->p2p_request = !responder && p->p2p;
 	uint8_t rtr = (uint8_t)((p->rtr_types & UW_RTR_SEND ? MPA_RTR_SEND : 0) |
 				(p->rtr_types & UW_RTR_WRITE ? MPA_RTR_WRITE : 0) |
@@ -604,6 +605,7 @@ int uw_cm_accept(struct uw_cm_id *i, const struct uw_conn_param *param)
 	 * a short fallback. In P2P mode its RTR is that FPDU. */
 	c->hold_tx = true;
 	c->wait_rtr = c->mp.p2p;
+	qp->pub.state = UW_QPS_RTR; /* receiving; sends queue until the hold ends */
 	if (!c->wait_rtr) {
 		uw__conn_timer(c, UW_MPA_HOLD_MS);
 		uw__cm_event(id, UW_CM_EVENT_ESTABLISHED, 0, NULL, c);

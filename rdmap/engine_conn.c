@@ -80,13 +80,22 @@ static void timer_cb(uv_timer_t *t)
 	case UW_CONN_RUNNING:
 		/* the peer did not speak first: we may (WIRE.md 7.1) */
 		if (c->hold_tx && !c->wait_rtr) {
-			c->hold_tx = false;
+			uw__conn_release_tx(c);
 			uw__conn_tx(c);
 		}
 		break;
 	default:
 		break;
 	}
+}
+
+void uw__conn_release_tx(struct uw_conn *c)
+{
+	c->hold_tx = false;
+	uw__conn_timer(c, 0);
+	if (c->qp && c->qp->pub.state == UW_QPS_RTR)
+		c->qp->pub.state = UW_QPS_RTS;
+	c->want_tx = true;
 }
 
 struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)

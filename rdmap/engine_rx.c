@@ -43,6 +43,39 @@ static int place_slice(const struct rdmap_place *pl, uint32_t off, size_t len, s
 	return n;
 }
 
+/* A Terminate that names a Read or Atomic Request of ours (its DDP header
+ * carries the request's RDMAP opcode) fails the oldest one still waiting
+ * for its Response, with the peer's reason; the rest is flushed after.
+ * Sends and Writes completed when TCP took them: their error reaches the
+ * application as the DISCONNECTED event's Terminate codes. */
+static void blame_request(struct uw_conn *c, const struct rdmap_term *t)
+{
+	struct uw_qp_impl *qp = c->qp;
+	if (!qp || t->ddp_hdr_len < 2)
+		return;
+	uint8_t op = t->ddp_hdr[1] & 0x0f;
+	if (op != RDMAP_RDMA_READ_REQ && op != RDMAP_ATOMIC_REQ)
+		return;
+	const struct rdmap_term_reading *r = rdmap_term_reading(t);
+	bool protection = (r->layer == UW_TERM_LAYER_RDMAP && r->etype == UW_RDMAP_REMOTE_PROTECTION) ||
+			  (r->layer == UW_TERM_LAYER_DDP && r->etype == UW_DDP_TAGGED);
+	for (uint32_t i = qp->sq_head; i != qp->sq_next; i++) {
+		struct uw_swqe *w = uw__sq_at(qp, i);
+		bool req = w->wr.opcode == UW_WR_RDMA_READ || w->wr.opcode == UW_WR_ATOMIC_FETCH_ADD ||
+			   w->wr.opcode == UW_WR_ATOMIC_SWAP || w->wr.opcode == UW_WR_ATOMIC_CMP_SWAP;
+		if (!req || w->done)
+			continue;
+		w->status = protection ? UW_WC_REM_ACCESS_ERR : UW_WC_REM_OP_ERR;
+		w->term_layer = r->layer;
+		w->term_etype = r->etype;
+		w->term_ecode = r->ecode;
+		w->done = true;
+		qp->reads_out--;
+		uw__qp_complete_sends(qp);
+		return;
+	}
+}
+
 static void deliver(struct uw_conn *c, const struct rdmap_event *ev)
 {
 	struct uw_qp_impl *qp = c->qp;
@@ -84,6 +117,7 @@ static void deliver(struct uw_conn *c, const struct rdmap_event *ev)
 	case RDMAP_EV_TERMINATE:
 		c->peer_term = ev->term;
 		c->peer_terminated = true;
+		blame_request(c, &ev->term);
 		uw__conn_close(c, ECONNRESET, UW_CM_EVENT_DISCONNECTED);
 		break;
 	case RDMAP_EV_WRITE:
@@ -97,11 +131,8 @@ static void deliver(struct uw_conn *c, const struct rdmap_event *ev)
 static void first_fpdu(struct uw_conn *c)
 {
 	c->got_fpdu = true;
-	if (c->hold_tx) {
-		c->hold_tx = false;
-		uw__conn_timer(c, 0);
-		c->want_tx = true;
-	}
+	if (c->hold_tx)
+		uw__conn_release_tx(c);
 	if (c->wait_rtr) {
 		c->wait_rtr = false;
 		if (c->id)

@@ -143,7 +143,7 @@ static bool next_message(struct uw_conn *c)
 		c->txm_kind = UW_TXM_RESPONSE;
 		return true;
 	}
-	while (qp->sq_next != qp->sq_tail) {
+	while (qp->sq_next != qp->sq_tail && qp->pub.state == UW_QPS_RTS) {
 		struct uw_swqe *w = uw__sq_at(qp, qp->sq_next);
 		if ((w->wr.send_flags & UW_SEND_FENCE) && qp->reads_out)
 			return false;

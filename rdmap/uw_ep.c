@@ -329,7 +329,7 @@ int uw_ep_accept(struct uw_ep *ep, int timeout_ms)
 
 int uw_ep_reject(struct uw_ep *ep, const void *private_data, uint16_t len)
 {
-	if (!ep || !ep->listener || !ep->qp || ep->qp->state == UW_QPS_RTS)
+	if (!ep || !ep->listener || !ep->qp || uw_qp_get_state(ep->qp) == UW_QPS_RTS)
 		return EINVAL;
 	int rc = uw_cm_reject(ep->id, private_data, len);
 	if (rc)

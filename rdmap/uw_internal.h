@@ -183,6 +183,7 @@ struct uw_swqe {
 	bool signaled;
 	bool done;             /* its work finished; completes in order */
 	enum uw_wc_status status;
+	uint8_t term_layer, term_etype, term_ecode; /* the peer's Terminate */
 };
 
 struct uw_rwqe {
@@ -229,6 +230,9 @@ static inline struct uw_swqe *uw__sq_at(struct uw_qp_impl *qp, uint32_t abs)
 	return &qp->sq[abs % qp->sq_cap];
 }
 
+/* A responder's held send side may go: the QP leaves RTR for RTS and
+ * want_tx is set (the caller runs the send side). */
+void uw__conn_release_tx(struct uw_conn *c);
 /* Flush every outstanding WR with FLUSH_ERR and move to ERR. */
 void uw__qp_flush(struct uw_qp_impl *qp);
 /* Complete the send queue head while its WRs are done, in order. */

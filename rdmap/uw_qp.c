@@ -64,7 +64,9 @@ void uw__qp_complete_sends(struct uw_qp_impl *qp)
 		qp->sq_head++;
 		if (w->signaled || w->status != UW_WC_SUCCESS) {
 			struct uw_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
-					    .opcode = wc_opcode(w->wr.opcode), .qp = &qp->pub };
+					    .opcode = wc_opcode(w->wr.opcode), .qp = &qp->pub,
+					    .term_layer = w->term_layer, .term_etype = w->term_etype,
+					    .term_ecode = w->term_ecode };
 			uw__qp_cq_push(qp, qp->pub.send_cq, &wc);
 		}
 	}
@@ -95,7 +97,9 @@ void uw__qp_flush(struct uw_qp_impl *qp)
 		struct uw_swqe *w = uw__sq_at(qp, qp->sq_head++);
 		if (w->signaled || w->status != UW_WC_SUCCESS) {
 			struct uw_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
-					    .opcode = wc_opcode(w->wr.opcode), .qp = &qp->pub };
+					    .opcode = wc_opcode(w->wr.opcode), .qp = &qp->pub,
+					    .term_layer = w->term_layer, .term_etype = w->term_etype,
+					    .term_ecode = w->term_ecode };
 			uw__cq_push((struct uw_cq_impl *)qp->pub.send_cq, &wc);
 		}
 	}
@@ -246,24 +250,44 @@ int uw_destroy_qp(struct uw_qp *q)
 int uw_modify_qp(struct uw_qp *q, enum uw_qp_state state)
 {
 	struct uw_qp_impl *qp = (struct uw_qp_impl *)q;
-	int rc = 0;
 	if (!qp)
 		return EINVAL;
 	pthread_mutex_lock(&q->context->lock);
-	if (state == UW_QPS_ERR) {
+	enum uw_qp_state from = q->state;
+	int rc = 0;
+	if (state == from) {
+		/* nothing to do */
+	} else if (state == UW_QPS_ERR) {
 		if (qp->conn)
 			uw__conn_close(qp->conn, ECONNABORTED, UW_CM_EVENT_DISCONNECTED);
-		if (q->state != UW_QPS_ERR)
+		uw__qp_flush(qp);
+	} else if (state == UW_QPS_RESET && !qp->conn && (from == UW_QPS_INIT || from == UW_QPS_ERR)) {
+		/* nothing posted may vanish: what INIT holds completes first */
+		if (from == UW_QPS_INIT)
 			uw__qp_flush(qp);
-	} else if (state == UW_QPS_RESET && q->state == UW_QPS_ERR && !qp->conn) {
 		qp->sq_head = qp->sq_next = qp->sq_tail = 0;
 		qp->rq_head = qp->rq_tail = qp->rq_claimed = 0;
-		q->state = UW_QPS_INIT; /* RESET then INIT: ready for a new connection */
-	} else if (state != q->state) {
-		rc = EINVAL;
+		q->state = UW_QPS_RESET;
+	} else if (state == UW_QPS_INIT && from == UW_QPS_RESET) {
+		q->state = UW_QPS_INIT;
+	} else if (state == UW_QPS_SQD && from == UW_QPS_RTS && qp->conn) {
+		q->state = UW_QPS_SQD; /* the message on the wire finishes; no new one starts */
+	} else if (state == UW_QPS_RTS && from == UW_QPS_SQD && qp->conn) {
+		q->state = UW_QPS_RTS;
+		uw__conn_tx(qp->conn);
+	} else {
+		rc = EINVAL; /* RTR and RTS from INIT are the connection manager's */
 	}
 	pthread_mutex_unlock(&q->context->lock);
 	return rc;
+}
+
+enum uw_qp_state uw_qp_get_state(struct uw_qp *q)
+{
+	pthread_mutex_lock(&q->context->lock);
+	enum uw_qp_state st = q->state;
+	pthread_mutex_unlock(&q->context->lock);
+	return st;
 }
 
 /* Check one send request and copy it into a send queue slot. */
@@ -343,7 +367,9 @@ int uw_post_send(struct uw_qp *q, struct uw_send_wr *wr, struct uw_send_wr **bad
 	}
 	struct uw_context *ctx = q->context;
 	pthread_mutex_lock(&ctx->lock);
-	if (q->state != UW_QPS_RTS && q->state != UW_QPS_ERR)
+	/* RTR and SQD queue what is posted until RTS */
+	if (q->state != UW_QPS_RTS && q->state != UW_QPS_RTR && q->state != UW_QPS_SQD &&
+	    q->state != UW_QPS_ERR)
 		rc = EINVAL;
 	for (; wr && !rc; wr = wr->next)
 		if ((rc = queue_send(qp, wr)) != 0)

@@ -309,12 +309,14 @@ UW_EXTERN int uw_cq_wait(struct uw_cq *cq, int threshold, int timeout_ms);
  * ====================================================================== */
 
 enum uw_qp_state {
-	UW_QPS_RESET,
-	UW_QPS_INIT, /* receives may be posted */
-	UW_QPS_RTR,
-	UW_QPS_RTS,  /* connected: sends flow */
-	UW_QPS_SQD,  /* disconnecting */
-	UW_QPS_ERR,  /* every WR is flushed; new WRs complete with FLUSH_ERR */
+	UW_QPS_RESET, /* empty; uw_modify_qp to INIT */
+	UW_QPS_INIT,  /* new QPs start here: receives may be posted */
+	UW_QPS_RTR,   /* accepted: receiving; sends queue until the peer's first
+		       * FPDU (or 100 ms) lets them go (WIRE.md's hold) */
+	UW_QPS_RTS,   /* connected: sends flow */
+	UW_QPS_SQD,   /* sends paused: posted ones queue, the message on the
+		       * wire finishes, Responses to the peer still go */
+	UW_QPS_ERR,   /* every WR is flushed; new WRs complete with FLUSH_ERR */
 };
 
 struct uw_qp_cap {
@@ -345,7 +347,8 @@ struct uw_qp {
 	struct uw_cq *recv_cq;
 	struct uw_srq *srq;
 	uint32_t qp_num;
-	enum uw_qp_state state;
+	enum uw_qp_state state; /* with auto progress the engine thread changes
+				 * it: read it with uw_qp_get_state() */
 };
 
 struct uw_sge {
@@ -420,12 +423,20 @@ UW_EXTERN struct uw_qp *uw_create_qp(struct uw_pd *pd, struct uw_qp_init_attr *a
 UW_EXTERN int uw_destroy_qp(struct uw_qp *qp);
 
 /*
- * uw_modify_qp - move a QP to UW_QPS_ERR (flushing everything) or to
- * UW_QPS_RESET from ERR (empty again, ready for a new connection). The
- * other transitions happen through the connection manager. Returns 0 or
- * EINVAL for a transition that is not allowed.
+ * uw_modify_qp - the transitions an application makes:
+ *   any -> ERR       the connection closes; every WR completes with FLUSH_ERR
+ *   INIT, ERR -> RESET   (not connected) empty again; what INIT held is
+ *                    flushed first, so nothing posted vanishes
+ *   RESET -> INIT    ready to be connected again
+ *   RTS -> SQD       pause the send queue (connected)
+ *   SQD -> RTS       resume it
+ * INIT -> RTR -> RTS happen through the connection manager. Returns 0 (also
+ * for the state the QP is in) or EINVAL for any other transition.
  */
 UW_EXTERN int uw_modify_qp(struct uw_qp *qp, enum uw_qp_state state);
+
+/* uw_qp_get_state - the QP's state now (safe against the engine thread). */
+UW_EXTERN enum uw_qp_state uw_qp_get_state(struct uw_qp *qp);
 
 /*
  * uw_post_send - post a list of send requests.
@@ -434,8 +445,9 @@ UW_EXTERN int uw_modify_qp(struct uw_qp *qp, enum uw_qp_state state);
  * (the RFC 7306 ones need a uwarp peer: EOPNOTSUPP), SGE count and lkeys
  * (EINVAL), inline size (EINVAL), room in the send queue (ENOMEM). The
  * first failing request is returned in *bad_wr; those before it are posted.
- * In state ERR requests are accepted and complete with FLUSH_ERR. Before
- * RTS: EINVAL. Data moves at once when the socket can take it.
+ * In state ERR requests are accepted and complete with FLUSH_ERR; in RTR
+ * and SQD they queue until RTS. In RESET and INIT: EINVAL. Data moves at
+ * once when the socket can take it.
  */
 UW_EXTERN int uw_post_send(struct uw_qp *qp, struct uw_send_wr *wr, struct uw_send_wr **bad_wr);
 
@@ -489,8 +501,8 @@ enum uw_rtr {
 struct uw_conn_param {
 	const void *private_data;
 	uint16_t private_data_len; /* up to 512, 256 toward siw */
-	uint16_t ird;              /* inbound Reads we accept (responder_resources) */
-	uint16_t ord;              /* outbound Reads we issue (initiator_depth) */
+	uint16_t ird;              /* inbound Reads we accept (responder_resources); 0: 16 */
+	uint16_t ord;              /* outbound Reads we issue (initiator_depth); 0: 16 */
 	enum uw_crc_mode crc;
 	int markers;               /* ask the peer to insert MPA markers */
 	int mpa_rev;               /* 1 or 2; 0 means 2 with RFC 6581 */

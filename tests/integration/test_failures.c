@@ -163,7 +163,7 @@ static void peer_killed_mid_transfer_every_wr_completes(void **state)
 	assert_non_null(e);
 	assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
 	uw_cm_ack_event(e);
-	assert_int_equal(c.qp->state, UW_QPS_ERR);
+	assert_int_equal(uw_qp_get_state(c.qp), UW_QPS_ERR);
 	/* a WR posted now completes at once, flushed */
 	struct uw_send_wr wr = { .wr_id = 77, .opcode = UW_WR_SEND, .send_flags = UW_SEND_SIGNALED };
 	assert_int_equal(uw_post_send(c.qp, &wr, NULL), 0);

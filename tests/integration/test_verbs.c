@@ -1,0 +1,649 @@
+/*
+ * test_verbs.c: the verbs semantics between two contexts over loopback
+ * (each with its engine thread): memory windows and their revocation,
+ * access errors and the Terminate codes each side sees, shared receive
+ * queues, atomics, Write with Immediate, solicited events, unsignalled
+ * sends, completion channels in epoll and in a libuv loop, threshold
+ * waits, QP state transitions, peer-to-peer mode with each RTR type, and
+ * Read Requests held to the negotiated ORD.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <uv.h>
+#include <uwarp/verbs.h>
+#include <uwarp/wire.h>
+
+#define BUF 65536
+
+struct end {
+	struct uw_context *ctx;
+	struct uw_pd *pd;
+	struct uw_cq *cq;
+	struct uw_comp_channel *cc;
+	struct uw_cm_channel *ch;
+	struct uw_cm_id *id;  /* the client's, or the server's accepted one */
+	struct uw_cm_id *lid; /* the server's listener */
+	struct uw_qp *qp;
+	struct uw_mr *mr;
+	uint8_t *buf;
+};
+
+struct pair {
+	struct end s, c;
+	struct uw_srq *srq; /* the server's QP takes receives from it, if set */
+};
+
+static void end_open(struct end *e, int mr_access, bool channel)
+{
+	struct uw_context_attr ca = { .progress = UW_PROGRESS_AUTO };
+	memset(e, 0, sizeof(*e));
+	e->ctx = uw_open(&ca);
+	assert_non_null(e->ctx);
+	e->pd = uw_alloc_pd(e->ctx);
+	if (channel)
+		e->cc = uw_create_comp_channel(e->ctx);
+	e->cq = uw_create_cq(e->ctx, 256, NULL, e->cc);
+	e->ch = uw_cm_create_channel(e->ctx);
+	e->buf = aligned_alloc(4096, BUF);
+	memset(e->buf, 0, BUF);
+	e->mr = uw_reg_mr(e->pd, e->buf, BUF, mr_access);
+	assert_non_null(e->mr);
+}
+
+static struct uw_cm_event *expect_event(struct uw_cm_channel *ch, enum uw_cm_event_type t)
+{
+	struct uw_cm_event *e = NULL;
+	assert_int_equal(uw_cm_get_event_timeout(ch, &e, 5000), 0);
+	if (e->event != t)
+		fail_msg("event %s, wanted %s (status %d)", uw_cm_event_str(e->event),
+			 uw_cm_event_str(t), e->status);
+	return e;
+}
+
+/* The server listens, the client connects with @cp, the server accepts
+ * with @sp after posting @nrecv receives of 1 KiB (into its buffer). */
+static void pair_connect(struct pair *p, const struct uw_conn_param *cp,
+			 const struct uw_conn_param *sp, int nrecv, int sq_sig_all)
+{
+	struct end *s = &p->s, *c = &p->c;
+	s->lid = uw_cm_create_id(s->ch, NULL);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	assert_int_equal(uw_cm_listen(s->lid, (struct sockaddr *)&a, 8), 0);
+	a.sin_port = ((struct sockaddr_in *)&s->lid->local_addr)->sin_port;
+	c->id = uw_cm_create_id(c->ch, NULL);
+	struct uw_qp_init_attr ca = { .send_cq = c->cq, .recv_cq = c->cq, .cap = { 64, 64, 4, 4, 64 },
+				      .sq_sig_all = sq_sig_all };
+	c->qp = uw_cm_create_qp(c->id, c->pd, &ca);
+	assert_non_null(c->qp);
+	assert_int_equal(uw_cm_connect(c->id, (struct sockaddr *)&a, cp), 0);
+	struct uw_cm_event *e = expect_event(s->ch, UW_CM_EVENT_CONNECT_REQUEST);
+	s->id = e->id;
+	uw_cm_ack_event(e);
+	struct uw_qp_init_attr sa = { .send_cq = s->cq, .recv_cq = s->cq, .srq = p->srq,
+				      .cap = { 64, 64, 4, 4, 64 } };
+	s->qp = uw_cm_create_qp(s->id, s->pd, &sa);
+	assert_non_null(s->qp);
+	for (int i = 0; i < nrecv; i++) {
+		struct uw_sge g = { (uintptr_t)(s->buf + i * 1024), 1024, s->mr->lkey };
+		struct uw_recv_wr r = { .wr_id = 100 + (uint64_t)i, .sg_list = &g, .num_sge = 1 };
+		assert_int_equal(uw_post_recv(s->qp, &r, NULL), 0);
+	}
+	assert_int_equal(uw_cm_accept(s->id, sp), 0);
+	uw_cm_ack_event(expect_event(c->ch, UW_CM_EVENT_ESTABLISHED));
+	uw_cm_ack_event(expect_event(s->ch, UW_CM_EVENT_ESTABLISHED));
+}
+
+static void pair_open(struct pair *p, int server_access)
+{
+	memset(p, 0, sizeof(*p));
+	end_open(&p->s, server_access, true);
+	end_open(&p->c, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ, false);
+}
+
+static void end_close(struct end *e)
+{
+	struct uw_wc wc[64];
+	if (e->id)
+		uw_cm_destroy_id(e->id);
+	if (e->lid)
+		assert_int_equal(uw_cm_destroy_id(e->lid), 0);
+	if (e->qp)
+		assert_int_equal(uw_destroy_qp(e->qp), 0);
+	while (uw_poll_cq(e->cq, 64, wc) > 0)
+		;
+	struct uw_cm_event *ev;
+	while (!uw_cm_get_event_timeout(e->ch, &ev, 0))
+		uw_cm_ack_event(ev);
+	assert_int_equal(uw_dereg_mr(e->mr), 0);
+	assert_int_equal(uw_destroy_cq(e->cq), 0);
+	if (e->cc) {
+		struct uw_cq *cq;
+		uw_comp_channel_nonblock(e->cc, 1);
+		while (!uw_get_cq_event(e->cc, &cq, NULL))
+			uw_ack_cq_events(cq, 1);
+		assert_int_equal(uw_destroy_comp_channel(e->cc), 0);
+	}
+	assert_int_equal(uw_cm_destroy_channel(e->ch), 0);
+	assert_int_equal(uw_dealloc_pd(e->pd), 0);
+	assert_int_equal(uw_close(e->ctx), 0);
+	free(e->buf);
+}
+
+static void pair_close(struct pair *p)
+{
+	end_close(&p->c);
+	if (p->srq) {
+		uw_destroy_qp(p->s.qp);
+		p->s.qp = NULL;
+		assert_int_equal(uw_destroy_srq(p->srq), 0);
+	}
+	end_close(&p->s);
+}
+
+/* One completion from @cq within 5 s. */
+static struct uw_wc wait_wc(struct uw_cq *cq)
+{
+	struct uw_wc wc;
+	assert_true(uw_cq_wait(cq, 1, 5000) >= 1);
+	assert_int_equal(uw_poll_cq(cq, 1, &wc), 1);
+	return wc;
+}
+
+static int post(struct uw_qp *qp, enum uw_wr_opcode op, uint64_t wr_id, void *addr, uint32_t len,
+		uint32_t lkey, uint64_t raddr, uint32_t rkey, int flags)
+{
+	struct uw_sge g = { (uintptr_t)addr, len, lkey };
+	struct uw_send_wr wr = { .wr_id = wr_id, .sg_list = &g, .num_sge = len ? 1 : 0, .opcode = op,
+				 .send_flags = flags, .rdma = { raddr, rkey } };
+	if (op == UW_WR_SEND_WITH_INV)
+		wr.invalidate_rkey = rkey;
+	return uw_post_send(qp, &wr, NULL);
+}
+
+/* The client's connection ends by the server's Terminate: its codes. */
+static void expect_terminated(struct pair *p, uint8_t layer, uint8_t etype, uint8_t ecode)
+{
+	struct uw_cm_event *e = expect_event(p->c.ch, UW_CM_EVENT_DISCONNECTED);
+	assert_int_equal(e->term_layer, layer);
+	assert_int_equal(e->term_etype, etype);
+	assert_int_equal(e->term_ecode, ecode);
+	uw_cm_ack_event(e);
+}
+
+/* A window over [4096, 8192) of a region peers cannot reach directly. */
+static struct uw_mw *window(struct pair *p, int access)
+{
+	struct uw_mw *mw = uw_alloc_mw(p->s.pd);
+	assert_non_null(mw);
+	assert_int_equal(uw_bind_mw(mw, p->s.qp, p->s.mr, p->s.buf + 4096, 4096, access), 0);
+	assert_int_not_equal(mw->rkey, p->s.mr->rkey);
+	return mw;
+}
+
+static void memory_windows_grant_a_sub_range_and_die_when_invalidated(void **state)
+{
+	struct pair p;
+	const int region = UW_ACCESS_LOCAL_WRITE | UW_ACCESS_MW_BIND;
+	uint64_t base;
+
+	/* inside the window: Write and Read work; Send with Invalidate
+	 * revokes it and says so at the receiver; a Write then fails */
+	pair_open(&p, region);
+	base = (uintptr_t)p.s.buf;
+	pair_connect(&p, NULL, NULL, 2, 0);
+	struct uw_mw *mw = window(&p, UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ);
+	memcpy(p.c.buf, "through the window", 19);
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 19, p.c.mr->lkey, base + 4096 + 100,
+			      mw->rkey, UW_SEND_SIGNALED), 0);
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, 2, p.c.buf + 1000, 19, p.c.mr->lkey,
+			      base + 4096 + 100, mw->rkey, UW_SEND_SIGNALED), 0);
+	assert_int_equal(wait_wc(p.c.cq).status, UW_WC_SUCCESS);
+	struct uw_wc wc = wait_wc(p.c.cq);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	assert_int_equal(wc.opcode, UW_WC_RDMA_READ);
+	assert_memory_equal(p.c.buf + 1000, "through the window", 19);
+	assert_memory_equal(p.s.buf + 4096 + 100, "through the window", 19);
+	assert_int_equal(post(p.c.qp, UW_WR_SEND_WITH_INV, 3, p.c.buf, 4, p.c.mr->lkey, 0, mw->rkey,
+			      UW_SEND_SIGNALED), 0);
+	assert_int_equal(wait_wc(p.c.cq).status, UW_WC_SUCCESS);
+	wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	assert_true(wc.wc_flags & UW_WC_WITH_INV);
+	assert_int_equal(wc.invalidated_rkey, mw->rkey);
+	/* a Read of the dead window fails with the responder's reason */
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, 4, p.c.buf, 8, p.c.mr->lkey, base + 4096,
+			      mw->rkey, UW_SEND_SIGNALED), 0);
+	wc = wait_wc(p.c.cq);
+	assert_int_equal(wc.wr_id, 4);
+	assert_int_equal(wc.status, UW_WC_REM_ACCESS_ERR);
+	assert_int_equal(wc.term_layer, UW_TERM_LAYER_RDMAP);
+	assert_int_equal(wc.term_etype, UW_RDMAP_REMOTE_PROTECTION);
+	assert_int_equal(wc.term_ecode, UW_RDMAP_INVALID_STAG);
+	expect_terminated(&p, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_INVALID_STAG);
+	assert_int_equal(uw_dealloc_mw(mw), 0);
+	pair_close(&p);
+
+	/* past the window's end: base or bounds violation */
+	pair_open(&p, region);
+	base = (uintptr_t)p.s.buf;
+	pair_connect(&p, NULL, NULL, 0, 0);
+	mw = window(&p, UW_ACCESS_REMOTE_WRITE);
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 100, p.c.mr->lkey,
+			      base + 8192 - 50, mw->rkey, 0), 0);
+	expect_terminated(&p, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_BASE_BOUNDS);
+	for (int i = 8192 - 50; i < 8192 + 50; i++)
+		assert_int_equal(p.s.buf[i], 0); /* nothing landed */
+	assert_int_equal(uw_dealloc_mw(mw), 0);
+	pair_close(&p);
+
+	/* the window's own rights: read-only refuses a Write */
+	pair_open(&p, region);
+	base = (uintptr_t)p.s.buf;
+	pair_connect(&p, NULL, NULL, 0, 0);
+	mw = window(&p, UW_ACCESS_REMOTE_READ);
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 8, p.c.mr->lkey, base + 4096,
+			      mw->rkey, 0), 0);
+	expect_terminated(&p, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_ACCESS_RIGHTS);
+	assert_int_equal(uw_dealloc_mw(mw), 0);
+	pair_close(&p);
+
+	/* local invalidation, and the region's own STag (no remote rights) */
+	pair_open(&p, region);
+	base = (uintptr_t)p.s.buf;
+	pair_connect(&p, NULL, NULL, 0, 0);
+	mw = window(&p, UW_ACCESS_REMOTE_WRITE);
+	struct uw_send_wr inv = { .wr_id = 9, .opcode = UW_WR_LOCAL_INV, .invalidate_rkey = mw->rkey,
+				  .send_flags = UW_SEND_SIGNALED };
+	assert_int_equal(uw_post_send(p.s.qp, &inv, NULL), 0);
+	wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.opcode, UW_WC_LOCAL_INV);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 8, p.c.mr->lkey, base + 4096,
+			      mw->rkey, 0), 0);
+	expect_terminated(&p, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG);
+	assert_int_equal(uw_dealloc_mw(mw), 0);
+	pair_close(&p);
+
+	pair_open(&p, region);
+	base = (uintptr_t)p.s.buf;
+	pair_connect(&p, NULL, NULL, 0, 0);
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 8, p.c.mr->lkey, base,
+			      p.s.mr->rkey, 0), 0);
+	expect_terminated(&p, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_ACCESS_RIGHTS);
+	pair_close(&p);
+}
+
+static void atomics_return_the_old_value_and_update_memory(void **state)
+{
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_ATOMIC);
+	uint64_t *v = (uint64_t *)(void *)p.s.buf;
+	v[0] = 10, v[1] = 20, v[2] = 30;
+	pair_connect(&p, NULL, NULL, 0, 0);
+	uint64_t *res = (uint64_t *)(void *)p.c.buf;
+	struct {
+		enum uw_wr_opcode op;
+		int slot;
+		uint64_t add_cmp, swap, old, after;
+	} steps[] = {
+		{ UW_WR_ATOMIC_FETCH_ADD, 0, 5, 0, 10, 15 },
+		{ UW_WR_ATOMIC_SWAP, 1, 0, 99, 20, 99 },
+		{ UW_WR_ATOMIC_CMP_SWAP, 2, 30, 7, 30, 7 }, /* equal: swapped */
+		{ UW_WR_ATOMIC_CMP_SWAP, 2, 30, 8, 7, 7 },  /* not equal: kept */
+	};
+	for (int i = 0; i < 4; i++) {
+		struct uw_sge g = { (uintptr_t)&res[i], 8, p.c.mr->lkey };
+		struct uw_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &g, .num_sge = 1,
+					 .opcode = steps[i].op, .send_flags = UW_SEND_SIGNALED,
+					 .atomic = { (uintptr_t)&v[steps[i].slot], p.s.mr->rkey,
+						     steps[i].add_cmp, steps[i].swap } };
+		assert_int_equal(uw_post_send(p.c.qp, &wr, NULL), 0);
+		struct uw_wc wc = wait_wc(p.c.cq);
+		assert_int_equal(wc.status, UW_WC_SUCCESS);
+		assert_int_equal(res[i], steps[i].old);
+		assert_int_equal(v[steps[i].slot], steps[i].after);
+	}
+	pair_close(&p);
+}
+
+static void write_with_immediate_and_solicited_events(void **state)
+{
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	pair_connect(&p, NULL, NULL, 4, 0);
+	memcpy(p.c.buf, "written, then announced", 24);
+	struct uw_sge g = { (uintptr_t)p.c.buf, 24, p.c.mr->lkey };
+	struct uw_send_wr wr = { .wr_id = 1, .sg_list = &g, .num_sge = 1,
+				 .opcode = UW_WR_RDMA_WRITE_WITH_IMM, .imm_data = 0x1122334455667788ull,
+				 .rdma = { (uintptr_t)p.s.buf + 32768, p.s.mr->rkey } };
+	assert_int_equal(uw_post_send(p.c.qp, &wr, NULL), 0);
+	struct uw_wc wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.opcode, UW_WC_RECV_IMM);
+	assert_int_equal(wc.imm_data, 0x1122334455667788ull);
+	assert_true(wc.wc_flags & UW_WC_WITH_IMM);
+	assert_false(wc.wc_flags & UW_WC_SOLICITED);
+	assert_memory_equal(p.s.buf + 32768, "written, then announced", 24);
+	/* Send with SE and Immediate with SE are solicited */
+	assert_int_equal(post(p.c.qp, UW_WR_SEND, 2, p.c.buf, 5, p.c.mr->lkey, 0, 0, UW_SEND_SOLICITED),
+			 0);
+	wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.opcode, UW_WC_RECV);
+	assert_true(wc.wc_flags & UW_WC_SOLICITED);
+	struct uw_send_wr imm = { .wr_id = 3, .opcode = UW_WR_IMM, .imm_data = 7,
+				  .send_flags = UW_SEND_SOLICITED };
+	assert_int_equal(uw_post_send(p.c.qp, &imm, NULL), 0);
+	wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.opcode, UW_WC_RECV_IMM);
+	assert_int_equal(wc.imm_data, 7);
+	assert_true(wc.wc_flags & UW_WC_SOLICITED);
+	pair_close(&p);
+}
+
+static void unsignalled_sends_complete_only_when_they_fail(void **state)
+{
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	pair_connect(&p, NULL, NULL, 8, 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0),
+				 0);
+	assert_int_equal(post(p.c.qp, UW_WR_SEND, 5, p.c.buf, 8, p.c.mr->lkey, 0, 0, UW_SEND_SIGNALED),
+			 0);
+	assert_true(uw_cq_wait(p.s.cq, 6, 5000) >= 6); /* all six arrived */
+	struct uw_wc wc[8];
+	assert_int_equal(uw_poll_cq(p.c.cq, 8, wc), 1);
+	assert_int_equal(wc[0].wr_id, 5);
+	/* a failing unsignalled Read (dead STag) still completes */
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, 6, p.c.buf, 8, p.c.mr->lkey,
+			      (uintptr_t)p.s.buf, p.s.mr->rkey ^ 0x5a, 0), 0);
+	struct uw_wc e = wait_wc(p.c.cq);
+	assert_int_equal(e.wr_id, 6);
+	assert_int_equal(e.status, UW_WC_REM_ACCESS_ERR);
+	pair_close(&p);
+
+	/* sq_sig_all: every send completes */
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	pair_connect(&p, NULL, NULL, 8, 1);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0),
+				 0);
+	assert_true(uw_cq_wait(p.c.cq, 3, 5000) >= 3);
+	pair_close(&p);
+}
+
+static void shared_receive_queue_feeds_two_connections(void **state)
+{
+	struct end s2c; /* a second client */
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	struct uw_srq_init_attr sa = { .max_wr = 16, .max_sge = 1 };
+	p.srq = uw_create_srq(p.s.pd, &sa);
+	assert_non_null(p.srq);
+	for (int i = 0; i < 8; i++) {
+		struct uw_sge g = { (uintptr_t)(p.s.buf + i * 1024), 1024, p.s.mr->lkey };
+		struct uw_recv_wr r = { .wr_id = 500 + (uint64_t)i, .sg_list = &g, .num_sge = 1 };
+		assert_int_equal(uw_post_srq_recv(p.srq, &r, NULL), 0);
+	}
+	pair_connect(&p, NULL, NULL, 0, 0);
+	/* posting to a QP that uses an SRQ is refused */
+	struct uw_sge g = { (uintptr_t)p.s.buf, 8, p.s.mr->lkey };
+	struct uw_recv_wr r = { .sg_list = &g, .num_sge = 1 };
+	assert_int_equal(uw_post_recv(p.s.qp, &r, NULL), EINVAL);
+
+	/* a second connection to the same listener shares the SRQ */
+	end_open(&s2c, UW_ACCESS_LOCAL_WRITE, false);
+	s2c.id = uw_cm_create_id(s2c.ch, NULL);
+	struct uw_qp_init_attr ca = { .send_cq = s2c.cq, .recv_cq = s2c.cq, .cap = { 8, 8, 1, 1, 64 } };
+	s2c.qp = uw_cm_create_qp(s2c.id, s2c.pd, &ca);
+	struct sockaddr_in a = *(struct sockaddr_in *)&p.s.lid->local_addr;
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	assert_int_equal(uw_cm_connect(s2c.id, (struct sockaddr *)&a, NULL), 0);
+	struct uw_cm_event *e = expect_event(p.s.ch, UW_CM_EVENT_CONNECT_REQUEST);
+	struct uw_cm_id *sid2 = e->id;
+	uw_cm_ack_event(e);
+	struct uw_qp_init_attr qa = { .send_cq = p.s.cq, .recv_cq = p.s.cq, .srq = p.srq,
+				      .cap = { 8, 8, 1, 1, 0 } };
+	struct uw_qp *sqp2 = uw_cm_create_qp(sid2, p.s.pd, &qa);
+	assert_non_null(sqp2);
+	assert_int_equal(uw_cm_accept(sid2, NULL), 0);
+	uw_cm_ack_event(expect_event(s2c.ch, UW_CM_EVENT_ESTABLISHED));
+	uw_cm_ack_event(expect_event(p.s.ch, UW_CM_EVENT_ESTABLISHED));
+
+	memcpy(p.c.buf, "from one", 9);
+	memcpy(s2c.buf, "from two", 9);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 9, p.c.mr->lkey, 0, 0, 0), 0);
+		assert_int_equal(post(s2c.qp, UW_WR_SEND, 1, s2c.buf, 9, s2c.mr->lkey, 0, 0, 0), 0);
+	}
+	int from[2] = { 0, 0 };
+	for (int i = 0; i < 4; i++) {
+		struct uw_wc wc = wait_wc(p.s.cq);
+		assert_int_equal(wc.status, UW_WC_SUCCESS);
+		assert_true(wc.wr_id >= 500 && wc.wr_id < 508);
+		const char *m = (const char *)p.s.buf + (wc.wr_id - 500) * 1024;
+		if (wc.qp == p.s.qp) {
+			assert_string_equal(m, "from one");
+			from[0]++;
+		} else {
+			assert_ptr_equal(wc.qp, sqp2);
+			assert_string_equal(m, "from two");
+			from[1]++;
+		}
+	}
+	assert_int_equal(from[0], 2);
+	assert_int_equal(from[1], 2);
+	assert_int_equal(uw_destroy_srq(p.srq), EBUSY);
+	uw_cm_destroy_id(sid2);
+	assert_int_equal(uw_destroy_qp(sqp2), 0);
+	end_close(&s2c);
+	pair_close(&p);
+}
+
+static void on_channel(uv_poll_t *h, int status, int events)
+{
+	struct uw_cq *cq;
+	void *ctx;
+	if (uw_get_cq_event(h->data, &cq, &ctx) == 0) {
+		uw_ack_cq_events(cq, 1);
+		*(int *)uv_handle_get_data((uv_handle_t *)h->loop) += 1;
+		uv_poll_stop(h);
+	}
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+	uv_stop(t->loop);
+}
+
+static void completion_channels_work_in_epoll_and_libuv(void **state)
+{
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	pair_connect(&p, NULL, NULL, 8, 0);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, p.s.cc->fd, &ev), 0);
+
+	/* armed for solicited only: an ordinary Send raises nothing */
+	assert_int_equal(uw_req_notify_cq(p.s.cq, 1), 0);
+	assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0), 0);
+	assert_true(uw_cq_wait(p.s.cq, 1, 5000) >= 1); /* it arrived... */
+	assert_int_equal(epoll_wait(ep, &out, 1, 200), 0); /* ...and said nothing */
+	struct uw_wc wc;
+	assert_int_equal(uw_poll_cq(p.s.cq, 1, &wc), 1);
+	/* a solicited one does */
+	assert_int_equal(post(p.c.qp, UW_WR_SEND, 2, p.c.buf, 8, p.c.mr->lkey, 0, 0, UW_SEND_SOLICITED),
+			 0);
+	assert_int_equal(epoll_wait(ep, &out, 1, 5000), 1);
+	struct uw_cq *cq;
+	void *cqctx;
+	assert_int_equal(uw_get_cq_event(p.s.cc, &cq, &cqctx), 0);
+	assert_ptr_equal(cq, p.s.cq);
+	uw_ack_cq_events(cq, 1);
+	assert_int_equal(uw_poll_cq(p.s.cq, 1, &wc), 1);
+	assert_true(wc.wc_flags & UW_WC_SOLICITED);
+	close(ep);
+
+	/* the same fd in a libuv loop */
+	uv_loop_t loop;
+	uv_poll_t h;
+	uv_timer_t t;
+	int fired = 0;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	uv_handle_set_data((uv_handle_t *)&loop, &fired);
+	assert_int_equal(uv_poll_init(&loop, &h, p.s.cc->fd), 0);
+	h.data = p.s.cc;
+	uv_poll_start(&h, UV_READABLE, on_channel);
+	uv_timer_init(&loop, &t);
+	uv_timer_start(&t, on_timeout, 5000, 0);
+	assert_int_equal(uw_req_notify_cq(p.s.cq, 0), 0);
+	assert_int_equal(post(p.c.qp, UW_WR_SEND, 3, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0), 0);
+	while (!fired && uv_run(&loop, UV_RUN_ONCE))
+		;
+	assert_int_equal(fired, 1);
+	uv_close((uv_handle_t *)&h, NULL);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+
+	/* the threshold wait: three completions, or a timeout with fewer */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(post(p.c.qp, UW_WR_SEND, 4, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0), 0);
+	assert_true(uw_cq_wait(p.s.cq, 4, 5000) >= 4); /* the libuv one and three */
+	assert_int_equal(uw_cq_wait(p.s.cq, 10, 50), -ETIMEDOUT);
+	pair_close(&p);
+}
+
+static void qp_states_reset_init_sqd_and_error(void **state)
+{
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	/* INIT -> RESET flushes what was posted; RESET takes nothing */
+	struct uw_qp_init_attr qa = { .send_cq = p.c.cq, .recv_cq = p.c.cq, .cap = { 4, 4, 1, 1, 0 } };
+	struct uw_qp *qp = uw_create_qp(p.c.pd, &qa);
+	assert_int_equal(uw_qp_get_state(qp), UW_QPS_INIT);
+	struct uw_sge g = { (uintptr_t)p.c.buf, 64, p.c.mr->lkey };
+	struct uw_recv_wr r = { .wr_id = 77, .sg_list = &g, .num_sge = 1 };
+	assert_int_equal(uw_post_recv(qp, &r, NULL), 0);
+	struct uw_send_wr s = { .opcode = UW_WR_SEND };
+	assert_int_equal(uw_post_send(qp, &s, NULL), EINVAL); /* INIT: not yet */
+	assert_int_equal(uw_modify_qp(qp, UW_QPS_SQD), EINVAL);
+	assert_int_equal(uw_modify_qp(qp, UW_QPS_RTR), EINVAL);
+	assert_int_equal(uw_modify_qp(qp, UW_QPS_RESET), 0);
+	struct uw_wc wc = wait_wc(p.c.cq);
+	assert_int_equal(wc.wr_id, 77);
+	assert_int_equal(wc.status, UW_WC_WR_FLUSH_ERR);
+	assert_int_equal(uw_post_recv(qp, &r, NULL), EINVAL);
+	assert_int_equal(uw_modify_qp(qp, UW_QPS_INIT), 0);
+	assert_int_equal(uw_post_recv(qp, &r, NULL), 0);
+	assert_int_equal(uw_destroy_qp(qp), 0);
+	assert_int_equal(wait_wc(p.c.cq).status, UW_WC_WR_FLUSH_ERR);
+
+	/* SQD pauses the send queue; RTS lets it go, in order */
+	pair_connect(&p, NULL, NULL, 8, 0);
+	assert_int_equal(uw_qp_get_state(p.c.qp), UW_QPS_RTS);
+	assert_int_equal(uw_modify_qp(p.c.qp, UW_QPS_SQD), 0);
+	for (int i = 0; i < 3; i++) {
+		p.c.buf[i] = (uint8_t)('a' + i);
+		assert_int_equal(post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf + i, 1, p.c.mr->lkey, 0, 0,
+				      UW_SEND_SIGNALED),
+				 0);
+	}
+	assert_int_equal(uw_cq_wait(p.c.cq, 1, 200), -ETIMEDOUT);
+	assert_int_equal(uw_cq_wait(p.s.cq, 1, 10), -ETIMEDOUT);
+	assert_int_equal(uw_modify_qp(p.c.qp, UW_QPS_INIT), EINVAL);
+	assert_int_equal(uw_modify_qp(p.c.qp, UW_QPS_RTS), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(wait_wc(p.c.cq).wr_id, (uint64_t)i);
+		wc = wait_wc(p.s.cq);
+		assert_int_equal(p.s.buf[(wc.wr_id - 100) * 1024], 'a' + i);
+	}
+	/* ERR: the connection closes, every posted receive flushes */
+	assert_int_equal(uw_modify_qp(p.s.qp, UW_QPS_ERR), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(wait_wc(p.s.cq).status, UW_WC_WR_FLUSH_ERR);
+	uw_cm_ack_event(expect_event(p.c.ch, UW_CM_EVENT_DISCONNECTED));
+	assert_int_equal(uw_qp_get_state(p.c.qp), UW_QPS_ERR);
+	assert_int_equal(post(p.s.qp, UW_WR_SEND, 9, p.s.buf, 1, p.s.mr->lkey, 0, 0, 0), 0);
+	wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.wr_id, 9);
+	assert_int_equal(wc.status, UW_WC_WR_FLUSH_ERR);
+	pair_close(&p);
+}
+
+static void peer_to_peer_with_each_rtr_type(void **state)
+{
+	static const int types[] = { UW_RTR_WRITE, UW_RTR_READ, UW_RTR_SEND };
+	for (int k = 0; k < 3; k++) {
+		struct pair p;
+		pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+		struct uw_conn_param cp = { .p2p = 1, .rtr_types = types[k] };
+		pair_connect(&p, &cp, NULL, 2, 0);
+		if (types[k] == UW_RTR_SEND) {
+			/* a zero-length Send RTR takes a receive (RFC 6581) */
+			struct uw_wc wc = wait_wc(p.s.cq);
+			assert_int_equal(wc.status, UW_WC_SUCCESS);
+			assert_int_equal(wc.byte_len, 0);
+		}
+		memcpy(p.c.buf, "after the RTR", 14);
+		assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 14, p.c.mr->lkey, 0, 0, 0), 0);
+		struct uw_wc wc = wait_wc(p.s.cq);
+		assert_int_equal(wc.status, UW_WC_SUCCESS);
+		assert_int_equal(wc.byte_len, 14);
+		assert_string_equal((char *)p.s.buf + (wc.wr_id - 100) * 1024, "after the RTR");
+		assert_int_equal(uw_qp_get_state(p.s.qp), UW_QPS_RTS);
+		pair_close(&p);
+	}
+}
+
+/* ORD 2: ten Reads posted at once go two at a time and complete in order. */
+static void reads_beyond_ord_wait_their_turn(void **state)
+{
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_READ);
+	for (int i = 0; i < BUF; i++)
+		p.s.buf[i] = (uint8_t)(i * 7);
+	struct uw_conn_param cp = { .ord = 2, .ird = 2 }, sp = { .ird = 2, .ord = 2 };
+	pair_connect(&p, &cp, &sp, 0, 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, (uint64_t)i, p.c.buf + i * 4096, 4096,
+				      p.c.mr->lkey, (uintptr_t)p.s.buf + (uint64_t)i * 4096, p.s.mr->rkey,
+				      UW_SEND_SIGNALED),
+				 0);
+	for (int i = 0; i < 10; i++) {
+		struct uw_wc wc = wait_wc(p.c.cq);
+		assert_int_equal(wc.status, UW_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, (uint64_t)i);
+	}
+	assert_memory_equal(p.c.buf, p.s.buf, 10 * 4096);
+	pair_close(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(memory_windows_grant_a_sub_range_and_die_when_invalidated),
+		cmocka_unit_test(atomics_return_the_old_value_and_update_memory),
+		cmocka_unit_test(write_with_immediate_and_solicited_events),
+		cmocka_unit_test(unsignalled_sends_complete_only_when_they_fail),
+		cmocka_unit_test(shared_receive_queue_feeds_two_connections),
+		cmocka_unit_test(completion_channels_work_in_epoll_and_libuv),
+		cmocka_unit_test(qp_states_reset_init_sqd_and_error),
+		cmocka_unit_test(peer_to_peer_with_each_rtr_type),
+		cmocka_unit_test(reads_beyond_ord_wait_their_turn),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
