@@ -108,9 +108,12 @@ struct raw {
 	struct uw_qp *qp;
 };
 
-static void raw_connect(struct raw *r)
+/* The raw peer dials @port and sends its Request; then @accept (the
+ * in-process server's side, or NULL for a server in another process)
+ * runs; then the Reply is read to its end and not a byte further. */
+static void raw_dial(struct raw *r, int port, void (*accept)(struct raw *), struct mpa_frame *rep)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)S.port) };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
 	r->fd = socket(AF_INET, SOCK_STREAM, 0);
 	int one = 1;
@@ -123,7 +126,25 @@ static void raw_connect(struct raw *r)
 	ssize_t n = mpa_frame_encode(&req, buf, sizeof(buf));
 	assert_int_equal(write(r->fd, buf, (size_t)n), n);
 
-	/* the server accepts: a receive posted, memory offered */
+	if (accept)
+		accept(r);
+	size_t got = 0;
+	for (;;) {
+		ssize_t k = read(r->fd, buf + got, 1);
+		assert_int_equal(k, 1);
+		got++;
+		ssize_t len = mpa_frame_decode(buf, got, 512, rep);
+		if (len > 0)
+			break;
+		assert_int_equal(len, -EAGAIN);
+	}
+	assert_true(rep->crc && rep->enhanced && !rep->reject);
+	fpdu_tx_init(&r->tx, true, false);
+}
+
+/* The in-process server accepts: a receive posted, memory offered. */
+static void server_accepts(struct raw *r)
+{
 	struct uw_cm_event *e = event(5000);
 	assert_non_null(e);
 	assert_int_equal(e->event, UW_CM_EVENT_CONNECT_REQUEST);
@@ -143,23 +164,14 @@ static void raw_connect(struct raw *r)
 	assert_non_null(e);
 	assert_int_equal(e->event, UW_CM_EVENT_ESTABLISHED);
 	uw_cm_ack_event(e);
+}
 
-	/* the Reply, read to its end and not a byte further */
+static void raw_connect(struct raw *r)
+{
 	struct mpa_frame rep;
-	size_t got = 0;
-	for (;;) {
-		ssize_t k = read(r->fd, buf + got, 1);
-		assert_int_equal(k, 1);
-		got++;
-		ssize_t len = mpa_frame_decode(buf, got, 512, &rep);
-		if (len > 0)
-			break;
-		assert_int_equal(len, -EAGAIN);
-	}
-	assert_true(rep.crc && rep.enhanced && !rep.reject);
+	raw_dial(r, S.port, server_accepts, &rep);
 	assert_int_equal(rep.pdata_len, sizeof(struct welcome));
 	memcpy(&r->w, rep.pdata, sizeof(r->w));
-	fpdu_tx_init(&r->tx, true, false);
 }
 
 /* Send one ULPDU (header and payload) as an FPDU; corrupt: flip a byte
@@ -187,7 +199,7 @@ static void raw_send(struct raw *r, const uint8_t *hdr, size_t hl, const void *p
 /* Everything the server sends back until it closes: it must be one
  * Terminate with this code. Then the server's end reports DISCONNECTED
  * and the receive it had posted is flushed. */
-static void expect_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t ecode)
+static void read_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t ecode)
 {
 	uint8_t in[4096];
 	size_t n = 0;
@@ -233,6 +245,11 @@ static void expect_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_
 		fail_msg("Terminate %u/%u/0x%02x, want %u/%u/0x%02x", t.rfc.layer, t.rfc.etype,
 			 t.rfc.ecode, layer, etype, ecode);
 	close(r->fd);
+}
+
+static void expect_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t ecode)
+{
+	read_terminate(r, layer, etype, ecode);
 
 	struct uw_cm_event *e = event(5000);
 	assert_non_null(e);
@@ -476,6 +493,36 @@ static void the_server_goes_on_serving(void **state)
 	assert_int_equal(uw_close(c), 0);
 }
 
+/* uwarp-perf's server (another process, any initiator welcome): a stranger
+ * sends an FPDU with a bad CRC and gets the Terminate; the server keeps
+ * serving its other clients. */
+static void perf_server_ends_only_the_bad_connection(void **state)
+{
+	struct proc srv;
+	char *extra[] = { "--quiet", NULL };
+	int port = perf_server_start(&srv, UWARP_PERF_BIN, extra);
+	assert_true(port > 0);
+	char portbuf[16], out[4096];
+	snprintf(portbuf, sizeof(portbuf), "%d", port);
+	char *argv[] = { UWARP_PERF_BIN, "-c", "127.0.0.1", "-p", portbuf, "--op", "write", "--size",
+			 "65536", "--iters", "50", NULL };
+	struct proc busy;
+	assert_int_equal(proc_start(&busy, argv), 0); /* a good client meanwhile */
+	struct raw r;
+	struct mpa_frame rep;
+	raw_dial(&r, port, NULL, &rep);
+	uint8_t h[DDP_UNTAGGED_HDR_LEN];
+	size_t hl = untagged(h, RDMAP_SEND, DDP_QN_SEND, 1, 0, 0);
+	raw_send(&r, h, hl, "hello", 5, true);
+	read_terminate(&r, UW_TERM_LAYER_LLP, UW_TERM_LLP_MPA, UW_MPA_ECODE_CRC);
+	assert_true(proc_wait(&busy, 30000));
+	assert_int_equal(proc_exit_code(&busy), 0);
+	assert_int_equal(proc_run(argv, 30000, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "data verified"));
+	proc_end(&busy);
+	proc_end(&srv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -493,6 +540,7 @@ int main(void)
 		cmocka_unit_test(send_with_invalidate_of_an_mr_is_rdmap_2_09),
 		cmocka_unit_test(ulpdu_too_short_is_llp_0x03),
 		cmocka_unit_test(the_server_goes_on_serving),
+		cmocka_unit_test(perf_server_ends_only_the_bad_connection),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -43,6 +43,8 @@ struct end {
 struct pair {
 	struct end s, c;
 	struct uw_srq *srq; /* the server's QP takes receives from it, if set */
+	struct uw_cm_event req; /* the CONNECT_REQUEST as the server saw it */
+	char req_pdata[64];
 };
 
 static void end_open(struct end *e, int mr_access, bool channel)
@@ -91,6 +93,10 @@ static void pair_connect(struct pair *p, const struct uw_conn_param *cp,
 	assert_int_equal(uw_cm_connect(c->id, (struct sockaddr *)&a, cp), 0);
 	struct uw_cm_event *e = expect_event(s->ch, UW_CM_EVENT_CONNECT_REQUEST);
 	s->id = e->id;
+	p->req = *e;
+	if (e->private_data_len <= sizeof(p->req_pdata))
+		memcpy(p->req_pdata, e->private_data, e->private_data_len);
+	p->req.private_data = p->req_pdata;
 	uw_cm_ack_event(e);
 	struct uw_qp_init_attr sa = { .send_cq = s->cq, .recv_cq = s->cq, .srq = p->srq,
 				      .cap = { 64, 64, 4, 4, 64 } };
@@ -616,8 +622,18 @@ static void reads_beyond_ord_wait_their_turn(void **state)
 	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_READ);
 	for (int i = 0; i < BUF; i++)
 		p.s.buf[i] = (uint8_t)(i * 7);
-	struct uw_conn_param cp = { .ord = 2, .ird = 2 }, sp = { .ird = 2, .ord = 2 };
+	struct uw_conn_param cp = { .ord = 2, .ird = 3, .markers = 1, .private_data = "rd",
+				    .private_data_len = 3 },
+			     sp = { .ird = 2, .ord = 2 };
 	pair_connect(&p, &cp, &sp, 0, 0);
+	/* the request carried the initiator's parameters */
+	assert_int_equal(p.req.ord, 2);
+	assert_int_equal(p.req.ird, 3);
+	assert_int_equal(p.req.mpa_rev, 2);
+	assert_true(p.req.crc);
+	assert_true(p.req.markers_tx); /* it asked us for markers */
+	assert_int_equal(p.req.private_data_len, 3);
+	assert_string_equal(p.req_pdata, "rd");
 	for (int i = 0; i < 10; i++)
 		assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, (uint64_t)i, p.c.buf + i * 4096, 4096,
 				      p.c.mr->lkey, (uintptr_t)p.s.buf + (uint64_t)i * 4096, p.s.mr->rkey,
