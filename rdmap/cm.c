@@ -737,6 +737,11 @@ void uw__cm_reply_arrived(struct uw_conn *c)
 		return;
 	}
 	c->send_rtr = c->mp.p2p;
+	if (!c->peer_ext) {
+		/* siw may miss FPDUs that arrive right behind its Reply */
+		c->nudge_ticks = UW_NUDGE_TICKS;
+		uw__conn_timer(c, UW_NUDGE_TICK_MS);
+	}
 	if (c->id)
 		uw__cm_event(c->id, UW_CM_EVENT_ESTABLISHED, 0, NULL, c);
 	/* a responder that spoke first (siw does) may already be in rxbuf */

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "uw_internal.h"
@@ -68,6 +70,30 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 		read_frame(c);
 }
 
+/* An initiator's watch over a responder that is not uwarp. siw marks the
+ * connection as running before it sends its Reply and hands the socket to
+ * the QP only after: FPDUs that arrive in between wait in the socket until
+ * more data comes (docs/wire-notes.md). So once our FPDUs have left and
+ * been acknowledged and the peer has said nothing, one zero-length RDMA
+ * Write (STag 1, as siw's own RTR; zero-length Writes are not checked)
+ * makes it read them. */
+static void nudge_tick(struct uw_conn *c)
+{
+	int unsent = 0;
+	if (c->got_fpdu || --c->nudge_ticks == 0) {
+		c->nudge_ticks = 0;
+		return;
+	}
+	if (c->tx.fpdus && c->wr_iov == c->batch.niov && !ioctl(c->fd, SIOCOUTQ, &unsent) &&
+	    unsent == 0) {
+		c->nudge_ticks = 0;
+		c->send_nudge = true;
+		uw__conn_tx(c);
+		return;
+	}
+	uw__conn_timer(c, UW_NUDGE_TICK_MS);
+}
+
 static void timer_cb(uv_timer_t *t)
 {
 	struct uw_conn *c = t->data;
@@ -82,6 +108,8 @@ static void timer_cb(uv_timer_t *t)
 		if (c->hold_tx && !c->wait_rtr) {
 			uw__conn_release_tx(c);
 			uw__conn_tx(c);
+		} else if (c->nudge_ticks) {
+			nudge_tick(c);
 		}
 		break;
 	default:

@@ -123,6 +123,17 @@ static int start_rtr(struct uw_conn *c)
 	return rdmap_tx_start(&c->rd, &m, &c->txm);
 }
 
+/* A zero-length RDMA Write to STag 1: no data, no completion, only bytes
+ * that make a stalled peer read (engine_conn.c). */
+static int start_nudge(struct uw_conn *c)
+{
+	struct rdmap_msg m;
+	memset(&m, 0, sizeof(m));
+	m.opcode = RDMAP_RDMA_WRITE;
+	m.stag = 1;
+	return rdmap_tx_start(&c->rd, &m, &c->txm);
+}
+
 /* Pick the next message: the RTR, then Responses owed to the peer (they
  * unblock it), then our send queue in order. Returns false when there is
  * nothing to start now. */
@@ -135,6 +146,13 @@ static bool next_message(struct uw_conn *c)
 			return false;
 		c->send_rtr = false;
 		c->txm_kind = UW_TXM_RTR;
+		return true;
+	}
+	if (c->send_nudge) {
+		if (start_nudge(c))
+			return false;
+		c->send_nudge = false;
+		c->txm_kind = UW_TXM_NUDGE;
 		return true;
 	}
 	if (rdmap_irq_head(&c->rd)) {

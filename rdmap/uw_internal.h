@@ -289,6 +289,11 @@ enum uw_conn_state {
 #define UW_CONN_BATCH_SCRATCH 4096
 #define UW_CONN_HDRS 128
 #define UW_MPA_HOLD_MS 100 /* responder waits this long for the peer's first FPDU */
+/* Initiator toward a peer that is not uwarp: how often, and for how long
+ * after the Reply, to look for a responder that sits on our first FPDUs
+ * (siw's race, docs/wire-notes.md): then one zero-length Write nudges it. */
+#define UW_NUDGE_TICK_MS 200
+#define UW_NUDGE_TICKS 25
 
 struct uw_conn {
 	struct uw_list link;      /* in ctx->conns */
@@ -326,6 +331,8 @@ struct uw_conn {
 	bool hold_tx;             /* responder: until the peer's first FPDU */
 	bool wait_rtr;            /* P2P responder: ESTABLISHED after the RTR */
 	bool send_rtr;            /* P2P initiator: the RTR goes first */
+	bool send_nudge;          /* a zero-length Write to wake the peer */
+	uint8_t nudge_ticks;      /* left to watch; 0: not watching */
 	bool got_fpdu;
 	bool want_tx;             /* receive made work for the send side */
 	/* transmit */
@@ -353,7 +360,7 @@ struct uw_conn {
 	bool peer_terminated;
 };
 
-enum uw_txm_kind { UW_TXM_WQE = 1, UW_TXM_RESPONSE, UW_TXM_RTR };
+enum uw_txm_kind { UW_TXM_WQE = 1, UW_TXM_RESPONSE, UW_TXM_RTR, UW_TXM_NUDGE };
 
 /* engine_conn.c */
 struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator);

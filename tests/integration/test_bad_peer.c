@@ -523,6 +523,108 @@ static void perf_server_ends_only_the_bad_connection(void **state)
 	proc_end(&srv);
 }
 
+/* siw's responder race (docs/wire-notes.md): a responder that is not
+ * uwarp says nothing after its Reply and reads nothing for a while. The
+ * uwarp initiator, once its Send is acknowledged, adds one zero-length
+ * RDMA Write to STag 1 to wake it, and nothing else. */
+static void initiator_nudges_a_silent_responder_once(void **state)
+{
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	socklen_t al = sizeof(a);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+
+	struct uw_context_attr ca = { .progress = UW_PROGRESS_AUTO };
+	struct uw_context *c = uw_open(&ca);
+	struct uw_pd *pd = uw_alloc_pd(c);
+	struct uw_cq *cq = uw_create_cq(c, 16, NULL, NULL);
+	struct uw_cm_channel *ch = uw_cm_create_channel(c);
+	struct uw_cm_id *id = uw_cm_create_id(ch, NULL);
+	struct uw_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .cap = { 4, 4, 1, 1, 64 } };
+	struct uw_qp *qp = uw_cm_create_qp(id, pd, &qa);
+	assert_int_equal(uw_cm_connect(id, (struct sockaddr *)&a, NULL), 0);
+	int fd = accept(lfd, NULL, NULL);
+	assert_true(fd >= 0);
+
+	/* the Request, then a Reply as siw makes it (no uwarp offer) */
+	uint8_t buf[4096];
+	struct mpa_frame req, rep = { .type = MPA_FRAME_REPLY, .rev = 2, .crc = true,
+				      .enhanced = true, .ird = 1, .ord = 1 };
+	size_t got = 0;
+	for (;;) {
+		ssize_t k = read(fd, buf + got, 1);
+		assert_int_equal(k, 1);
+		got++;
+		ssize_t len = mpa_frame_decode(buf, got, 512, &req);
+		if (len > 0)
+			break;
+		assert_int_equal(len, -EAGAIN);
+	}
+	ssize_t n = mpa_frame_encode(&rep, buf, sizeof(buf));
+	assert_int_equal(write(fd, buf, (size_t)n), n);
+	struct uw_cm_event *e;
+	assert_int_equal(uw_cm_get_event_timeout(ch, &e, 5000), 0);
+	assert_int_equal(e->event, UW_CM_EVENT_ESTABLISHED);
+	uw_cm_ack_event(e);
+	struct uw_send_wr wr = { .wr_id = 1, .opcode = UW_WR_SEND,
+				 .sg_list = &(struct uw_sge){ (uintptr_t)"wake up", 8, 0 },
+				 .num_sge = 1, .send_flags = UW_SEND_INLINE | UW_SEND_SIGNALED };
+	assert_int_equal(uw_post_send(qp, &wr, NULL), 0);
+
+	/* sit on it, then see what came */
+	usleep(1500 * 1000);
+	struct timeval tv = { 0, 300 * 1000 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	size_t total = 0;
+	for (;;) {
+		ssize_t k = read(fd, buf + total, sizeof(buf) - total);
+		if (k <= 0)
+			break;
+		total += (size_t)k;
+	}
+	struct fpdu_rx rx;
+	struct fpdu_rx_cfg cfg = { .crc = true, .hdr_len = rdmap_hdr_len };
+	fpdu_rx_init(&rx, &cfg);
+	size_t off = 0, used;
+	int sends = 0, nudges = 0, other = 0;
+	while (off < total) {
+		struct fpdu_rx_out out;
+		enum fpdu_rx_event ev = fpdu_rx_step(&rx, buf + off, total - off, &used, &out);
+		off += used;
+		assert_int_not_equal(ev, FPDU_RX_ERROR);
+		if (ev != FPDU_RX_HDR)
+			continue;
+		uint8_t op = rx.hdr[1] & 0x0f;
+		if (op == RDMAP_SEND && rx.payload_len == 8)
+			sends++;
+		else if (op == RDMAP_RDMA_WRITE && rx.payload_len == 0 &&
+			 be32_get(rx.hdr + DDP_OFF_STAG) == 1)
+			nudges++;
+		else
+			other++;
+	}
+	assert_int_equal(sends, 1);
+	assert_int_equal(nudges, 1);
+	assert_int_equal(other, 0);
+
+	close(fd);
+	close(lfd);
+	uw_cm_destroy_id(id);
+	uw_destroy_qp(qp);
+	struct uw_wc wc;
+	while (uw_poll_cq(cq, 1, &wc) > 0)
+		;
+	while (!uw_cm_get_event_timeout(ch, &e, 0))
+		uw_cm_ack_event(e);
+	uw_destroy_cq(cq);
+	uw_cm_destroy_channel(ch);
+	uw_dealloc_pd(pd);
+	assert_int_equal(uw_close(c), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -541,6 +643,7 @@ int main(void)
 		cmocka_unit_test(ulpdu_too_short_is_llp_0x03),
 		cmocka_unit_test(the_server_goes_on_serving),
 		cmocka_unit_test(perf_server_ends_only_the_bad_connection),
+		cmocka_unit_test(initiator_nudges_a_silent_responder_once),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
