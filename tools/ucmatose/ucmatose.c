@@ -1,0 +1,329 @@
+/*
+ * uwarp-ucmatose: rdma-core's ucmatose (cmatose.c) over uwarp, to meet it
+ * on Linux siw in either role.
+ *
+ *   server: uwarp-ucmatose [-b ADDR] [-p PORT] [-c CONNS] [-C COUNT] [-S SIZE]
+ *   client: uwarp-ucmatose -s SERVER [-p PORT] [-c CONNS] [-C COUNT] [-S SIZE]
+ *   both:   [--crc on|off] [--markers on|off]
+ *
+ * As ucmatose: port 7471, 1 connection, 10 messages of 100 bytes. Both
+ * sides post COUNT receives before connecting or accepting (IRD = ORD = 1).
+ * Once every connection is up, the server Sends COUNT messages on each,
+ * then waits for COUNT replies; the client takes the COUNT messages, then
+ * Sends its COUNT replies. The server disconnects; the client answers.
+ * Exit status 0 when every message went and came.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uwarp/verbs.h>
+
+struct node {
+	struct uw_cm_id *id;
+	struct uw_qp *qp;
+	uint8_t *mem;
+	struct uw_mr *mr;
+	bool connected;
+	int recvd, sent;
+};
+
+static struct {
+	const char *dst, *src, *port;
+	int connections, count, size;
+	enum uw_crc_mode crc;
+	int markers;
+} o = { .port = "7471", .connections = 1, .count = 10, .size = 100, .crc = UW_CRC_DEFAULT };
+
+static struct uw_context *ctx;
+static struct uw_pd *pd;
+static struct uw_cq *cq;
+static struct uw_cm_channel *ch;
+static struct node *nodes;
+static int nnodes;
+
+static int init_node(struct node *n, struct uw_cm_id *id)
+{
+	n->id = id;
+	struct uw_qp_init_attr qa = { .qp_context = n, .send_cq = cq, .recv_cq = cq, .sq_sig_all = 1,
+				      .cap = { (uint32_t)o.count + 1, (uint32_t)o.count + 1, 1, 1, 0 } };
+	if (!(n->qp = uw_cm_create_qp(id, pd, &qa)))
+		return errno;
+	n->mem = calloc(1, (size_t)o.size + 1);
+	n->mr = n->mem ? uw_reg_mr(pd, n->mem, (size_t)o.size + 1, UW_ACCESS_LOCAL_WRITE) : NULL;
+	if (!n->mr)
+		return ENOMEM;
+	/* every message and every receive use the one buffer, as ucmatose's */
+	for (int i = 0; i < o.count; i++) {
+		struct uw_sge s = { (uintptr_t)n->mem, (uint32_t)o.size, n->mr->lkey };
+		struct uw_recv_wr r = { .wr_id = (uintptr_t)n, .sg_list = &s, .num_sge = 1 };
+		int rc = uw_post_recv(n->qp, &r, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int post_sends(struct node *n)
+{
+	for (int i = 0; i < o.count; i++) {
+		struct uw_sge s = { (uintptr_t)n->mem, (uint32_t)o.size, n->mr->lkey };
+		struct uw_send_wr w = { .wr_id = (uintptr_t)n, .sg_list = &s, .num_sge = 1,
+					.opcode = UW_WR_SEND };
+		int rc = uw_post_send(n->qp, &w, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static struct uw_conn_param param(void)
+{
+	struct uw_conn_param p = { .ird = 1, .ord = 1, .crc = o.crc, .markers = o.markers };
+	return p;
+}
+
+/* Take CM events until every connection is up (or failed). */
+static int connect_events(bool server)
+{
+	int left = o.connections, failed = 0;
+	while (left > 0) {
+		struct uw_cm_event *e;
+		int rc = uw_cm_get_event_timeout(ch, &e, 30000);
+		if (rc) {
+			fprintf(stderr, "uwarp-ucmatose: waiting for connections: %s\n", strerror(rc));
+			return rc;
+		}
+		if (e->event == UW_CM_EVENT_CONNECT_REQUEST && server) {
+			struct uw_cm_id *id = e->id;
+			uw_cm_ack_event(e);
+			struct uw_conn_param p = param();
+			p.ird = p.ord = 0; /* ucmatose accepts with NULL: the default */
+			if (nnodes == o.connections || init_node(&nodes[nnodes], id) ||
+			    uw_cm_accept(id, &p)) {
+				printf("cmatose: failing connection request\n");
+				uw_cm_reject(id, NULL, 0);
+				left--, failed++;
+				continue;
+			}
+			nnodes++;
+			continue;
+		}
+		for (int i = 0; i < nnodes; i++)
+			if (nodes[i].id == e->id && e->event == UW_CM_EVENT_ESTABLISHED)
+				nodes[i].connected = true;
+		if (e->event == UW_CM_EVENT_ESTABLISHED) {
+			left--;
+		} else if (e->event != UW_CM_EVENT_DISCONNECTED) {
+			printf("cmatose: event: %s, error: %d\n", uw_cm_event_str(e->event), e->status);
+			left--, failed++;
+		}
+		uw_cm_ack_event(e);
+	}
+	return failed ? ECONNREFUSED : 0;
+}
+
+/* Completions until each connected node has COUNT of the kind. */
+static int drain(bool recvs)
+{
+	for (;;) {
+		bool done = true;
+		for (int i = 0; i < nnodes; i++)
+			if (nodes[i].connected && (recvs ? nodes[i].recvd : nodes[i].sent) < o.count)
+				done = false;
+		if (done)
+			return 0;
+		struct uw_wc wc[16];
+		int n = uw_poll_cq(cq, 16, wc);
+		if (n == 0 && uw_cq_wait(cq, 1, 30000) < 0) {
+			fprintf(stderr, "uwarp-ucmatose: no completion in 30 s\n");
+			return ETIMEDOUT;
+		}
+		for (int k = 0; k < n; k++) {
+			struct node *nd = (struct node *)(uintptr_t)wc[k].wr_id;
+			if (wc[k].status != UW_WC_SUCCESS) {
+				fprintf(stderr, "uwarp-ucmatose: completion: %s\n",
+					uw_wc_status_str(wc[k].status));
+				return EIO;
+			}
+			if (wc[k].opcode == UW_WC_RECV)
+				nd->recvd++;
+			else
+				nd->sent++;
+		}
+	}
+}
+
+static int disconnect_events(int expect)
+{
+	while (expect > 0) {
+		struct uw_cm_event *e;
+		if (uw_cm_get_event_timeout(ch, &e, 30000))
+			return ETIMEDOUT;
+		if (e->event == UW_CM_EVENT_DISCONNECTED) {
+			uw_cm_disconnect(e->id);
+			expect--;
+		}
+		uw_cm_ack_event(e);
+	}
+	return 0;
+}
+
+static struct addrinfo *resolve(const char *host, bool passive)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = passive ? AI_PASSIVE : 0 }, *ai;
+	if (getaddrinfo(host, o.port, &hints, &ai)) {
+		fprintf(stderr, "uwarp-ucmatose: cannot resolve %s\n", host ? host : "*");
+		return NULL;
+	}
+	return ai;
+}
+
+static int run_server(void)
+{
+	printf("cmatose: starting server\n");
+	struct addrinfo *ai = resolve(o.src, true), *pick = ai;
+	if (!ai)
+		return ENOENT;
+	for (struct addrinfo *a = ai; a && !o.src; a = a->ai_next)
+		if (a->ai_family == AF_INET6) /* the IPv6 wildcard takes IPv4 too */
+			pick = a;
+	struct uw_cm_id *lid = uw_cm_create_id(ch, NULL);
+	int rc = lid ? uw_cm_listen(lid, pick->ai_addr, 64) : ENOMEM;
+	freeaddrinfo(ai);
+	if (rc) {
+		fprintf(stderr, "uwarp-ucmatose: listen: %s\n", strerror(rc));
+		return rc;
+	}
+	fflush(stdout);
+	rc = connect_events(true);
+	if (!rc && o.count) {
+		printf("initiating data transfers\n");
+		for (int i = 0; i < nnodes && !rc; i++)
+			rc = post_sends(&nodes[i]);
+		printf("completing sends\n");
+		if (!rc)
+			rc = drain(false);
+		printf("receiving data transfers\n");
+		if (!rc)
+			rc = drain(true);
+		if (!rc)
+			printf("data transfers complete\n");
+	}
+	printf("cmatose: disconnecting\n");
+	int expect = 0;
+	for (int i = 0; i < nnodes; i++)
+		if (nodes[i].connected && !uw_cm_disconnect(nodes[i].id))
+			expect++;
+	int rc2 = disconnect_events(expect);
+	printf("disconnected\n");
+	uw_cm_destroy_id(lid);
+	return rc ? rc : rc2;
+}
+
+static int run_client(void)
+{
+	printf("cmatose: starting client\n");
+	struct addrinfo *ai = resolve(o.dst, false);
+	if (!ai)
+		return ENOENT;
+	printf("cmatose: connecting\n");
+	int rc = 0;
+	for (int i = 0; i < o.connections && !rc; i++) {
+		struct uw_cm_id *id = uw_cm_create_id(ch, NULL);
+		struct uw_conn_param p = param();
+		rc = id ? init_node(&nodes[i], id) : ENOMEM;
+		if (!rc)
+			rc = uw_cm_connect(id, ai->ai_addr, &p);
+		nnodes++;
+	}
+	freeaddrinfo(ai);
+	if (!rc)
+		rc = connect_events(false);
+	if (!rc && o.count) {
+		printf("receiving data transfers\n");
+		rc = drain(true);
+		printf("sending replies\n");
+		for (int i = 0; i < nnodes && !rc; i++)
+			rc = post_sends(&nodes[i]);
+		if (!rc)
+			rc = drain(false);
+		if (!rc)
+			printf("data transfers complete\n");
+	}
+	int expect = 0;
+	for (int i = 0; i < nnodes; i++)
+		expect += nodes[i].connected;
+	int rc2 = disconnect_events(rc ? 0 : expect);
+	return rc ? rc : rc2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "crc", required_argument, 0, 'R' },
+		{ "markers", required_argument, 0, 'M' },
+		{ 0, 0, 0, 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "s:b:c:C:S:p:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': o.dst = optarg; break;
+		case 'b': o.src = optarg; break;
+		case 'c': o.connections = atoi(optarg); break;
+		case 'C': o.count = atoi(optarg); break;
+		case 'S': o.size = atoi(optarg); break;
+		case 'p': o.port = optarg; break;
+		case 'R': o.crc = strcmp(optarg, "off") ? UW_CRC_ON : UW_CRC_OFF; break;
+		case 'M': o.markers = !strcmp(optarg, "on"); break;
+		default:
+			fprintf(stderr, "usage: %s [-s server_address] [-b bind_address] [-c connections]\n"
+					"\t[-C message_count] [-S message_size] [-p port_number]\n"
+					"\t[--crc on|off] [--markers on|off]\n",
+				argv[0]);
+			return 1;
+		}
+	}
+	if (o.connections < 1 || o.connections > 1024 || o.count < 0 || o.size < 0 ||
+	    o.size > (64 << 20)) {
+		fprintf(stderr, "uwarp-ucmatose: bad -c, -C or -S\n");
+		return 1;
+	}
+	if (!o.size)
+		o.count = 0;
+	struct uw_context_attr ca = { .progress = UW_PROGRESS_MANUAL };
+	ctx = uw_open(&ca);
+	pd = ctx ? uw_alloc_pd(ctx) : NULL;
+	cq = pd ? uw_create_cq(ctx, o.connections * (2 * o.count + 2) + 16, NULL, NULL) : NULL;
+	ch = cq ? uw_cm_create_channel(ctx) : NULL;
+	nodes = calloc((size_t)o.connections, sizeof(*nodes));
+	if (!ch || !nodes) {
+		fprintf(stderr, "uwarp-ucmatose: %s\n", strerror(errno));
+		return 1;
+	}
+	int rc = o.dst ? run_client() : run_server();
+	printf("test complete\n");
+	for (int i = 0; i < nnodes; i++) {
+		if (nodes[i].id)
+			uw_cm_destroy_id(nodes[i].id);
+		if (nodes[i].qp)
+			uw_destroy_qp(nodes[i].qp);
+		if (nodes[i].mr)
+			uw_dereg_mr(nodes[i].mr);
+		free(nodes[i].mem);
+	}
+	struct uw_wc wc;
+	while (uw_poll_cq(cq, 1, &wc) > 0)
+		;
+	uw_destroy_cq(cq);
+	uw_cm_destroy_channel(ch);
+	uw_dealloc_pd(pd);
+	uw_close(ctx);
+	printf("return status %d\n", rc);
+	return rc ? 1 : 0;
+}
