@@ -95,6 +95,8 @@ void uw__cm_event(struct uw_cm_id_impl *id, enum uw_cm_event_type type, int stat
 			e->pub.term_layer = r->layer;
 			e->pub.term_etype = r->etype;
 			e->pub.term_ecode = r->ecode;
+			e->pub.term_remote = 1;
+			e->pub.term_siw_layout = c->peer_term.siw_likely;
 		} else if (c->rd_init && c->rd.state == RDMAP_TERMINATING) {
 			e->pub.term_layer = c->rd.err.layer;
 			e->pub.term_etype = c->rd.err.etype;

@@ -532,8 +532,12 @@ struct uw_cm_event {
 	uint16_t private_data_len;
 	uint16_t ird, ord;
 	int crc, markers_tx, markers_rx, mpa_rev, rfc7306;
-	/* for DISCONNECTED by a Terminate: its RFC 6580 code */
+	/* for DISCONNECTED by a Terminate: its RFC 6580 code, and who sent
+	 * it (1: the peer, decoded from its bytes in RFC or siw layout; 0:
+	 * uwarp, for what the peer sent wrong) */
 	uint8_t term_layer, term_etype, term_ecode;
+	int term_remote;
+	int term_siw_layout; /* the peer's Terminate used siw's bit layout */
 };
 
 struct uw_cm_channel {

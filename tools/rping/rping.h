@@ -40,6 +40,11 @@ struct rping_opts {
 	enum uw_crc_mode crc;
 	int markers;
 	int mpa_rev;
+	/* --fault bad-rkey: a test of the peer's error path. The client
+	 * offers its start buffer under a dead STag (the server's Read gets a
+	 * Terminate from us); the server Writes the echo to a dead STag (the
+	 * client's side sends the Terminate). */
+	bool fault_bad_rkey;
 };
 
 /* One connection's objects and buffers. */
@@ -65,7 +70,10 @@ int rping_server(const struct rping_opts *o);
 int rping_conn_buffers(struct rping_conn *c, uint32_t rdma_len, uint32_t start_len);
 void rping_conn_free_buffers(struct rping_conn *c);
 int rping_post_recv(struct rping_conn *c);
-int rping_send_info(struct rping_conn *c, const void *buf, struct uw_mr *mr, uint32_t size);
+int rping_send_info(struct rping_conn *c, const void *buf, uint32_t rkey, uint32_t size);
+/* After a failure: how the connection ended, from the CM (a Terminate's
+ * codes and who sent it), up to 2 s. */
+void rping_report_end(struct rping_conn *c);
 /* The next completion (of any kind), up to 30 s; 0 or an errno value:
  * ECONNRESET for a flushed one (the connection ended), EIO for a failed
  * one (reported, with the peer's Terminate codes). */

@@ -78,11 +78,12 @@ static int run(struct rping_conn *c, const struct rping_opts *o)
 		fill_ping(c->start_buf, size, ping);
 		memset(c->rdma_buf, 0, size);
 		/* the server Reads our start buffer, then says go */
-		int rc = rping_send_info(c, c->start_buf, c->start_mr, size);
+		uint32_t rkey = c->start_mr->rkey ^ (o->fault_bad_rkey ? 0xff : 0);
+		int rc = rping_send_info(c, c->start_buf, rkey, size);
 		if (rc || (rc = wait_go(c)))
 			return rc ? rc : EIO;
 		/* it Writes the echo into our rdma buffer, then says go */
-		if ((rc = rping_send_info(c, c->rdma_buf, c->rdma_mr, size)) || (rc = wait_go(c)))
+		if ((rc = rping_send_info(c, c->rdma_buf, c->rdma_mr->rkey, size)) || (rc = wait_go(c)))
 			return rc;
 		if (o->validate && memcmp(c->start_buf, c->rdma_buf, size)) {
 			fprintf(stderr, "uwarp-rping: data mismatch in ping %ld\n", ping);
@@ -107,8 +108,8 @@ int rping_client(const struct rping_opts *o)
 	struct uw_qp_init_attr qa = { .send_cq = c.cq, .recv_cq = c.cq, .cap = { 8, 8, 1, 1, 64 } };
 	if (c.id && (c.qp = uw_cm_create_qp(c.id, c.pd, &qa)) &&
 	    !(rc = rping_conn_buffers(&c, o->size, o->size)) && !(rc = rping_post_recv(&c)) &&
-	    !(rc = connect_to(&c, o)))
-		rc = run(&c, o);
+	    !(rc = connect_to(&c, o)) && (rc = run(&c, o)))
+		rping_report_end(&c);
 	if (c.id && !uw_cm_disconnect(c.id)) {
 		struct uw_cm_event *e;
 		while (!uw_cm_get_event_timeout(c.ch, &e, 1000)) {

@@ -58,11 +58,11 @@ int rping_post_recv(struct rping_conn *c)
 	return uw_post_recv(c->qp, &wr, NULL);
 }
 
-int rping_send_info(struct rping_conn *c, const void *buf, struct uw_mr *mr, uint32_t size)
+int rping_send_info(struct rping_conn *c, const void *buf, uint32_t rkey, uint32_t size)
 {
 	if (buf) {
 		c->send_buf.buf = htobe64((uintptr_t)buf);
-		c->send_buf.rkey = htobe32(mr->rkey);
+		c->send_buf.rkey = htobe32(rkey);
 		c->send_buf.size = htobe32(size);
 	} else {
 		memset(&c->send_buf, 0, sizeof(c->send_buf)); /* the server's "go" */
@@ -105,4 +105,23 @@ struct uw_conn_param rping_param(const struct rping_opts *o)
 	struct uw_conn_param p = { .ird = 1, .ord = 1, .crc = o->crc, .markers = o->markers,
 				   .mpa_rev = o->mpa_rev };
 	return p;
+}
+
+void rping_report_end(struct rping_conn *c)
+{
+	struct uw_cm_event *e;
+	while (!uw_cm_get_event_timeout(c->ch, &e, 2000)) {
+		bool end = e->id == c->id && e->event == UW_CM_EVENT_DISCONNECTED;
+		if (end && (e->term_layer || e->term_etype || e->term_ecode))
+			printf("uwarp-rping: Terminate %s: layer %u type %u code 0x%02x%s\n",
+			       e->term_remote ? "from the peer" : "sent to the peer", e->term_layer,
+			       e->term_etype, e->term_ecode,
+			       e->term_remote ? (e->term_siw_layout ? " (siw's bit layout)"
+								    : " (RFC 5040 layout)")
+					      : "");
+		uw_cm_ack_event(e);
+		if (end)
+			break;
+	}
+	fflush(stdout);
 }

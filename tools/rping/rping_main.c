@@ -3,12 +3,13 @@
  *
  *   server: uwarp-rping -s [-a ADDR] [-p PORT] [-S SIZE] [-P] [-v] [-V] [-q]
  *   client: uwarp-rping -c -a ADDR [-p PORT] [-C COUNT] [-S SIZE] [-v] [-V] [-q]
- *   both:   [--crc on|off] [--markers on|off] [--rev 1|2]
+ *   both:   [--crc on|off] [--markers on|off] [--rev 1|2] [--fault bad-rkey]
  *
  * As rping: -C iterations (default: until interrupted), -S ping size
  * (default 64), -v print the ping data, -V check the echo, -P keep
  * accepting. --crc off does not ask for CRC (it still runs if the peer
- * asks); --markers on asks the peer for markers. Exit status 0 on success.
+ * asks); --markers on asks the peer for markers. --fault bad-rkey tests
+ * the peer's error path (rping.h). Exit status 0 on success.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ static void usage(const char *argv0)
 	fprintf(stderr,
 		"usage: %s -s [-a ADDR] [-p PORT] [-S SIZE] [-P] [-v] [-V] [-q]\n"
 		"       %s -c -a ADDR [-p PORT] [-C COUNT] [-S SIZE] [-v] [-V] [-q]\n"
-		"       (both) [--crc on|off] [--markers on|off] [--rev 1|2]\n",
+		"       (both) [--crc on|off] [--markers on|off] [--rev 1|2] [--fault bad-rkey]\n",
 		argv0, argv0);
 }
 
@@ -34,6 +35,7 @@ int main(int argc, char **argv)
 		{ "crc", required_argument, 0, 'R' },
 		{ "markers", required_argument, 0, 'M' },
 		{ "rev", required_argument, 0, 'r' },
+		{ "fault", required_argument, 0, 'F' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -63,6 +65,13 @@ int main(int argc, char **argv)
 				o.markers = !strcmp(optarg, "on");
 			break;
 		case 'r': o.mpa_rev = atoi(optarg); break;
+		case 'F':
+			if (strcmp(optarg, "bad-rkey")) {
+				usage(argv[0]);
+				return 2;
+			}
+			o.fault_bad_rkey = true;
+			break;
 		default: usage(argv[0]); return c == 'h' ? 0 : 2;
 		}
 	}

@@ -83,7 +83,7 @@ static int serve(struct rping_conn *c, const struct rping_opts *o)
 			return rc;
 		if (o->verbose)
 			printf("server ping data: %.*s\n", (int)len, (char *)c->rdma_buf);
-		if ((rc = rping_send_info(c, NULL, NULL, 0)) || (rc = take_info(c, &addr, &rkey, &len)))
+		if ((rc = rping_send_info(c, NULL, 0, 0)) || (rc = take_info(c, &addr, &rkey, &len)))
 			return rc;
 		/* the echo is the string read, with its NUL, as rping writes it */
 		uint32_t n = (uint32_t)strnlen((char *)c->rdma_buf, c->rdma_len) + 1;
@@ -91,8 +91,10 @@ static int serve(struct rping_conn *c, const struct rping_opts *o)
 			n = c->rdma_len;
 		if (n > len)
 			n = len;
+		if (o->fault_bad_rkey)
+			rkey ^= 0xff;
 		if ((rc = rdma(c, UW_WR_RDMA_WRITE, n, addr, rkey)) ||
-		    (rc = rping_send_info(c, NULL, NULL, 0)))
+		    (rc = rping_send_info(c, NULL, 0, 0)))
 			return rc;
 	}
 }
@@ -110,8 +112,10 @@ static int one_connection(struct uw_context *ctx, struct uw_pd *pd, struct uw_cm
 		/* our IRD/ORD default: relaxed negotiation meets the client's */
 		struct uw_conn_param p = rping_param(o);
 		p.ird = p.ord = 0;
-		if (!(rc = uw_cm_accept(id, &p)))
+		if (!(rc = uw_cm_accept(id, &p))) {
 			rc = serve(&c, o);
+			rping_report_end(&c); /* a Terminate may have ended it */
+		}
 	}
 	if (rc && rc != ECONNRESET)
 		fprintf(stderr, "uwarp-rping: connection ended: %s\n", strerror(rc));
