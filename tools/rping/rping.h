@@ -32,7 +32,7 @@ struct rping_info {
 };
 
 struct rping_opts {
-	bool server, persistent, verbose, validate, quiet;
+	bool server, persistent, verbose, validate, quiet, debug;
 	const char *addr;
 	int port;
 	uint32_t size;
@@ -71,6 +71,8 @@ int rping_conn_buffers(struct rping_conn *c, uint32_t rdma_len, uint32_t start_l
 void rping_conn_free_buffers(struct rping_conn *c);
 int rping_post_recv(struct rping_conn *c);
 int rping_send_info(struct rping_conn *c, const void *buf, uint32_t rkey, uint32_t size);
+/* -d: what MPA negotiated, from the ESTABLISHED event. */
+void rping_report_params(const struct rping_opts *o, const struct uw_cm_event *e);
 /* After a failure: how the connection ended, from the CM (a Terminate's
  * codes and who sent it), up to 2 s. */
 void rping_report_end(struct rping_conn *c);

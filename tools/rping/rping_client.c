@@ -62,6 +62,8 @@ static int connect_to(struct rping_conn *c, const struct rping_opts *o)
 		return rc;
 	enum uw_cm_event_type t = e->event;
 	int status = e->status;
+	if (t == UW_CM_EVENT_ESTABLISHED)
+		rping_report_params(o, e);
 	uw_cm_ack_event(e);
 	if (t != UW_CM_EVENT_ESTABLISHED) {
 		fprintf(stderr, "uwarp-rping: %s (%s)\n", uw_cm_event_str(t),

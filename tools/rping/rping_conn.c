@@ -125,3 +125,14 @@ void rping_report_end(struct rping_conn *c)
 	}
 	fflush(stdout);
 }
+
+void rping_report_params(const struct rping_opts *o, const struct uw_cm_event *e)
+{
+	if (!o->debug)
+		return;
+	printf("uwarp-rping: connected: MPA rev %d, CRC %s, markers %s/%s (ours/theirs), "
+	       "IRD %u ORD %u\n",
+	       e->mpa_rev, e->crc ? "on" : "off", e->markers_tx ? "on" : "off",
+	       e->markers_rx ? "on" : "off", e->ird, e->ord);
+	fflush(stdout);
+}

@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 		case 'v': o.verbose = true; break;
 		case 'V': o.validate = true; break;
 		case 'q': o.quiet = true; break;
-		case 'd': break; /* rping's debug flag: accepted, nothing more */
+		case 'd': o.debug = true; break; /* what MPA negotiated */
 		case 'R':
 		case 'M':
 			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {

@@ -113,6 +113,12 @@ static int one_connection(struct uw_context *ctx, struct uw_pd *pd, struct uw_cm
 		struct uw_conn_param p = rping_param(o);
 		p.ird = p.ord = 0;
 		if (!(rc = uw_cm_accept(id, &p))) {
+			struct uw_cm_event *e;
+			if (o->debug && !uw_cm_get_event_timeout(ch, &e, 5000)) {
+				if (e->event == UW_CM_EVENT_ESTABLISHED)
+					rping_report_params(o, e);
+				uw_cm_ack_event(e);
+			}
 			rc = serve(&c, o);
 			rping_report_end(&c); /* a Terminate may have ended it */
 		}
