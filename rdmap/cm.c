@@ -73,9 +73,19 @@ void uw__cm_event(struct uw_cm_id_impl *id, enum uw_cm_event_type type, int stat
 			if (mpa_frame_decode(c->frame, c->frame_len, MPA_PD_MAX_RFC, &rep) > 0) {
 				pd = rep.pdata;
 				len = rep.pdata_len;
+				if (type == UW_CM_EVENT_REJECTED) {
+					/* nothing was negotiated: what the Reject
+					 * itself says, for the application to tell
+					 * why (siw rejects any request for markers
+					 * with M clear) */
+					e->pub.crc = rep.crc;
+					e->pub.markers_tx = rep.markers;
+					e->pub.markers_rx = c->req.markers;
+					e->pub.mpa_rev = rep.rev;
+				}
 			}
 		}
-		if (type != UW_CM_EVENT_CONNECT_REQUEST) {
+		if (type != UW_CM_EVENT_CONNECT_REQUEST && type != UW_CM_EVENT_REJECTED) {
 			e->pub.ird = c->mp.ird;
 			e->pub.ord = c->mp.ord;
 			e->pub.crc = c->mp.crc;
@@ -95,9 +105,11 @@ void uw__cm_event(struct uw_cm_id_impl *id, enum uw_cm_event_type type, int stat
 			e->pub.term_layer = r->layer;
 			e->pub.term_etype = r->etype;
 			e->pub.term_ecode = r->ecode;
+			e->pub.terminated = 1;
 			e->pub.term_remote = 1;
 			e->pub.term_siw_layout = c->peer_term.siw_likely;
 		} else if (c->rd_init && c->rd.state == RDMAP_TERMINATING) {
+			e->pub.terminated = 1;
 			e->pub.term_layer = c->rd.err.layer;
 			e->pub.term_etype = c->rd.err.etype;
 			e->pub.term_ecode = c->rd.err.ecode;

@@ -527,7 +527,9 @@ struct uw_cm_event {
 	struct uw_cm_id *listen_id; /* CONNECT_REQUEST: the listener */
 	int status;                 /* errno-style reason for failures */
 	/* the peer's parameters: its private data and IRD/ORD, the
-	 * negotiated CRC, markers, revision */
+	 * negotiated CRC, markers, revision. REJECTED: what the peer's
+	 * Reject frame says (its C and revision; markers_tx its M, the
+	 * peer asking to receive markers; markers_rx whether we asked) */
 	const void *private_data;
 	uint16_t private_data_len;
 	uint16_t ird, ord;
@@ -535,6 +537,7 @@ struct uw_cm_event {
 	/* for DISCONNECTED by a Terminate: its RFC 6580 code, and who sent
 	 * it (1: the peer, decoded from its bytes in RFC or siw layout; 0:
 	 * uwarp, for what the peer sent wrong) */
+	int terminated; /* 1: a Terminate ended it (0/0/0 is a code too) */
 	uint8_t term_layer, term_etype, term_ecode;
 	int term_remote;
 	int term_siw_layout; /* the peer's Terminate used siw's bit layout */

@@ -254,6 +254,8 @@ static void expect_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_
 	struct uw_cm_event *e = event(5000);
 	assert_non_null(e);
 	assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
+	assert_int_equal(e->terminated, 1);
+	assert_int_equal(e->term_remote, 0); /* uwarp sent it */
 	assert_int_equal(e->term_layer, layer);
 	assert_int_equal(e->term_ecode, ecode);
 	uw_cm_ack_event(e);

@@ -191,6 +191,7 @@ static void graceful_disconnect_flushes_outstanding_wrs(void **state)
 	struct uw_cm_event *e = next_event(c.ch, 5000);
 	assert_non_null(e);
 	assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
+	assert_int_equal(e->terminated, 0); /* a graceful end is no Terminate */
 	uw_cm_ack_event(e);
 	assert_int_equal(uw_cm_disconnect(c.id), ENOTCONN);
 	/* the server is still there for the next one */

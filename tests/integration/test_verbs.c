@@ -183,6 +183,8 @@ static int post(struct uw_qp *qp, enum uw_wr_opcode op, uint64_t wr_id, void *ad
 static void expect_terminated(struct pair *p, uint8_t layer, uint8_t etype, uint8_t ecode)
 {
 	struct uw_cm_event *e = expect_event(p->c.ch, UW_CM_EVENT_DISCONNECTED);
+	assert_int_equal(e->terminated, 1);
+	assert_int_equal(e->term_remote, 1);
 	assert_int_equal(e->term_layer, layer);
 	assert_int_equal(e->term_etype, etype);
 	assert_int_equal(e->term_ecode, ecode);

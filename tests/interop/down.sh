@@ -39,6 +39,20 @@ if [ -s "$pcap" ]; then
 	else
 		fail "tshark: ${good:-0} good and ${bad:-0} bad FPDU CRCs"
 	fi
+	# every Terminate on the wire, its bytes as sent (WIRE.md 6.1: siw
+	# builds its control word with little-endian bit-fields)
+	tshark -r "$pcap" "${heur[@]}" -Y 'iwarp_rdma.opcode == 7' \
+		-T fields -e ip.src -e tcp.srcport -e tcp.dstport -e tcp.payload 2>/dev/null |
+		awk -v g="$GUEST_IP" '{
+			who = ($1 == g) ? "siw  " : "uwarp"
+			p = $4
+			printf "%s %s->%s control %s %s %s %s | %s\n", who, $2, $3,
+				substr(p, 41, 2), substr(p, 43, 2), substr(p, 45, 2), substr(p, 47, 2), p
+		}' >"$DIR/terminates.txt"
+	if [ -s "$DIR/terminates.txt" ]; then
+		log "Terminates on the wire (sender, control word bytes 0-3 | MPA frame), in $DIR/terminates.txt:"
+		cut -c1-60 "$DIR/terminates.txt" | sed 's/^/    /'
+	fi
 else
 	fail "no capture in $pcap"
 fi

@@ -73,9 +73,9 @@ int rping_post_recv(struct rping_conn *c);
 int rping_send_info(struct rping_conn *c, const void *buf, uint32_t rkey, uint32_t size);
 /* -d: what MPA negotiated, from the ESTABLISHED event. */
 void rping_report_params(const struct rping_opts *o, const struct uw_cm_event *e);
-/* After a failure: how the connection ended, from the CM (a Terminate's
- * codes and who sent it), up to 2 s. */
-void rping_report_end(struct rping_conn *c);
+/* After the connection ended: how, from the CM (a Terminate's codes and
+ * who sent it), up to 2 s. 1 when a Terminate ended it. */
+int rping_report_end(struct rping_conn *c);
 /* The next completion (of any kind), up to 30 s; 0 or an errno value:
  * ECONNRESET for a flushed one (the connection ended), EIO for a failed
  * one (reported, with the peer's Terminate codes). */

@@ -64,12 +64,18 @@ static int connect_to(struct rping_conn *c, const struct rping_opts *o)
 	int status = e->status;
 	if (t == UW_CM_EVENT_ESTABLISHED)
 		rping_report_params(o, e);
+	if (t == UW_CM_EVENT_REJECTED)
+		/* what the Reject frame says is all there is to tell why */
+		fprintf(stderr,
+			"uwarp-rping: REJECTED by the server (its Reject: rev %d, CRC %s, M %d; "
+			"we asked for markers: %s)\n",
+			e->mpa_rev, e->crc ? "on" : "off", e->markers_tx,
+			e->markers_rx ? "yes" : "no");
+	else if (t != UW_CM_EVENT_ESTABLISHED)
+		fprintf(stderr, "uwarp-rping: %s (%s)\n", uw_cm_event_str(t), strerror(status));
 	uw_cm_ack_event(e);
-	if (t != UW_CM_EVENT_ESTABLISHED) {
-		fprintf(stderr, "uwarp-rping: %s (%s)\n", uw_cm_event_str(t),
-			t == UW_CM_EVENT_REJECTED ? "the server refused" : strerror(status));
+	if (t != UW_CM_EVENT_ESTABLISHED)
 		return t == UW_CM_EVENT_REJECTED ? ECONNREFUSED : status ? status : EPROTO;
-	}
 	return 0;
 }
 

@@ -107,23 +107,27 @@ struct uw_conn_param rping_param(const struct rping_opts *o)
 	return p;
 }
 
-void rping_report_end(struct rping_conn *c)
+int rping_report_end(struct rping_conn *c)
 {
 	struct uw_cm_event *e;
+	int terminated = 0;
 	while (!uw_cm_get_event_timeout(c->ch, &e, 2000)) {
 		bool end = e->id == c->id && e->event == UW_CM_EVENT_DISCONNECTED;
-		if (end && (e->term_layer || e->term_etype || e->term_ecode))
+		if (end && e->terminated) {
+			terminated = 1;
 			printf("uwarp-rping: Terminate %s: layer %u type %u code 0x%02x%s\n",
 			       e->term_remote ? "from the peer" : "sent to the peer", e->term_layer,
 			       e->term_etype, e->term_ecode,
 			       e->term_remote ? (e->term_siw_layout ? " (siw's bit layout)"
 								    : " (RFC 5040 layout)")
 					      : "");
+		}
 		uw_cm_ack_event(e);
 		if (end)
 			break;
 	}
 	fflush(stdout);
+	return terminated;
 }
 
 void rping_report_params(const struct rping_opts *o, const struct uw_cm_event *e)

@@ -120,7 +120,9 @@ static int one_connection(struct uw_context *ctx, struct uw_pd *pd, struct uw_cm
 				uw_cm_ack_event(e);
 			}
 			rc = serve(&c, o);
-			rping_report_end(&c); /* a Terminate may have ended it */
+			/* a client that hangs up is a normal end; a Terminate is not */
+			if (rping_report_end(&c) && (!rc || rc == ECONNRESET))
+				rc = EPROTO;
 		}
 	}
 	if (rc && rc != ECONNRESET)
