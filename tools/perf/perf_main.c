@@ -8,6 +8,8 @@
  *                      [--crc on|off] [--markers on|off] [--progress manual|auto]
  *                      [--qps N] [--depth N] [--sge N] [--rev 1|2] [--tcp]
  *                      [--no-verify] [--json]
+ *   perftest: uwarp-perf --perftest TEST ... (perf_pt_cli.c): the peer of
+ *             Linux perftest's ib_<TEST> -R, either end
  *
  * The server keeps a plain TCP listener on PORT+1 for the baseline. The
  * client verifies data and exits 3 when verification fails.
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "perf.h"
+#include "perf_pt.h"
 
 static void usage(const char *argv0)
 {
@@ -27,8 +30,9 @@ static void usage(const char *argv0)
 		"       %s -c HOST [-p PORT] --op send|write|read|imm|atomic --size BYTES\n"
 		"          (--iters N | --time SECONDS) [--lat|--bw] [--crc on|off] [--markers on|off]\n"
 		"          [--progress manual|auto] [--qps N] [--depth N] [--sge N] [--rev 1|2]\n"
-		"          [--tcp] [--no-verify] [--json]\n",
-		argv0, argv0);
+		"          [--tcp] [--no-verify] [--json]\n"
+		"       %s --perftest TEST [-c HOST] [-p PORT] [--size BYTES] [--iters N] ...\n",
+		argv0, argv0, argv0);
 }
 
 /* on|off (or two other words): 1, 0, or -1 for anything else */
@@ -52,6 +56,10 @@ static uint64_t parse_size(const char *s)
 
 int main(int argc, char **argv)
 {
+	/* perftest's protocol has a command line of its own */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--perftest") || !strncmp(argv[i], "--perftest=", 11))
+			return perf_pt_main(argc, argv);
 	struct perf_opts o = { .port = 18515 + 1000, .op = OP_WRITE, .size = 65536, .mode = MODE_BW,
 			       .crc = UW_CRC_DEFAULT, .qps = 1, .depth = 16, .sge = 1, .verify = true };
 	static const struct option longopts[] = {
