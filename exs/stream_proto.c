@@ -1,0 +1,312 @@
+/*
+ * stream_proto.c: the dynamic stream protocol's two state machines
+ * (stream_proto.h has the protocol; this file has the bookkeeping).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "stream_proto.h"
+
+/* one transfer at most this long: notifications carry 32-bit lengths */
+#define SP_MAX_XFER (1u << 30)
+
+static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* ---- sender ---- */
+
+void exs_sp_tx_init(struct exs_sp_tx *t, enum exs_sp_mode mode, uint64_t ring_size)
+{
+	memset(t, 0, sizeof(*t));
+	t->mode = mode;
+	t->ring_size = ring_size;
+}
+
+static void tx_pop(struct exs_sp_tx *t);
+
+int exs_sp_tx_advert(struct exs_sp_tx *t, const struct exs_sp_advert *a)
+{
+	if (!a->len)
+		return -EPROTO;
+	/* The receiver opens a phase only once every advert of the earlier
+	 * ones is dead: those still held go now. */
+	while (t->count && t->adv[t->head].phase < a->phase) {
+		if (t->adv[t->head].phase + 1 > t->phase)
+			t->phase = t->adv[t->head].phase + 1;
+		tx_pop(t);
+		t->c.discarded++;
+	}
+	if (t->count == EXS_SP_MAX_ADVERTS)
+		return -ENOBUFS;
+	struct exs_sp_advert *n = &t->adv[(t->head + t->count++) % EXS_SP_MAX_ADVERTS];
+	*n = *a;
+	n->used = 0;
+	return 0;
+}
+
+int exs_sp_tx_ack(struct exs_sp_tx *t, uint64_t drained)
+{
+	if (drained < t->ring_acked || drained > t->ring_written)
+		return -EPROTO;
+	t->ring_acked = drained;
+	return 0;
+}
+
+static void tx_pop(struct exs_sp_tx *t)
+{
+	t->head = (t->head + 1) % EXS_SP_MAX_ADVERTS;
+	t->count--;
+}
+
+int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
+{
+	if (!avail)
+		return 0;
+	avail = min64(avail, SP_MAX_XFER);
+	while (t->count) {
+		struct exs_sp_advert *a = &t->adv[t->head];
+		if (a->phase >= t->phase && a->seq + a->used == t->seq) {
+			uint32_t n = (uint32_t)min64(avail, a->len - a->used);
+			*x = (struct exs_sp_xfer){ .kind = EXS_SP_DIRECT, .phase = a->phase, .len = n,
+						   .id = a->id, .off = a->off + a->used, .seq = t->seq };
+			t->phase = a->phase;
+			a->used += n;
+			/* a receive without MSG_WAITALL completes with what came */
+			if (!a->waitall || a->used == a->len)
+				tx_pop(t);
+			if (t->last == EXS_SP_INDIRECT)
+				t->c.switches++;
+			t->last = EXS_SP_DIRECT;
+			t->c.direct++;
+			t->seq += n;
+			t->tell_phase = false; /* the notification carries it */
+			return 1;
+		}
+		/* stale: an earlier phase, or written round (its space has been
+		 * or will be filled from the ring) */
+		if (a->phase + 1 > t->phase)
+			t->phase = a->phase + 1;
+		tx_pop(t);
+		t->c.discarded++;
+		t->tell_phase = true;
+	}
+	if (t->mode == EXS_SP_DIRECT_ONLY)
+		return 0;
+	uint64_t used = t->ring_written - t->ring_acked;
+	if (used >= t->ring_size)
+		return 0;
+	uint64_t woff = t->ring_written % t->ring_size;
+	uint32_t n = (uint32_t)min64(min64(avail, t->ring_size - used), t->ring_size - woff);
+	/* Leaving direct mode opens a new phase: an advert still on its way
+	 * was estimated before these bytes and must not be used after them. */
+	if (t->last == EXS_SP_DIRECT) {
+		t->phase++;
+		t->c.switches++;
+	}
+	*x = (struct exs_sp_xfer){ .kind = EXS_SP_INDIRECT, .phase = t->phase, .len = n,
+				   .ring_off = woff, .seq = t->seq };
+	t->ring_written += n;
+	t->seq += n;
+	t->last = EXS_SP_INDIRECT;
+	t->c.indirect++;
+	t->tell_phase = false;
+	return 1;
+}
+
+bool exs_sp_tx_phase_due(struct exs_sp_tx *t, uint32_t *phase)
+{
+	if (!t->tell_phase)
+		return false;
+	t->tell_phase = false;
+	*phase = t->phase;
+	return true;
+}
+
+/* ---- receiver ---- */
+
+void exs_sp_rx_init(struct exs_sp_rx *r, enum exs_sp_mode mode, uint64_t ring_size)
+{
+	memset(r, 0, sizeof(*r));
+	r->mode = mode;
+	r->ring_size = ring_size;
+}
+
+static struct exs_sp_recv *rq(struct exs_sp_rx *r, unsigned i)
+{
+	return &r->q[(r->head + i) % EXS_SP_MAX_RECVS];
+}
+
+int exs_sp_rx_post(struct exs_sp_rx *r, uint32_t len, bool waitall, uint32_t *id)
+{
+	if (!len || len > (1u << 31))
+		return -EINVAL;
+	if (r->count == EXS_SP_MAX_RECVS)
+		return -ENOBUFS;
+	struct exs_sp_recv *v = rq(r, r->count++);
+	*v = (struct exs_sp_recv){ .id = r->next_id++, .len = len, .waitall = waitall };
+	*id = v->id;
+	return 0;
+}
+
+/* The sender's phase has reached phase: adverts before it are gone. */
+static void heard(struct exs_sp_rx *r, uint32_t phase)
+{
+	if (phase > r->phase)
+		r->phase = phase;
+	for (unsigned i = 0; i < r->count; i++) {
+		struct exs_sp_recv *v = rq(r, i);
+		if (v->adv == EXS_SP_ADV_LIVE && v->adv_phase < phase)
+			v->adv = EXS_SP_ADV_DEAD;
+	}
+}
+
+/* Every advert of phase p or earlier can no longer be used: the sender,
+ * which takes adverts in order, will meet one of them that cannot match
+ * and discard it, moving its phase past p, and with it all the others.
+ * New adverts go in the next phase. */
+static void kill_through(struct exs_sp_rx *r, uint32_t p)
+{
+	for (unsigned i = 0; i < r->count; i++) {
+		struct exs_sp_recv *v = rq(r, i);
+		if (v->adv == EXS_SP_ADV_LIVE && v->adv_phase <= p)
+			v->adv = EXS_SP_ADV_DEAD;
+	}
+	if (p + 1 > r->phase)
+		r->phase = p + 1;
+	r->probing = true;
+}
+
+static uint64_t ring_bytes(const struct exs_sp_rx *r) { return r->ring_in - r->ring_out; }
+
+/* Full, or (without MSG_WAITALL) holding data with no more to come by its
+ * advert: it completes with what it has. */
+static bool recv_done(const struct exs_sp_recv *v)
+{
+	return v->filled == v->len || (!v->waitall && v->filled && v->adv != EXS_SP_ADV_LIVE);
+}
+
+int exs_sp_rx_advert(struct exs_sp_rx *r, struct exs_sp_advert *a)
+{
+	if (r->mode == EXS_SP_INDIRECT_ONLY || ring_bytes(r))
+		return 0;
+	/* the stream position after every live advert is filled */
+	uint64_t est = r->arrived;
+	for (unsigned i = 0; i < r->count; i++) {
+		struct exs_sp_recv *v = rq(r, i);
+		if (v->adv == EXS_SP_ADV_LIVE) {
+			if (v->adv_phase < r->phase || r->probing)
+				return 0; /* an earlier phase is still out */
+			est += v->adv_off + v->adv_len - v->filled;
+			continue;
+		}
+		/* the first receive without a live advert: advertise what is
+		 * left of it (all of it but for a head partly filled) */
+		if (recv_done(v))
+			return 0; /* complete, not yet reaped */
+		v->adv = EXS_SP_ADV_LIVE;
+		v->adv_phase = r->phase;
+		v->adv_off = v->filled;
+		v->adv_len = v->len - v->filled;
+		v->adv_seq = est;
+		*a = (struct exs_sp_advert){ .id = v->id, .phase = v->adv_phase, .seq = est,
+					     .off = v->adv_off, .len = v->adv_len,
+					     .waitall = v->waitall };
+		return 1;
+	}
+	return 0;
+}
+
+int exs_sp_rx_direct(struct exs_sp_rx *r, uint32_t phase, uint32_t id, uint32_t off, uint32_t len)
+{
+	if (!r->count || !len || ring_bytes(r))
+		return -EPROTO;
+	struct exs_sp_recv *h = rq(r, 0);
+	if (h->adv != EXS_SP_ADV_LIVE || h->id != id || h->adv_phase != phase ||
+	    off != h->filled || (uint64_t)off + len > (uint64_t)h->adv_off + h->adv_len)
+		return -EPROTO;
+	h->filled += len;
+	r->arrived += len;
+	r->probing = false; /* the sender is taking adverts again */
+	if (!h->waitall || h->filled == h->adv_off + h->adv_len)
+		h->adv = EXS_SP_ADV_DEAD; /* consumed */
+	heard(r, phase);
+	return 0;
+}
+
+int exs_sp_rx_indirect(struct exs_sp_rx *r, uint32_t phase, uint64_t ring_off, uint32_t len)
+{
+	uint64_t woff = r->ring_in % r->ring_size;
+	if (!len || ring_off != woff || len > r->ring_size - ring_bytes(r) ||
+	    woff + len > r->ring_size)
+		return -EPROTO;
+	r->ring_in += len;
+	r->arrived += len;
+	heard(r, phase);
+	return 0;
+}
+
+int exs_sp_rx_phase(struct exs_sp_rx *r, uint32_t phase)
+{
+	heard(r, phase);
+	return 0;
+}
+
+int exs_sp_rx_drain(struct exs_sp_rx *r, struct exs_sp_copy *cp)
+{
+	uint64_t avail = ring_bytes(r);
+	if (!avail || !r->count)
+		return 0;
+	struct exs_sp_recv *h = rq(r, 0);
+	if (recv_done(h))
+		return 0; /* complete it first */
+	if (h->adv == EXS_SP_ADV_LIVE) {
+		/* The sender's position is at least what has arrived. An advert
+		 * whose next byte lies before that can never match it again: the
+		 * sender went round it, and so all of its phase are gone. One
+		 * further on might still be used: wait (estimates are exact
+		 * while adverts are live, so this is a guard). */
+		if (h->adv_seq + (h->filled - h->adv_off) >= r->arrived)
+			return 0;
+		kill_through(r, h->adv_phase);
+	}
+	uint64_t roff = r->ring_out % r->ring_size;
+	uint32_t n = (uint32_t)min64(min64(avail, h->len - h->filled), r->ring_size - roff);
+	*cp = (struct exs_sp_copy){ .id = h->id, .off = h->filled, .len = n, .ring_off = roff };
+	h->filled += n;
+	r->ring_out += n;
+	r->c.copied += n;
+	return 1;
+}
+
+int exs_sp_rx_complete(struct exs_sp_rx *r, uint32_t *id, uint32_t *bytes)
+{
+	if (!r->count)
+		return 0;
+	struct exs_sp_recv *h = rq(r, 0);
+	if (!recv_done(h))
+		return 0;
+	if (h->filled < h->len) {
+		/* Short: the adverts after it estimated a full receive here, so
+		 * their sequence numbers are too high and the sender cannot
+		 * match the first of them: they are all gone (kill_through). */
+		for (unsigned i = 1; i < r->count; i++) {
+			struct exs_sp_recv *v = rq(r, i);
+			if (v->adv == EXS_SP_ADV_LIVE)
+				kill_through(r, v->adv_phase);
+		}
+	}
+	*id = h->id;
+	*bytes = h->filled;
+	r->head = (r->head + 1) % EXS_SP_MAX_RECVS;
+	r->count--;
+	return 1;
+}
+
+bool exs_sp_rx_ack_due(struct exs_sp_rx *r, uint64_t *drained)
+{
+	uint64_t unacked = r->ring_out - r->ring_acked;
+	if (!unacked || (unacked < r->ring_size / 4 && ring_bytes(r)))
+		return false;
+	r->ring_acked = r->ring_out;
+	*drained = r->ring_out;
+	return true;
+}

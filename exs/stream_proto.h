@@ -1,0 +1,167 @@
+/*
+ * stream_proto.h: the dynamic stream protocol of MacArthur and Russell
+ * ("An Efficient Method for Stream Semantics over RDMA", IPDPS 2014) as two
+ * pure state machines, a sender and a receiver: no sockets, no memory
+ * copies, no allocation. The EXS socket layer feeds them what arrives and
+ * carries out what they decide; the simulation in tests/unit drives two of
+ * them against each other.
+ *
+ * The receiver advertises its posted receives (ADVERT: phase, estimated
+ * stream sequence number, where in the receive the space begins, its
+ * length, MSG_WAITALL). The sender writes into the advert at the head of
+ * its queue only when the advert's phase is at least its own and its
+ * sequence number is exactly the sender's stream position (a DIRECT
+ * transfer, zero copy); otherwise it discards the advert, moving its phase
+ * past the advert's, and when no advert is usable it writes into the
+ * receiver's hidden ring (an INDIRECT transfer, copied out by the
+ * receiver). Sequence numbers count stream bytes.
+ *
+ * Phases. The sender increments its phase when it switches from direct to
+ * indirect transfers and adopts an advert's phase when it uses one; every
+ * transfer carries the sender's phase. The receiver's phase is at least
+ * the highest it has heard; it moves one further when an advert it has
+ * out becomes wrong (a receive without MSG_WAITALL completed short, so the
+ * estimates of the adverts after it count bytes that never came). It
+ * sends no advert while its ring holds data or adverts of an earlier phase
+ * are outstanding; an advert is dead once the sender's phase has passed
+ * it, or once stream bytes beyond its position have arrived (the sender
+ * went round it and can never match it again). A sender that discarded
+ * adverts and then cannot send says its phase in a PHASE message. After
+ * adverts died the receiver advertises one receive at a time until the
+ * sender uses one: a sender that is ahead would only go round the rest.
+ *
+ * Safety (the paper's theorem, checked by exs_sp_rx_direct): a direct
+ * transfer always lands in the receive at the head of the receiver's
+ * queue, at the offset where its next byte belongs.
+ */
+#ifndef UWARP_EXS_STREAM_PROTO_H
+#define UWARP_EXS_STREAM_PROTO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define EXS_SP_MAX_RECVS 64 /* receives a receiver has posted */
+/* Adverts a sender holds: a receive has at most one live advert, and the
+ * dead ones of a phase go as the first of the next arrives. */
+#define EXS_SP_MAX_ADVERTS (2 * EXS_SP_MAX_RECVS)
+
+enum exs_sp_mode {
+	EXS_SP_DYNAMIC,       /* the paper's protocol */
+	EXS_SP_DIRECT_ONLY,   /* the sender waits for adverts, never uses the ring */
+	EXS_SP_INDIRECT_ONLY, /* the receiver never advertises */
+};
+
+struct exs_sp_advert {
+	uint32_t id;	/* the receive's id */
+	uint32_t phase;
+	uint64_t seq;	/* estimated stream offset of the advertised space */
+	uint32_t off;	/* where in the receive's buffer that space begins */
+	uint32_t len;
+	bool waitall;	/* consumed only when full */
+	uint32_t used;	/* the sender's: bytes it has written into it */
+};
+
+enum exs_sp_kind { EXS_SP_DIRECT = 1, EXS_SP_INDIRECT };
+
+/* A transfer the sender decided on: data of len bytes from its stream
+ * position, then its notification (kind, phase, len, and for direct the
+ * receive id and offset, for indirect the ring offset). */
+struct exs_sp_xfer {
+	enum exs_sp_kind kind;
+	uint32_t phase;
+	uint32_t len;
+	uint32_t id, off;  /* direct */
+	uint64_t ring_off; /* indirect */
+	uint64_t seq;	   /* stream offset of its first byte */
+};
+
+struct exs_sp_counters {
+	uint64_t direct, indirect; /* transfers */
+	uint64_t switches;	   /* changes between direct and indirect */
+	uint64_t copied;	   /* bytes copied out of the ring */
+	uint64_t discarded;	   /* adverts the sender could not use */
+};
+
+struct exs_sp_tx {
+	enum exs_sp_mode mode;
+	uint32_t phase;
+	uint64_t seq;
+	enum exs_sp_kind last; /* 0 before the first transfer */
+	struct exs_sp_advert adv[EXS_SP_MAX_ADVERTS];
+	unsigned head, count;
+	uint64_t ring_size, ring_written, ring_acked;
+	bool tell_phase; /* discards the receiver has not heard of */
+	struct exs_sp_counters c;
+};
+
+void exs_sp_tx_init(struct exs_sp_tx *t, enum exs_sp_mode mode, uint64_t ring_size);
+/* An ADVERT arrived: -ENOBUFS when the sender holds too many, -EPROTO
+ * when it cannot be a real one (empty). */
+int exs_sp_tx_advert(struct exs_sp_tx *t, const struct exs_sp_advert *a);
+/* An ACK: the receiver has drained this many ring bytes in all. -EPROTO
+ * when it goes back or past what was written. */
+int exs_sp_tx_ack(struct exs_sp_tx *t, uint64_t drained);
+/* What to do with avail more bytes of the stream: 1 and *x (the sender has
+ * moved on by x->len), or 0 when it must wait for an advert or ring space. */
+int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x);
+/* When exs_sp_tx_next has nothing to send after discarding adverts: the
+ * phase the receiver must be told (a PHASE message), so that it can stop
+ * waiting for them and advertise again; true once per need. (Transfers
+ * carry the phase themselves; a blocked sender has none to send.) */
+bool exs_sp_tx_phase_due(struct exs_sp_tx *t, uint32_t *phase);
+
+enum exs_sp_adv_state { EXS_SP_ADV_NONE, EXS_SP_ADV_LIVE, EXS_SP_ADV_DEAD };
+
+struct exs_sp_recv {
+	uint32_t id;
+	uint32_t len, filled;
+	bool waitall;
+	enum exs_sp_adv_state adv;
+	uint32_t adv_phase, adv_off, adv_len;
+	uint64_t adv_seq;
+};
+
+struct exs_sp_rx {
+	enum exs_sp_mode mode;
+	uint32_t phase;
+	uint64_t arrived; /* stream bytes that have arrived, direct or ring */
+	struct exs_sp_recv q[EXS_SP_MAX_RECVS];
+	unsigned head, count;
+	bool probing; /* since adverts died: one at a time until one is used */
+	uint64_t ring_size, ring_in, ring_out, ring_acked;
+	uint32_t next_id;
+	struct exs_sp_counters c;
+};
+
+void exs_sp_rx_init(struct exs_sp_rx *r, enum exs_sp_mode mode, uint64_t ring_size);
+/* A receive of len bytes (1..2^31) was posted: its id in *id; -ENOBUFS
+ * when too many are. */
+int exs_sp_rx_post(struct exs_sp_rx *r, uint32_t len, bool waitall, uint32_t *id);
+/* The next ADVERT to send, if one may go now: 1 and *a, else 0. */
+int exs_sp_rx_advert(struct exs_sp_rx *r, struct exs_sp_advert *a);
+/* A direct transfer's notification; -EPROTO for anything but data for the
+ * head receive, at its next byte, under a live advert (the safety check:
+ * also what stops a lying peer). */
+int exs_sp_rx_direct(struct exs_sp_rx *r, uint32_t phase, uint32_t id, uint32_t off, uint32_t len);
+/* An indirect transfer's notification: -EPROTO unless it is the next
+ * stretch of the ring and fits. */
+int exs_sp_rx_indirect(struct exs_sp_rx *r, uint32_t phase, uint64_t ring_off, uint32_t len);
+/* A PHASE message (direct-only senders after discards). */
+int exs_sp_rx_phase(struct exs_sp_rx *r, uint32_t phase);
+
+/* A copy the receiver must make: len bytes from ring offset ring_off into
+ * receive id at offset off. */
+struct exs_sp_copy {
+	uint32_t id, off, len;
+	uint64_t ring_off;
+};
+/* The next copy out of the ring, if one may be made now: 1 and *cp (the
+ * state already counts it done), else 0. */
+int exs_sp_rx_drain(struct exs_sp_rx *r, struct exs_sp_copy *cp);
+/* The head receive, if complete: 1, its id and byte count; it is gone. */
+int exs_sp_rx_complete(struct exs_sp_rx *r, uint32_t *id, uint32_t *bytes);
+/* Whether an ACK should go (ring drained since the last one: at least a
+ * quarter of the ring, or all of it); *drained is its value. */
+bool exs_sp_rx_ack_due(struct exs_sp_rx *r, uint64_t *drained);
+
+#endif

@@ -1,0 +1,262 @@
+/*
+ * sim.c: the two-endpoint simulation of the dynamic stream protocol (sim.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static int trace = -1;
+#define T(...)                                                      \
+	do {                                                        \
+		if (trace < 0)                                      \
+			trace = getenv("UWARP_EXS_SIM_TRACE") != NULL; \
+		if (trace)                                          \
+			fprintf(stderr, __VA_ARGS__);               \
+	} while (0)
+
+static void fail(struct sim *s, const char *what, unsigned long long a, unsigned long long b)
+{
+	if (!s->failure[0])
+		snprintf(s->failure, sizeof(s->failure), "%s (%llu, %llu)", what, a, b);
+}
+
+static void push(struct sim_chan *c, struct sim_msg *m)
+{
+	m->next = NULL;
+	if (c->tail)
+		c->tail->next = m;
+	else
+		c->head = m;
+	c->tail = m;
+	c->len++;
+}
+
+static struct sim_msg *pop(struct sim_chan *c)
+{
+	struct sim_msg *m = c->head;
+	if (m) {
+		c->head = m->next;
+		if (!c->head)
+			c->tail = NULL;
+		c->len--;
+	}
+	return m;
+}
+
+void sim_init(struct sim *s, enum exs_sp_mode mode, uint64_t ring_size)
+{
+	memset(s, 0, sizeof(*s));
+	exs_sp_tx_init(&s->tx, mode, ring_size);
+	exs_sp_rx_init(&s->rx, mode, ring_size);
+	s->ring = calloc(1, ring_size);
+	s->recvs_tail = &s->recvs;
+}
+
+static void free_chan(struct sim_chan *c)
+{
+	struct sim_msg *m;
+	while ((m = pop(c))) {
+		free(m->bytes);
+		free(m);
+	}
+}
+
+void sim_free(struct sim *s)
+{
+	free_chan(&s->s2r);
+	free_chan(&s->r2s);
+	while (s->recvs) {
+		struct sim_recv *v = s->recvs;
+		s->recvs = v->next;
+		free(v->buf);
+		free(v);
+	}
+	free(s->ring);
+}
+
+void sim_send(struct sim *s, uint64_t len) { s->posted += len; }
+
+bool sim_recv(struct sim *s, uint32_t len, bool waitall)
+{
+	uint32_t id;
+	if (exs_sp_rx_post(&s->rx, len, waitall, &id))
+		return false;
+	T("R: post recv %u len %u%s\n", id, len, waitall ? " WAITALL" : "");
+	struct sim_recv *v = calloc(1, sizeof(*v));
+	v->id = id;
+	v->len = len;
+	v->buf = malloc(len);
+	memset(v->buf, 0xEE, len);
+	*s->recvs_tail = v;
+	s->recvs_tail = &v->next;
+	s->nrecvs++;
+	return true;
+}
+
+bool sim_sender_step(struct sim *s)
+{
+	struct exs_sp_xfer x;
+	uint32_t phase;
+	uint64_t seq = s->tx.seq;
+	if (exs_sp_tx_next(&s->tx, s->posted - seq, &x) != 1) {
+		if (!exs_sp_tx_phase_due(&s->tx, &phase))
+			return false;
+		struct sim_msg *m = calloc(1, sizeof(*m));
+		m->type = SIM_PHASE;
+		m->phase = phase;
+		T("S: PHASE %u\n", phase);
+		push(&s->s2r, m);
+		return true;
+	}
+	if (x.seq != seq || x.len == 0 || x.seq + x.len > s->posted)
+		fail(s, "sender sent outside its stream", x.seq, x.len);
+	struct sim_msg *m = calloc(1, sizeof(*m));
+	m->type = SIM_DATA;
+	m->x = x;
+	m->bytes = malloc(x.len);
+	for (uint32_t i = 0; i < x.len; i++)
+		m->bytes[i] = sim_byte(x.seq + i);
+	T("S: %s seq %llu len %u phase %u id %u off %u ring %llu\n",
+	  x.kind == EXS_SP_DIRECT ? "DIRECT" : "INDIRECT", (unsigned long long)x.seq, x.len, x.phase,
+	  x.id, x.off, (unsigned long long)x.ring_off);
+	push(&s->s2r, m);
+	return true;
+}
+
+static bool complete_one(struct sim *s)
+{
+	uint32_t id, bytes;
+	if (exs_sp_rx_complete(&s->rx, &id, &bytes) != 1)
+		return false;
+	struct sim_recv *h = s->recvs;
+	if (!h || h->id != id) {
+		fail(s, "completion out of order", id, h ? h->id : ~0u);
+		return true;
+	}
+	if (bytes != h->placed)
+		fail(s, "completion's byte count is not what was placed", bytes, h->placed);
+	for (uint32_t i = 0; i < bytes; i++)
+		if (h->buf[i] != sim_byte(s->delivered + i)) {
+			fail(s, "a receive holds the wrong bytes", s->delivered + i, id);
+			break;
+		}
+	T("R: complete %u with %u bytes (rx phase %u)\n", id, bytes, s->rx.phase);
+	s->delivered += bytes;
+	s->completions++;
+	if (bytes < h->len)
+		s->partial_completions++;
+	s->recvs = h->next;
+	if (!s->recvs)
+		s->recvs_tail = &s->recvs;
+	s->nrecvs--;
+	free(h->buf);
+	free(h);
+	return true;
+}
+
+bool sim_deliver_to_receiver(struct sim *s)
+{
+	struct sim_msg *m = pop(&s->s2r);
+	if (!m)
+		return false;
+	T("R: got %s\n", m->type == SIM_PHASE ? "PHASE" : m->x.kind == EXS_SP_DIRECT ? "DIRECT" : "INDIRECT");
+	if (m->type == SIM_PHASE) {
+		exs_sp_rx_phase(&s->rx, m->phase);
+	} else if (m->x.kind == EXS_SP_DIRECT) {
+		/* the safety property, from the simulation's own account */
+		struct sim_recv *h = s->recvs;
+		if (!h || h->id != m->x.id)
+			fail(s, "direct transfer not into the oldest open receive", m->x.id,
+			     h ? h->id : ~0u);
+		else if (m->x.off != h->placed)
+			fail(s, "direct transfer not where the receive's data continues", m->x.off,
+			     h->placed);
+		else if (exs_sp_rx_direct(&s->rx, m->x.phase, m->x.id, m->x.off, m->x.len))
+			fail(s, "receiver refused a direct transfer", m->x.id, m->x.off);
+		else {
+			memcpy(h->buf + m->x.off, m->bytes, m->x.len);
+			h->placed += m->x.len;
+		}
+	} else {
+		if (exs_sp_rx_indirect(&s->rx, m->x.phase, m->x.ring_off, m->x.len))
+			fail(s, "receiver refused an indirect transfer", m->x.ring_off, m->x.len);
+		else
+			memcpy(s->ring + m->x.ring_off, m->bytes, m->x.len);
+	}
+	free(m->bytes);
+	free(m);
+	/* the receiver's engine completes what is done as soon as it is */
+	while (!s->failure[0] && complete_one(s))
+		;
+	return true;
+}
+
+bool sim_receiver_step(struct sim *s)
+{
+	struct exs_sp_copy cp;
+	struct exs_sp_advert a;
+	uint64_t drained;
+	if (complete_one(s))
+		return true;
+	if (exs_sp_rx_drain(&s->rx, &cp) == 1) {
+		struct sim_recv *h = s->recvs;
+		if (!h || h->id != cp.id || cp.off != h->placed)
+			fail(s, "ring copy not into the oldest open receive", cp.id, cp.off);
+		else {
+			T("R: copy %u bytes into %u at %u\n", cp.len, cp.id, cp.off);
+			memcpy(h->buf + cp.off, s->ring + cp.ring_off, cp.len);
+			h->placed += cp.len;
+		}
+		return true;
+	}
+	if (exs_sp_rx_ack_due(&s->rx, &drained)) {
+		struct sim_msg *m = calloc(1, sizeof(*m));
+		m->type = SIM_ACK;
+		m->drained = drained;
+		push(&s->r2s, m);
+		return true;
+	}
+	if (exs_sp_rx_advert(&s->rx, &a) == 1) {
+		struct sim_msg *m = calloc(1, sizeof(*m));
+		m->type = SIM_ADVERT;
+		m->a = a;
+		T("R: ADVERT id %u phase %u seq %llu off %u len %u%s\n", a.id, a.phase,
+		  (unsigned long long)a.seq, a.off, a.len, a.waitall ? " WAITALL" : "");
+		push(&s->r2s, m);
+		return true;
+	}
+	return false;
+}
+
+bool sim_deliver_to_sender(struct sim *s)
+{
+	struct sim_msg *m = pop(&s->r2s);
+	if (!m)
+		return false;
+	T("S: got %s (tx phase %u seq %llu)\n", m->type == SIM_ADVERT ? "advert" : "ack", s->tx.phase,
+	  (unsigned long long)s->tx.seq);
+	int rc = m->type == SIM_ADVERT ? exs_sp_tx_advert(&s->tx, &m->a)
+				       : exs_sp_tx_ack(&s->tx, m->drained);
+	if (rc)
+		fail(s, m->type == SIM_ADVERT ? "sender refused an advert" : "sender refused an ack",
+		     (unsigned long long)-rc, 0);
+	free(m);
+	return true;
+}
+
+uint64_t sim_open_bytes(struct sim *s)
+{
+	uint64_t at = s->delivered, n = 0;
+	for (struct sim_recv *v = s->recvs; v; v = v->next) {
+		for (uint32_t i = 0; i < v->placed; i++)
+			if (v->buf[i] != sim_byte(at + i)) {
+				fail(s, "an open receive holds the wrong bytes", at + i, v->id);
+				break;
+			}
+		at += v->placed;
+		n += v->placed;
+	}
+	return n;
+}

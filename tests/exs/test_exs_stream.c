@@ -1,0 +1,390 @@
+/*
+ * test_exs_stream.c: the dynamic stream protocol (exs/stream_proto.h).
+ *
+ * - The four situations of the protocol's case study, each as the exact
+ *   sequence of messages, with what each endpoint must decide.
+ * - A deterministic simulation of two endpoints (sim.h) under a seeded
+ *   random scheduler that interleaves both directions, with random send
+ *   and receive sizes, outstanding depths, MSG_WAITALL and ring sizes, in
+ *   all three modes: after every step the safety property holds (a direct
+ *   transfer lands in the receive at the head of the receiver's queue, at
+ *   the byte where it continues), nothing stalls, and at the end the byte
+ *   stream has arrived whole and in order. UWARP_EXS_SIM_STEPS sets the
+ *   number of steps (default one million; the soak target sets more).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <errno.h>
+
+#include "sim.h"
+
+/* ---- the case study: four situations, message by message ---- */
+
+struct pair {
+	struct exs_sp_tx s;
+	struct exs_sp_rx r;
+};
+
+static void pair_init(struct pair *p, uint64_t ring)
+{
+	exs_sp_tx_init(&p->s, EXS_SP_DYNAMIC, ring);
+	exs_sp_rx_init(&p->r, EXS_SP_DYNAMIC, ring);
+}
+
+static uint32_t post(struct pair *p, uint32_t len, bool waitall)
+{
+	uint32_t id;
+	assert_int_equal(exs_sp_rx_post(&p->r, len, waitall, &id), 0);
+	return id;
+}
+
+static struct exs_sp_advert advert(struct pair *p, uint32_t id, uint32_t phase, uint64_t seq)
+{
+	struct exs_sp_advert a;
+	assert_int_equal(exs_sp_rx_advert(&p->r, &a), 1);
+	assert_int_equal(a.id, id);
+	assert_int_equal(a.phase, phase);
+	assert_int_equal(a.seq, seq);
+	return a;
+}
+
+static struct exs_sp_xfer xfer(struct pair *p, uint64_t avail, enum exs_sp_kind kind,
+			       uint32_t phase, uint32_t len)
+{
+	struct exs_sp_xfer x;
+	assert_int_equal(exs_sp_tx_next(&p->s, avail, &x), 1);
+	assert_int_equal(x.kind, kind);
+	assert_int_equal(x.phase, phase);
+	assert_int_equal(x.len, len);
+	return x;
+}
+
+static void arrive(struct pair *p, const struct exs_sp_xfer *x)
+{
+	if (x->kind == EXS_SP_DIRECT)
+		assert_int_equal(exs_sp_rx_direct(&p->r, x->phase, x->id, x->off, x->len), 0);
+	else
+		assert_int_equal(exs_sp_rx_indirect(&p->r, x->phase, x->ring_off, x->len), 0);
+}
+
+static void copy(struct pair *p, uint32_t id, uint32_t off, uint32_t len)
+{
+	struct exs_sp_copy cp;
+	assert_int_equal(exs_sp_rx_drain(&p->r, &cp), 1);
+	assert_int_equal(cp.id, id);
+	assert_int_equal(cp.off, off);
+	assert_int_equal(cp.len, len);
+}
+
+static void completes(struct pair *p, uint32_t id, uint32_t bytes)
+{
+	uint32_t got, n;
+	assert_int_equal(exs_sp_rx_complete(&p->r, &got, &n), 1);
+	assert_int_equal(got, id);
+	assert_int_equal(n, bytes);
+}
+
+static void no_advert(struct pair *p)
+{
+	struct exs_sp_advert a;
+	assert_int_equal(exs_sp_rx_advert(&p->r, &a), 0);
+}
+
+/* The receiver advertises A while the sender, ahead, writes 100 bytes into
+ * the ring. The ring data is for A's own position: the receiver copies it
+ * into A and knows A dead. The sender then meets A: its sequence number
+ * (0) is behind the sender's (100), so it is discarded and the sender's
+ * phase moves past it; the next 50 bytes go indirect in phase 1. */
+static void stale_advert_rejected_after_an_indirect_transfer(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_init(&p, 1000);
+	uint32_t a = post(&p, 100, false);
+	struct exs_sp_advert adv = advert(&p, a, 0, 0);
+	struct exs_sp_xfer x1 = xfer(&p, 100, EXS_SP_INDIRECT, 0, 100); /* A still in flight */
+	assert_int_equal(exs_sp_tx_advert(&p.s, &adv), 0);
+	struct exs_sp_xfer x2 = xfer(&p, 50, EXS_SP_INDIRECT, 1, 50); /* A discarded */
+	assert_int_equal(p.s.c.discarded, 1);
+	arrive(&p, &x1);
+	copy(&p, a, 0, 100);
+	completes(&p, a, 100);
+	arrive(&p, &x2);
+	assert_int_equal(p.r.phase, 1);
+	assert_int_equal(p.s.c.direct, 0);
+}
+
+/* The receiver has moved to phase 1 (A died as in the first situation)
+ * and advertises B at the exact stream position; the sender, still in
+ * phase 0, first discards A (moving to phase 1), then finds B's phase at
+ * least its own and its sequence number equal to its own: B is used,
+ * directly, and the sender switches from indirect to direct. */
+static void advert_accepted_once_the_sender_catches_up(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_init(&p, 1000);
+	uint32_t a = post(&p, 100, false);
+	struct exs_sp_advert adv_a = advert(&p, a, 0, 0);
+	struct exs_sp_xfer x1 = xfer(&p, 100, EXS_SP_INDIRECT, 0, 100);
+	arrive(&p, &x1);
+	copy(&p, a, 0, 100);
+	completes(&p, a, 100);
+	uint32_t b = post(&p, 100, true);
+	struct exs_sp_advert adv_b = advert(&p, b, 1, 100);
+	assert_int_equal(exs_sp_tx_advert(&p.s, &adv_a), 0);
+	assert_int_equal(exs_sp_tx_advert(&p.s, &adv_b), 0); /* A goes as B comes */
+	assert_int_equal(p.s.phase, 1);
+	struct exs_sp_xfer x2 = xfer(&p, 100, EXS_SP_DIRECT, 1, 100);
+	assert_int_equal(x2.id, b);
+	assert_int_equal(x2.off, 0);
+	arrive(&p, &x2);
+	completes(&p, b, 100);
+	assert_int_equal(p.s.c.switches, 1);
+	assert_int_equal(p.r.c.copied, 100);
+}
+
+/* Three adverts (A, B, C with MSG_WAITALL, 100 bytes each) are in flight
+ * when the sender writes 300 bytes into the ring. The receiver copies them
+ * into A, B and C (no advert goes while the ring holds data); the sender
+ * then discards all three: A for its sequence number, B and C for their
+ * phase. */
+static void several_adverts_consumed_by_indirect_transfers(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_init(&p, 1000);
+	uint32_t id[3];
+	struct exs_sp_advert adv[3];
+	for (int i = 0; i < 3; i++) {
+		id[i] = post(&p, 100, true);
+		adv[i] = advert(&p, id[i], 0, 100u * i);
+	}
+	struct exs_sp_xfer x = xfer(&p, 300, EXS_SP_INDIRECT, 0, 300);
+	arrive(&p, &x);
+	for (int i = 0; i < 3; i++) {
+		copy(&p, id[i], 0, 100);
+		if (i < 2)
+			no_advert(&p);
+		completes(&p, id[i], 100);
+	}
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(exs_sp_tx_advert(&p.s, &adv[i]), 0);
+	struct exs_sp_xfer more = xfer(&p, 10, EXS_SP_INDIRECT, 1, 10);
+	(void)more;
+	assert_int_equal(p.s.c.discarded, 3);
+	assert_int_equal(p.s.c.direct, 0);
+	assert_int_equal(p.r.c.copied, 300);
+}
+
+/* A 200-byte ring and 100-byte messages. The sender fills the ring (m1,
+ * m2, phase 0) and must wait. m1 goes round advert A (receiver to phase
+ * 1); B, advertised in phase 1 between m1 and m2, is gone round by m2
+ * (receiver to phase 2); C is advertised in phase 2. The sender meets A,
+ * B and C in that order: A and B are discarded as the next arrives, and
+ * C matches. Its phase jumps from 0 to 2 between two transfers: m3 goes
+ * directly into C in phase 2, and the sender never sent in phase 1. */
+static void small_ring_the_phase_must_jump(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_init(&p, 200);
+	uint32_t a = post(&p, 100, false);
+	struct exs_sp_advert adv_a = advert(&p, a, 0, 0);
+	struct exs_sp_xfer m1 = xfer(&p, 100, EXS_SP_INDIRECT, 0, 100);
+	struct exs_sp_xfer m2 = xfer(&p, 100, EXS_SP_INDIRECT, 0, 100);
+	struct exs_sp_xfer none;
+	assert_int_equal(exs_sp_tx_next(&p.s, 100, &none), 0); /* the ring is full */
+	arrive(&p, &m1);
+	copy(&p, a, 0, 100);
+	completes(&p, a, 100);
+	uint64_t ack1;
+	assert_true(exs_sp_rx_ack_due(&p.r, &ack1));
+	uint32_t b = post(&p, 100, false);
+	struct exs_sp_advert adv_b = advert(&p, b, 1, 100);
+	arrive(&p, &m2);
+	copy(&p, b, 0, 100);
+	completes(&p, b, 100);
+	uint64_t ack2;
+	assert_true(exs_sp_rx_ack_due(&p.r, &ack2));
+	assert_int_equal(ack2, 200);
+	uint32_t c = post(&p, 100, false);
+	struct exs_sp_advert adv_c = advert(&p, c, 2, 200);
+	/* the sender hears it all, in order */
+	assert_int_equal(exs_sp_tx_advert(&p.s, &adv_a), 0);
+	assert_int_equal(exs_sp_tx_ack(&p.s, ack1), 0);
+	assert_int_equal(exs_sp_tx_advert(&p.s, &adv_b), 0);
+	assert_int_equal(exs_sp_tx_ack(&p.s, ack2), 0);
+	assert_int_equal(exs_sp_tx_advert(&p.s, &adv_c), 0);
+	struct exs_sp_xfer m3 = xfer(&p, 100, EXS_SP_DIRECT, 2, 100);
+	assert_int_equal(m3.id, c);
+	arrive(&p, &m3);
+	completes(&p, c, 100);
+	assert_int_equal(p.s.c.discarded, 2);
+}
+
+/* A peer's lie is refused, not placed: direct data for a receive that is
+ * not at the head, at the wrong offset, past its advert, or while ring
+ * data waits; ring data that is not the next stretch of the ring. */
+static void receiver_refuses_what_the_protocol_cannot_produce(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_init(&p, 256);
+	uint32_t a = post(&p, 100, true), b = post(&p, 100, true);
+	advert(&p, a, 0, 0);
+	advert(&p, b, 0, 100);
+	assert_int_equal(exs_sp_rx_direct(&p.r, 0, b, 0, 10), -EPROTO);	/* not the head */
+	assert_int_equal(exs_sp_rx_direct(&p.r, 0, a, 5, 10), -EPROTO);	/* wrong offset */
+	assert_int_equal(exs_sp_rx_direct(&p.r, 0, a, 0, 101), -EPROTO); /* past the advert */
+	assert_int_equal(exs_sp_rx_direct(&p.r, 1, a, 0, 10), -EPROTO);	/* another phase */
+	assert_int_equal(exs_sp_rx_indirect(&p.r, 0, 8, 10), -EPROTO);	/* not the next stretch */
+	assert_int_equal(exs_sp_rx_indirect(&p.r, 0, 0, 257), -EPROTO);	/* bigger than the ring */
+	assert_int_equal(exs_sp_rx_indirect(&p.r, 0, 0, 10), 0);
+	assert_int_equal(exs_sp_rx_direct(&p.r, 0, a, 0, 10), -EPROTO);	/* ring data first */
+	struct exs_sp_advert empty = { .len = 0 };
+	assert_int_equal(exs_sp_tx_advert(&p.s, &empty), -EPROTO);
+	assert_int_equal(exs_sp_tx_ack(&p.s, 1), -EPROTO); /* nothing was written */
+}
+
+/* ---- the random simulation ---- */
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545F4914F6CDD1Dull;
+}
+
+static uint64_t pick(uint64_t *s, uint64_t lo, uint64_t hi) { return lo + rnd(s) % (hi - lo + 1); }
+
+struct run_stats {
+	uint64_t direct, indirect, switches, copied, partial;
+};
+
+/* One simulated connection of about `steps` steps; 0, or -1 with why. */
+static int run_random(uint64_t seed, long steps, struct run_stats *st, char *why, size_t whylen)
+{
+	uint64_t r = seed * 0x9E3779B97F4A7C15ull + 1;
+	static const uint64_t rings[] = { 64, 200, 256, 1000, 4096 };
+	enum exs_sp_mode mode = pick(&r, 0, 9) < 7 ? EXS_SP_DYNAMIC
+				: pick(&r, 0, 1)   ? EXS_SP_DIRECT_ONLY
+						   : EXS_SP_INDIRECT_ONLY;
+	uint64_t ring = rings[pick(&r, 0, 4)];
+	uint32_t maxsz = (uint32_t)pick(&r, 1, 3) == 1 ? (uint32_t)ring / 2
+			 : pick(&r, 0, 1)		? (uint32_t)ring * 2
+							: 3000;
+	unsigned dsend = (unsigned)pick(&r, 1, 32), drecv = (unsigned)pick(&r, 1, 32);
+	unsigned waitall_pct = (unsigned)pick(&r, 0, 3) * 33;
+	struct sim s;
+	sim_init(&s, mode, ring);
+	uint64_t send_ends[64];
+	unsigned nsends = 0;
+	int rc = 0;
+	long i;
+	for (i = 0; i < steps * 50 && !s.failure[0]; i++) {
+		bool sending = i < steps;
+		while (nsends && s.tx.seq >= send_ends[0]) /* sends complete in order */
+			memmove(send_ends, send_ends + 1, --nsends * sizeof(send_ends[0]));
+		if (!sending && s.delivered + sim_open_bytes(&s) == s.posted && !s.s2r.len &&
+		    !s.r2s.len)
+			break;
+		bool did = false;
+		switch (pick(&r, 0, 5)) {
+		case 0:
+			if (sending && nsends < dsend) {
+				uint64_t len = pick(&r, 1, maxsz);
+				sim_send(&s, len);
+				send_ends[nsends++] = s.posted;
+				did = true;
+			}
+			break;
+		case 1:
+			if (s.nrecvs < drecv)
+				did = sim_recv(&s, (uint32_t)pick(&r, 1, maxsz),
+					       pick(&r, 0, 99) < waitall_pct);
+			break;
+		case 2: did = sim_sender_step(&s); break;
+		case 3: did = sim_deliver_to_receiver(&s); break;
+		case 4: did = sim_receiver_step(&s); break;
+		case 5: did = sim_deliver_to_sender(&s); break;
+		}
+		if (did)
+			continue;
+		/* nothing happened: is anything at all possible? */
+		bool any = sim_sender_step(&s) || sim_deliver_to_receiver(&s) ||
+			   sim_receiver_step(&s) || sim_deliver_to_sender(&s) ||
+			   s.nrecvs < drecv || (sending && nsends < dsend);
+		if (!any && s.delivered + sim_open_bytes(&s) < s.posted) {
+			snprintf(why, whylen,
+				 "stalled with %llu of %llu bytes delivered (mode %d ring %llu)",
+				 (unsigned long long)s.delivered, (unsigned long long)s.posted, mode,
+				 (unsigned long long)ring);
+			rc = -1;
+			break;
+		}
+	}
+	if (!rc && s.failure[0]) {
+		snprintf(why, whylen, "%s at step %ld (mode %d ring %llu)", s.failure, i, mode,
+			 (unsigned long long)ring);
+		rc = -1;
+	}
+	if (!rc && s.delivered + sim_open_bytes(&s) != s.posted) {
+		snprintf(why, whylen, "only %llu of %llu bytes arrived (mode %d ring %llu)",
+			 (unsigned long long)s.delivered, (unsigned long long)s.posted, mode,
+			 (unsigned long long)ring);
+		rc = -1;
+	}
+	st->direct += s.tx.c.direct;
+	st->indirect += s.tx.c.indirect;
+	st->switches += s.tx.c.switches;
+	st->copied += s.rx.c.copied;
+	st->partial += s.partial_completions;
+	sim_free(&s);
+	return rc;
+}
+
+static void random_interleavings_keep_the_stream_whole_and_safe(void **state)
+{
+	(void)state;
+	const char *env = getenv("UWARP_EXS_SIM_STEPS");
+	long total = env ? atol(env) : 1000000, done = 0;
+	struct run_stats st = { 0 };
+	char why[512];
+	uint64_t seed;
+	for (seed = 1; done < total; seed++) {
+		long steps = 2000 + (long)(seed % 7) * 1000;
+		if (run_random(seed, steps, &st, why, sizeof(why))) {
+			fail_msg("seed %llu: %s", (unsigned long long)seed, why);
+		}
+		done += steps;
+	}
+	printf("simulated %ld steps in %llu connections: %llu direct and %llu indirect transfers, "
+	       "%llu switches, %llu bytes copied, %llu short receives\n",
+	       done, (unsigned long long)seed - 1, (unsigned long long)st.direct,
+	       (unsigned long long)st.indirect, (unsigned long long)st.switches,
+	       (unsigned long long)st.copied, (unsigned long long)st.partial);
+	/* the runs must have exercised both paths and the switches between */
+	assert_true(st.direct > 0 && st.indirect > 0 && st.switches > 0 && st.partial > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(stale_advert_rejected_after_an_indirect_transfer),
+		cmocka_unit_test(advert_accepted_once_the_sender_catches_up),
+		cmocka_unit_test(several_adverts_consumed_by_indirect_transfers),
+		cmocka_unit_test(small_ring_the_phase_must_jump),
+		cmocka_unit_test(receiver_refuses_what_the_protocol_cannot_produce),
+		cmocka_unit_test(random_interleavings_keep_the_stream_whole_and_safe),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
