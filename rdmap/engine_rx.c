@@ -154,14 +154,23 @@ static void parse(struct uw_conn *c)
 			break;
 		case FPDU_RX_HDR:
 			if (rdmap_rx_begin(&c->rd, c->rx.hdr, c->rx.hdr_len, c->rx.payload_len, &c->pl)) {
-				uw__conn_fail(c, &c->rd.err);
-				return;
+				if (!c->rx.cfg.crc) {
+					uw__conn_fail(c, &c->rd.err);
+					return;
+				}
+				c->rx_discard = true;
+				c->rx_hdr_err = c->rd.err;
 			}
 			break;
 		case FPDU_RX_DATA:
-			rdmap_place_copy(&c->pl, out.off, out.data, out.len);
+			if (!c->rx_discard)
+				rdmap_place_copy(&c->pl, out.off, out.data, out.len);
 			break;
 		case FPDU_RX_END: {
+			if (c->rx_discard) { /* the CRC was good: the header's error stands */
+				uw__conn_fail(c, &c->rx_hdr_err);
+				return;
+			}
 			struct rdmap_event ev;
 			int rc = rdmap_rx_end(&c->rd, &ev);
 			if (rc < 0) {
@@ -175,6 +184,8 @@ static void parse(struct uw_conn *c)
 			break;
 		}
 		case FPDU_RX_ERROR:
+			if (c->rx_discard)
+				rdmap_conn_retract(&c->rd);
 			uw__conn_fail(c, &c->rx.err);
 			return;
 		}
@@ -192,7 +203,7 @@ void uw__conn_rx(struct uw_conn *c)
 		ssize_t n;
 		/* the rest of a large payload goes in place too, however short:
 		 * a buffered read would pull the next payload in behind it */
-		if (!c->rx.cfg.markers &&
+		if (!c->rx.cfg.markers && !c->rx_discard &&
 		    (span >= UW_DIRECT_MIN || (span && c->rx.payload_len >= UW_DIRECT_MIN))) {
 			struct iovec iov[RDMAP_PLACE_MAX_IOV + 1];
 			int k = place_slice(&c->pl, c->rx.payload_off, span, iov, RDMAP_PLACE_MAX_IOV);
@@ -211,7 +222,8 @@ void uw__conn_rx(struct uw_conn *c)
 		} else {
 			/* after a large payload expect another: read little more
 			 * than its header, so the payload itself goes in place */
-			size_t want = !c->rx.cfg.markers && c->rx.payload_len >= UW_DIRECT_MIN
+			size_t want = !c->rx.cfg.markers && !c->rx_discard &&
+						      c->rx.payload_len >= UW_DIRECT_MIN
 					      ? UW_DIRECT_TAIL
 					      : c->rxcap;
 			n = read(c->fd, c->rxbuf, want);

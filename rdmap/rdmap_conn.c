@@ -51,6 +51,12 @@ void rdmap_conn_fail(struct rdmap_conn *c, const struct rddp_error *e)
 	c->state = RDMAP_TERMINATING;
 }
 
+void rdmap_conn_retract(struct rdmap_conn *c)
+{
+	if (c->state == RDMAP_TERMINATING)
+		c->state = RDMAP_OPEN;
+}
+
 static void *at(const struct rdmap_ring *r, uint32_t n)
 {
 	return (uint8_t *)r->e + (size_t)((r->head + n) % r->cap) * r->size;

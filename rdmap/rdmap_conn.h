@@ -171,6 +171,9 @@ void rdmap_conn_fini(struct rdmap_conn *c);
 /* A layer below (MPA framing, the LLP) failed the stream: record why, so
  * rdmap_tx_terminate() reports it (with no header attached). */
 void rdmap_conn_fail(struct rdmap_conn *c, const struct rddp_error *e);
+/* Withdraw a receive error not yet sent: the header it judged arrived in
+ * an FPDU whose CRC then failed, so the CRC error is the one to report. */
+void rdmap_conn_retract(struct rdmap_conn *c);
 
 /*
  * A ULPDU header arrived (hdr: hdr_len bytes as fpdu_rx collected them,

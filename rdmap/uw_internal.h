@@ -328,6 +328,12 @@ struct uw_conn {
 	uint8_t *rxbuf;
 	size_t rxcap, rxlen, rxoff;
 	struct rdmap_place pl;
+	/* A header the receive rules refused, in an FPDU whose CRC is still to
+	 * come: its payload is read and dropped, and the Terminate waits for
+	 * the CRC (a bad one is the truer error: the header may be the part
+	 * that was damaged). */
+	bool rx_discard;
+	struct rddp_error rx_hdr_err;
 	bool hold_tx;             /* responder: until the peer's first FPDU */
 	bool wait_rtr;            /* P2P responder: ESTABLISHED after the RTR */
 	bool send_rtr;            /* P2P initiator: the RTR goes first */

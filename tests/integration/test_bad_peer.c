@@ -305,6 +305,29 @@ static void crc_error_is_llp_0x02(void **state)
 
 }
 
+/* Found by uwarp-fuzz: a Write to an unknown STag whose CRC is also bad
+ * drew the STag's Terminate, judged on a header that may be the damaged
+ * part. With CRC negotiated the header's verdict waits for the CRC. */
+static void bad_crc_outranks_a_bad_stag(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_rw ^ 0x3c, r.w.addr), data, 64, true);
+	expect_terminate(&r, UW_TERM_LAYER_LLP, 0, UW_MPA_ECODE_CRC);
+}
+
+/* ...and a bad opcode with a bad CRC, in a Send whose payload is large
+ * enough to arrive in several reads. */
+static void bad_crc_outranks_a_bad_opcode(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, untagged(h, 0xF, 0, 1, 0, 0), data, sizeof(data), true);
+	expect_terminate(&r, UW_TERM_LAYER_LLP, 0, UW_MPA_ECODE_CRC);
+}
+
 static void bad_ddp_version_is_ddp_2_06(void **state)
 {
 	struct raw r;
@@ -631,6 +654,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(crc_error_is_llp_0x02),
+		cmocka_unit_test(bad_crc_outranks_a_bad_stag),
+		cmocka_unit_test(bad_crc_outranks_a_bad_opcode),
 		cmocka_unit_test(bad_ddp_version_is_ddp_2_06),
 		cmocka_unit_test(bad_rdmap_version_is_rdmap_2_05),
 		cmocka_unit_test(rfc7306_opcode_to_a_stranger_is_rdmap_2_06),
