@@ -51,6 +51,22 @@ for crc in on off; do
 done
 check "crc: LLP MPA CRC error 2/0/0x02 for every bad CRC" [ "$(grep -c '"class":"crc".*"layer":2,"etype":0,"ecode":2,' "$out/crc-on.json")" = $n ]
 check "truncate: a cut FPDU under CRC ends in a close" [ "$(awk '$1 == "truncate" {print $3}' "$out/table-on")" = $n ]
+# the other way round: uwarp's initiator dials the fuzzer
+"$bin/uwarp-fuzz" -s -p 0 --class qn,stag --cases 2 --timeout 1500 >"$out/accept.log" 2>&1 &
+fz=$!
+for i in $(seq 50); do
+	fport=$(grep -oE 'listening on port [0-9]+' "$out/accept.log" | grep -oE '[0-9]+$')
+	[ -n "$fport" ] && break
+	sleep 0.1
+done
+for i in 1 2 3 4; do
+	timeout 10 "$bin/uwarp-rping" -c -a 127.0.0.1 -p "$fport" -C 1 -S 64 >>"$out/rping.log" 2>&1
+done
+wait $fz
+check "accepting: uwarp's initiator answers qn with 1/2/0x01" \
+	[ "$(grep -c 'Terminate sent to the peer: layer 1 type 2 code 0x01' "$out/rping.log")" = 2 ]
+check "accepting: uwarp's initiator answers stag with 1/1/0x00" \
+	[ "$(grep -c 'Terminate sent to the peer: layer 1 type 1 code 0x00' "$out/rping.log")" = 2 ]
 check "the server is still up" kill -0 $srv
 "$bin/uwarp-perf" -c 127.0.0.1 -p "$port" --op write --size 65536 --iters 20 >"$out/client.log" 2>&1
 check "the same server serves a good client afterwards" [ $? -eq 0 ]

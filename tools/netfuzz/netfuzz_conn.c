@@ -82,7 +82,12 @@ static int negotiate(int fd, bool initiator, bool crc, struct nf_case *c)
 			snprintf(c->note, sizeof(c->note), "no MPA Request: %s", strerror(-rc));
 			return rc;
 		}
-		mine.rev = f.rev == 2 ? 1 : f.rev;
+		/* answer in kind: revision 2 with its IRD/ORD block when asked,
+		 * which siw's initiator insists on */
+		mine.rev = f.rev;
+		mine.enhanced = f.enhanced;
+		mine.ird = f.ord ? f.ord : 1;
+		mine.ord = f.ird ? f.ird : 1;
 		mine.crc = crc || f.crc;
 	}
 	ssize_t n = mpa_frame_encode(&mine, buf, sizeof(buf));
@@ -161,6 +166,11 @@ int nf_run(struct nf_case *c, const struct nf_target *t, const char *host, int p
 	}
 	crc = rc;
 	c->crc = crc;
+	/* As responder, let the Reply arrive alone: siw's initiator refuses
+	 * a Reply with FPDU bytes behind it in the same read (CONNECT_ERROR),
+	 * and a forwarder may merge what we write in quick succession. */
+	if (lfd >= 0)
+		usleep(200 * 1000);
 	nf_build(c, t, crc); /* after the exchange: the CRC the peer agreed to */
 	c->reaction = NF_SILENCE;
 	size_t sent = 0;

@@ -124,9 +124,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int lfd = -1;
-	if (server && (lfd = listen_on(port)) < 0) {
-		perror("uwarp-fuzz: listen");
-		return 1;
+	if (server) {
+		if ((lfd = listen_on(port)) < 0) {
+			perror("uwarp-fuzz: listen");
+			return 1;
+		}
+		struct sockaddr_in6 a;
+		socklen_t al = sizeof(a);
+		getsockname(lfd, (struct sockaddr *)&a, &al);
+		fprintf(stderr, "uwarp-fuzz: listening on port %d\n", ntohs(a.sin6_port));
 	}
 	FILE *j = json ? fopen(json, "w") : NULL;
 	if (json && !j) {
