@@ -9,9 +9,9 @@
 . "$(dirname "$0")/lib.sh"
 FUZZ=$UWARP_BIN/uwarp-fuzz
 
-job=$(guest_bg "rping -s -P -a $GUEST_IP -p $P_RPING -S 1024")
-if wait_guest_port $P_RPING "$job"; then
-	"$FUZZ" -c 127.0.0.1 -p "$H_RPING" --cases 6 --seed 1 --timeout 2000 \
+job=$(guest_bg "rping -s -P -a $GUEST_IP -p $P_FUZZ -S 1024")
+if wait_guest_port $P_FUZZ "$job"; then
+	"$FUZZ" -c 127.0.0.1 -p "$H_FUZZ" --cases 6 --seed 1 --timeout 2000 \
 		--json "$DIR/siw-fuzz-server.json" --quiet >"$DIR/siw-fuzz-server.txt" 2>&1
 	rc=$?
 	sed 's/^/    /' "$DIR/siw-fuzz-server.txt"
@@ -24,11 +24,11 @@ guest_end rping
 
 # siw as initiator: one rping -c per case
 n=8
-host_bg "$DIR/siw-fuzz-client.txt" "$FUZZ" -s -p "$G_RPING" --class opcode,qn,msn,stag --cases 2 \
+host_bg "$DIR/siw-fuzz-client.txt" "$FUZZ" -s -p "$G_FUZZ" --class opcode,qn,msn,stag --cases 2 \
 	--seed 1 --timeout 2000 --json "$DIR/siw-fuzz-client.json" --quiet
 fz=$!
-wait_host_listen "$G_RPING"
-guest "for i in \$(seq $n); do rping -c -a $HOST_IP -p $P_RPING -C 1 -S 64 >/dev/null 2>&1; done" >/dev/null
+wait_host_listen "$G_FUZZ"
+guest "for i in \$(seq $n); do rping -c -a $HOST_IP -p $P_FUZZ -C 1 -S 64 >/dev/null 2>&1; done" >/dev/null
 wait $fz
 rc=$?
 sed 's/^/    /' "$DIR/siw-fuzz-client.txt"

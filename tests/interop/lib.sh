@@ -20,6 +20,7 @@ HOST_IP=10.0.2.100 # the host, as the guest sees it
 P_RPING=7174
 P_UCMA=7471
 P_PERF=18515
+P_FUZZ=7175 # rping on its own port for uwarp-fuzz: its bad CRCs are on purpose
 
 [ -f "$DIR/ports" ] && . "$DIR/ports"
 

@@ -13,7 +13,7 @@ pick() {
 }
 rm -rf "$DIR" && mkdir -p "$DIR"
 {
-	for t in RPING UCMA PERF; do
+	for t in RPING UCMA PERF FUZZ; do
 		echo "H_$t=$(pick)"
 		echo "G_$t=$(pick)"
 	done
@@ -21,6 +21,8 @@ rm -rf "$DIR" && mkdir -p "$DIR"
 . "$DIR/ports"
 "$SIWLAB" boot "$DIR" \
 	--hostfwd "$H_RPING:$P_RPING" --hostfwd "$H_UCMA:$P_UCMA" --hostfwd "$H_PERF:$P_PERF" \
-	--guestfwd "$P_RPING:$G_RPING" --guestfwd "$P_UCMA:$G_UCMA" --guestfwd "$P_PERF:$G_PERF" ||
+	--hostfwd "$H_FUZZ:$P_FUZZ" \
+	--guestfwd "$P_RPING:$G_RPING" --guestfwd "$P_UCMA:$G_UCMA" --guestfwd "$P_PERF:$G_PERF" \
+	--guestfwd "$P_FUZZ:$G_FUZZ" ||
 	exit 1
 echo "guest up: $(cat "$DIR/uname"); artefacts in $DIR"

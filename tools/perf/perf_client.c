@@ -264,7 +264,9 @@ static int wait_reports(struct qstate *qs, int nq)
 		if (uw_post_send(q->qp, &fin, NULL))
 			return fail("FIN", 0);
 	}
-	double deadline = perf_now() + 10;
+	/* give up only when reports stop coming: a thousand QPs under a
+	 * sanitizer on a busy machine take their time */
+	double deadline = perf_now() + 30;
 	int left = nq;
 	while (left && perf_now() < deadline) {
 		struct uw_wc wc[8];
@@ -280,6 +282,7 @@ static int wait_reports(struct qstate *qs, int nq)
 				q->report_errors = be64toh(rep[1]);
 				q->got_report = true;
 				left--;
+				deadline = perf_now() + 30;
 			}
 		}
 	}
