@@ -483,14 +483,17 @@ static void the_server_goes_on_serving(void **state)
 	assert_int_equal(ce->event, UW_CM_EVENT_ESTABLISHED);
 	uw_cm_ack_event(ce);
 
+	/* the Write first, then the Send: the Send's arrival (a completion the
+	 * server sees) comes after the Write's data is placed, as the
+	 * streams are in order; the Write itself completes only at its sender */
 	struct uw_sge s = { (uintptr_t)src, 10, mr->lkey };
-	struct uw_send_wr sw = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = UW_WR_SEND,
-				 .send_flags = UW_SEND_SIGNALED };
-	assert_int_equal(uw_post_send(qp, &sw, NULL), 0);
 	struct uw_send_wr ww = { .wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = UW_WR_RDMA_WRITE,
 				 .send_flags = UW_SEND_SIGNALED,
 				 .rdma = { (uintptr_t)S.region + 100, S.mr_rw->rkey } };
 	assert_int_equal(uw_post_send(qp, &ww, NULL), 0);
+	struct uw_send_wr sw = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = UW_WR_SEND,
+				 .send_flags = UW_SEND_SIGNALED };
+	assert_int_equal(uw_post_send(qp, &sw, NULL), 0);
 	struct uw_wc wc;
 	assert_int_equal(uw_cq_wait(S.cq, 1, 5000), 1);
 	assert_int_equal(uw_poll_cq(S.cq, 1, &wc), 1);
