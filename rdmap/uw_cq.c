@@ -156,7 +156,10 @@ int uw__cq_push(struct uw_cq_impl *cq, const struct uw_wc *wc)
 		cq->overflow = true;
 		return -ENOSPC;
 	}
-	cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+	struct uw_wc *slot = &cq->ring[(cq->head + cq->count) % cq->cap];
+	*slot = *wc;
+	if (wc->qp)
+		slot->qp_num = wc->qp->qp_num;
 	cq->count++;
 	bool fire = cq->armed == 1 ||
 		    (cq->armed == 2 && ((wc->wc_flags & UW_WC_SOLICITED) || wc->status != UW_WC_SUCCESS));
@@ -277,5 +280,14 @@ int uw_cq_wait(struct uw_cq *c, int threshold, int timeout_ms)
 			left = (int)(deadline - now);
 		}
 		uw__wait(ctx, -1, left);
+	}
+}
+
+void uw__cq_forget_qp(struct uw_cq_impl *cq, const struct uw_qp *qp)
+{
+	for (uint32_t k = 0; k < cq->count; k++) {
+		struct uw_wc *wc = &cq->ring[(cq->head + k) % cq->cap];
+		if (wc->qp == qp)
+			wc->qp = NULL;
 	}
 }

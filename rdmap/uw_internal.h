@@ -168,6 +168,8 @@ struct uw_cq_impl {
 
 /* Add a completion; raises the armed event. Returns 0 or -ENOSPC (overflow). */
 int uw__cq_push(struct uw_cq_impl *cq, const struct uw_wc *wc);
+/* A destroyed QP's completions stay queued but no longer point at it. */
+void uw__cq_forget_qp(struct uw_cq_impl *cq, const struct uw_qp *qp);
 /* A channel fd: an epoll set of its eventfd and, with manual progress, the
  * loop's backend fd. */
 int uw__channel_fd(struct uw_context *ctx, int evfd);

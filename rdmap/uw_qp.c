@@ -232,6 +232,8 @@ int uw_destroy_qp(struct uw_qp *q)
 		uw__qp_flush(qp);
 	if (qp->id)
 		qp->id->pub.qp = NULL;
+	uw__cq_forget_qp((struct uw_cq_impl *)q->send_cq, q);
+	uw__cq_forget_qp((struct uw_cq_impl *)q->recv_cq, q);
 	((struct uw_pd_impl *)q->pd)->refs--;
 	((struct uw_cq_impl *)q->send_cq)->users--;
 	((struct uw_cq_impl *)q->recv_cq)->users--;

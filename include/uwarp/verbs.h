@@ -258,7 +258,9 @@ struct uw_wc {
 	uint64_t imm_data;       /* UW_WC_WITH_IMM: the 64-bit Immediate Data */
 	uint32_t invalidated_rkey; /* UW_WC_WITH_INV */
 	int wc_flags;
+	/* NULL once the QP is destroyed (see uw_destroy_qp); qp_num stays */
 	struct uw_qp *qp;
+	uint32_t qp_num;
 	/* for errors caused by a Terminate: its RFC 6580 layer/type/code */
 	uint8_t term_layer, term_etype, term_ecode;
 };
@@ -418,7 +420,10 @@ UW_EXTERN struct uw_qp *uw_create_qp(struct uw_pd *pd, struct uw_qp_init_attr *a
 /*
  * uw_destroy_qp - destroy a QP. If it is connected, the connection is
  * closed first and every outstanding WR completes with FLUSH_ERR before
- * the call returns. Returns 0 or an errno value.
+ * the call returns. Nothing posted vanishes: the completions of this QP
+ * still waiting in its CQs stay there, with wc.qp set to NULL (the QP is
+ * gone) and wc.qp_num naming it, so the application gets every wr_id back.
+ * Returns 0 or an errno value.
  */
 UW_EXTERN int uw_destroy_qp(struct uw_qp *qp);
 

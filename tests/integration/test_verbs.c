@@ -557,8 +557,14 @@ static void qp_states_reset_init_sqd_and_error(void **state)
 	assert_int_equal(uw_post_recv(qp, &r, NULL), EINVAL);
 	assert_int_equal(uw_modify_qp(qp, UW_QPS_INIT), 0);
 	assert_int_equal(uw_post_recv(qp, &r, NULL), 0);
+	/* destroyed: its flushed receive stays queued, naming no freed QP */
+	uint32_t qpn = qp->qp_num;
 	assert_int_equal(uw_destroy_qp(qp), 0);
-	assert_int_equal(wait_wc(p.c.cq).status, UW_WC_WR_FLUSH_ERR);
+	wc = wait_wc(p.c.cq);
+	assert_int_equal(wc.status, UW_WC_WR_FLUSH_ERR);
+	assert_int_equal(wc.wr_id, 77);
+	assert_null(wc.qp);
+	assert_int_equal(wc.qp_num, qpn);
 
 	/* SQD pauses the send queue; RTS lets it go, in order */
 	pair_connect(&p, NULL, NULL, 8, 0);

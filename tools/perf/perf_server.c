@@ -318,7 +318,8 @@ int perf_server(const struct perf_opts *o)
 					int n;
 					while ((n = uw_poll_cq(cq, 16, wc)) > 0)
 						for (int i = 0; i < n; i++)
-							session_wc(wc[i].qp->qp_context, &wc[i]);
+							if (wc[i].qp)
+								session_wc(wc[i].qp->qp_context, &wc[i]);
 					report(s);
 					uw_cm_ack_event(e);
 					e = NULL;
@@ -337,8 +338,11 @@ int perf_server(const struct perf_opts *o)
 		struct uw_wc wc[64];
 		int n = uw_poll_cq(cq, 64, wc);
 		work |= n > 0;
+		/* a session freed after a failed accept leaves its flushed
+		 * receives behind, naming no QP */
 		for (int i = 0; i < n; i++)
-			session_wc(wc[i].qp->qp_context, &wc[i]);
+			if (wc[i].qp)
+				session_wc(wc[i].qp->qp_context, &wc[i]);
 		for (struct session *s = sessions; s; s = s->next)
 			session_poll_memory(s);
 		if (work || spin)
