@@ -310,3 +310,14 @@ bool exs_sp_rx_ack_due(struct exs_sp_rx *r, uint64_t *drained)
 	*drained = r->ring_out;
 	return true;
 }
+
+void exs_sp_rx_abandon(struct exs_sp_rx *r)
+{
+	r->head = 0;
+	r->count = 0;
+}
+
+uint32_t exs_sp_rx_head_filled(const struct exs_sp_rx *r)
+{
+	return r->count ? r->q[r->head].filled : 0;
+}

@@ -160,6 +160,11 @@ struct exs_sp_copy {
 int exs_sp_rx_drain(struct exs_sp_rx *r, struct exs_sp_copy *cp);
 /* The head receive, if complete: 1, its id and byte count; it is gone. */
 int exs_sp_rx_complete(struct exs_sp_rx *r, uint32_t *id, uint32_t *bytes);
+/* The stream has ended or broken: forget the posted receives (their
+ * owner completes them with what they hold). */
+void exs_sp_rx_abandon(struct exs_sp_rx *r);
+/* The head receive's bytes so far (where the next direct byte belongs). */
+uint32_t exs_sp_rx_head_filled(const struct exs_sp_rx *r);
 /* Whether an ACK should go (ring drained since the last one: at least a
  * quarter of the ring, or all of it); *drained is its value. */
 bool exs_sp_rx_ack_due(struct exs_sp_rx *r, uint64_t *drained);

@@ -1,0 +1,693 @@
+/*
+ * exs_conn.c: an ES-API connection over a uwarp QP: setting it up,
+ * control messages and credits, data transfers, completions, connection
+ * events, and tearing it down so that every operation completes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "exs_internal.h"
+
+enum { TAG_CTL_RECV = 0, TAG_CTL_SEND = 1, TAG_XFER = 2, TAG_XFER_WRITE = 3 };
+#define TAG(wr_id) ((int)((wr_id) & 3))
+
+/* the peer's receives a normal message may use: one stays for CREDIT,
+ * so that returning credits can never deadlock */
+static bool can_ctl(const struct exs_sock *s, bool credit_msg)
+{
+	return s->st == S_CONNECTED && s->credits >= (credit_msg ? 1 : 2) &&
+	       s->sq_out + 1 <= EXS_SQ_DEPTH;
+}
+
+bool exs__can_xfer(const struct exs_sock *s)
+{
+	return s->st == S_CONNECTED && s->credits >= 2 && s->sq_out + 2 <= EXS_SQ_DEPTH &&
+	       s->fl_count < EXS_SQ_DEPTH;
+}
+
+bool exs__can_ctl(const struct exs_sock *s) { return can_ctl(s, false); }
+
+/* EXS_TRACE=1 prints every message each socket sends and receives, in
+ * the paper's terms, on stderr */
+static int trace = -1;
+static const char *const ctl_names[EXS_CTL_MAX_] = {
+	[EXS_CTL_ADVERT] = "ADVERT", [EXS_CTL_ACK] = "ACK",	     [EXS_CTL_PHASE] = "PHASE",
+	[EXS_CTL_DATA] = "DATA",     [EXS_CTL_CREDIT] = "CREDIT", [EXS_CTL_FIN] = "FIN",
+	[EXS_CTL_FIN_ACK] = "FIN_ACK",
+};
+
+static void trace_ctl(const struct exs_sock *s, const char *dir, const struct exs_ctl *m)
+{
+	if (trace < 0)
+		trace = getenv("EXS_TRACE") != NULL;
+	if (trace)
+		fprintf(stderr, "exs %d %s %s phase %u id %u seq %llu off %u len %u%s credits %u\n",
+			s->fd, dir, ctl_names[m->type], m->phase, m->id, (unsigned long long)m->seq,
+			m->off, m->len, (m->flags & EXS_CTL_F_WAITALL) && m->type == EXS_CTL_ADVERT
+						? " WAITALL" : "", m->credits);
+}
+
+static void trace_note(const struct exs_sock *s, const char *dir, const struct exs_note *n)
+{
+	static const char *const kinds[] = { "?", "DIRECT", "INDIRECT", "MESSAGE" };
+	if (trace < 0)
+		trace = getenv("EXS_TRACE") != NULL;
+	if (trace)
+		fprintf(stderr, "exs %d %s %s phase %u id %u len %u%s\n", s->fd, dir, kinds[n->kind],
+			n->phase, n->id, n->len, n->trunc ? " TRUNC" : "");
+}
+
+static int post_ctl_recv(struct exs_sock *s, unsigned i)
+{
+	struct uw_sge sge = { (uintptr_t)(s->ctl_buf + (size_t)i * EXS_CTL_LEN), EXS_CTL_LEN,
+			      s->ctl_mr->lkey };
+	struct uw_recv_wr wr = { .wr_id = (uint64_t)i << 2 | TAG_CTL_RECV, .sg_list = &sge,
+				 .num_sge = 1 };
+	return uw_post_recv(s->qp, &wr, NULL);
+}
+
+static int post_ctl_raw(struct exs_sock *s, struct exs_ctl *m)
+{
+	uint8_t buf[EXS_CTL_LEN];
+	m->credits = (uint16_t)s->credits_owed;
+	trace_ctl(s, "->", m);
+	exs_ctl_encode(m, buf);
+	struct uw_sge sge = { (uintptr_t)buf, EXS_CTL_LEN, 0 };
+	struct uw_send_wr wr = { .wr_id = TAG_CTL_SEND, .sg_list = &sge, .num_sge = 1,
+				 .opcode = UW_WR_SEND,
+				 .send_flags = UW_SEND_SIGNALED | UW_SEND_INLINE };
+	int rc = uw_post_send(s->qp, &wr, NULL);
+	if (rc)
+		return -rc;
+	s->credits_owed = 0;
+	s->credits--;
+	s->sq_out++;
+	return 0;
+}
+
+int exs__post_ctl(struct exs_sock *s, struct exs_ctl *m)
+{
+	if (!can_ctl(s, m->type == EXS_CTL_CREDIT))
+		return -EAGAIN;
+	return post_ctl_raw(s, m);
+}
+
+int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_t len,
+		   uint64_t raddr, uint32_t rkey, const struct exs_note *n)
+{
+	/* the operation's bytes [op_off, op_off + len) as SGEs */
+	struct uw_sge sge[EXS_IOV_MAX];
+	int ns = 0;
+	size_t skip = op_off, left = len;
+	for (int i = 0; i < op->iovcnt && left; i++) {
+		size_t l = op->iov[i].iov_len;
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		size_t take = l - skip < left ? l - skip : left;
+		sge[ns++] = (struct uw_sge){ (uintptr_t)op->iov[i].iov_base + skip, (uint32_t)take,
+					     op->lkey[i] };
+		left -= take;
+		skip = 0;
+	}
+	struct uw_send_wr w[2];
+	int nw = 0;
+	if (s->imm) {
+		trace_note(s, "->", n);
+		w[nw++] = (struct uw_send_wr){ .wr_id = TAG_XFER, .sg_list = sge, .num_sge = ns,
+					       .opcode = len ? UW_WR_RDMA_WRITE_WITH_IMM : UW_WR_IMM,
+					       .send_flags = UW_SEND_SIGNALED,
+					       .imm_data = exs_imm_pack(n),
+					       .rdma = { raddr, rkey } };
+	} else {
+		if (len)
+			w[nw++] = (struct uw_send_wr){ .wr_id = TAG_XFER_WRITE, .sg_list = sge,
+						       .num_sge = ns, .opcode = UW_WR_RDMA_WRITE,
+						       .send_flags = UW_SEND_SIGNALED,
+						       .rdma = { raddr, rkey } };
+	}
+	for (int i = 0; i < nw; i++) {
+		int rc = uw_post_send(s->qp, &w[i], NULL);
+		if (rc)
+			return -rc;
+		s->sq_out++;
+	}
+	if (s->imm) {
+		s->credits--;
+	} else {
+		/* the notification: everything the receiver needs, in full */
+		struct exs_ctl m = { .type = EXS_CTL_DATA,
+				     .flags = (uint8_t)(n->kind << 2 | (n->trunc ? EXS_CTL_F_TRUNC : 0)),
+				     .phase = n->phase, .id = n->id, .len = n->len,
+				     .seq = n->ring_off, .off = n->off };
+		uint8_t buf[EXS_CTL_LEN];
+		m.credits = (uint16_t)s->credits_owed;
+		trace_ctl(s, "->", &m);
+		exs_ctl_encode(&m, buf);
+		struct uw_sge cs = { (uintptr_t)buf, EXS_CTL_LEN, 0 };
+		struct uw_send_wr sw = { .wr_id = TAG_XFER, .sg_list = &cs, .num_sge = 1,
+					 .opcode = UW_WR_SEND,
+					 .send_flags = UW_SEND_SIGNALED | UW_SEND_INLINE };
+		int rc = uw_post_send(s->qp, &sw, NULL);
+		if (rc)
+			return -rc;
+		s->credits_owed = 0;
+		s->credits--;
+		s->sq_out++;
+	}
+	s->fl[(s->fl_head + s->fl_count++) % EXS_SQ_DEPTH] = (struct exs_inflight){ op, len };
+	return 0;
+}
+
+/* ---- setting up ---- */
+
+static int qp_setup(struct exs_sock *s, struct uw_cm_id *id)
+{
+	s->id = id;
+	id->context_ptr = s;
+	struct uw_qp_init_attr qa = { .qp_context = s, .send_cq = exs_rt.cq, .recv_cq = exs_rt.cq,
+				      .cap = { EXS_SQ_DEPTH, EXS_CTL_RECVS, EXS_IOV_MAX, 1, 64 } };
+	s->qp = uw_cm_create_qp(id, exs_rt.pd, &qa);
+	s->ctl_buf = calloc(EXS_CTL_RECVS, EXS_CTL_LEN);
+	s->fl = calloc(EXS_SQ_DEPTH, sizeof(*s->fl));
+	if (!s->qp || !s->ctl_buf || !s->fl)
+		return -ENOMEM;
+	s->ctl_mr = uw_reg_mr(exs_rt.pd, s->ctl_buf, EXS_CTL_RECVS * EXS_CTL_LEN,
+			      UW_ACCESS_LOCAL_WRITE);
+	if (!s->ctl_mr)
+		return -ENOMEM;
+	for (unsigned i = 0; i < EXS_CTL_RECVS; i++)
+		if (post_ctl_recv(s, i))
+			return -ENOMEM;
+	if (s->type == SOCK_STREAM) {
+		s->ring = aligned_alloc(4096, s->ring_size);
+		if (!s->ring)
+			return -ENOMEM;
+		s->ring_mr = uw_reg_mr(exs_rt.pd, s->ring, s->ring_size,
+				       UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+		if (!s->ring_mr)
+			return -ENOMEM;
+	} else {
+		s->sp_adv = calloc(2 * EXS_MAX_RECVS, sizeof(*s->sp_adv));
+		if (!s->sp_adv)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void hello_of(const struct exs_sock *s, uint8_t out[EXS_HELLO_LEN])
+{
+	struct exs_hello h = { .version = 1,
+			       .type = s->type == SOCK_STREAM ? EXS_WIRE_STREAM : EXS_WIRE_SEQPACKET,
+			       .mode = (uint8_t)s->mode, .credits = EXS_CTL_RECVS };
+	if (s->ring) {
+		h.ring_stag = s->ring_mr->rkey;
+		h.ring_addr = (uintptr_t)s->ring;
+		h.ring_size = s->ring_size;
+	}
+	exs_hello_encode(&h, out);
+}
+
+static void take_hello(struct exs_sock *s, const struct exs_hello *h)
+{
+	s->credits = (int)(h->credits < EXS_CTL_RECVS ? h->credits : EXS_CTL_RECVS);
+	s->peer_ring_addr = h->ring_addr;
+	s->peer_ring_size = h->ring_size;
+	s->peer_ring_stag = h->ring_stag;
+	if (s->type == SOCK_STREAM)
+		s->tx.ring_size = h->ring_size;
+}
+
+/* The initiator asks for peer-to-peer mode: its RTR is the first FPDU,
+ * and MPA lets the responder send only after that (RFC 5044 7.1.2, RFC
+ * 6581). Without it a receiver that is the responder could not advertise
+ * before the initiator had sent something. */
+static struct uw_conn_param conn_param(const struct exs_sock *s, const uint8_t *hello)
+{
+	return (struct uw_conn_param){ .private_data = hello, .private_data_len = EXS_HELLO_LEN,
+				       .crc = s->crc ? UW_CRC_DEFAULT : UW_CRC_OFF,
+				       .no_extensions = s->no_imm, .p2p = 1 };
+}
+
+int exs__connect_setup(struct exs_sock *s)
+{
+	struct uw_cm_id *id = uw_cm_create_id(exs_rt.cm, s);
+	if (!id)
+		return -errno;
+	int rc = qp_setup(s, id);
+	if (rc)
+		return rc;
+	uint8_t hello[EXS_HELLO_LEN];
+	hello_of(s, hello);
+	struct uw_conn_param p = conn_param(s, hello);
+	rc = uw_cm_connect(id, (struct sockaddr *)&s->peer, &p);
+	return -rc;
+}
+
+/* ---- operations ending ---- */
+
+static void complete_list(struct exs_op **head, struct exs_op **tail, int err)
+{
+	struct exs_op *op;
+	while ((op = *head)) {
+		*head = op->next;
+		exs__op_complete(op, err, -1);
+	}
+	if (tail)
+		*tail = NULL;
+}
+
+void exs__fail_ops(struct exs_sock *s, int err)
+{
+	for (unsigned i = 0; i < s->fl_count; i++)
+		s->fl[(s->fl_head + i) % EXS_SQ_DEPTH].op = NULL;
+	complete_list(&s->sends, &s->sends_tail, err);
+	s->nsends = 0;
+	complete_list(&s->accepts, &s->accepts_tail, err);
+	if (s->connect_op) {
+		exs__op_complete(s->connect_op, err, 0);
+		s->connect_op = NULL;
+	}
+	if (s->shut_op) {
+		exs__op_complete(s->shut_op, err, 0);
+		s->shut_op = NULL;
+	}
+}
+
+/* Receives after the connection is gone: what arrived still counts; the
+ * end of the stream (a FIN with every byte here) reads as 0 bytes. */
+static void finish_recvs(struct exs_sock *s, int err)
+{
+	struct exs_op *op;
+	bool eof = s->fin_seen || s->shut_rd;
+	while ((op = s->recvs)) {
+		s->recvs = op->next;
+		if (op->done || eof)
+			exs__op_complete(op, 0, (ssize_t)op->done);
+		else
+			exs__op_complete(op, err, -1);
+	}
+	s->recvs_tail = NULL;
+	s->adv_next = NULL;
+	s->nrecvs = 0;
+	if (s->type == SOCK_STREAM)
+		exs_sp_rx_abandon(&s->rx);
+}
+
+void exs__recvs_after_close(struct exs_sock *s)
+{
+	if (s->type == SOCK_STREAM)
+		exs__stream_pump(s);
+	finish_recvs(s, s->error ? s->error : ECONNRESET);
+}
+
+static void connection_gone(struct exs_sock *s, int err)
+{
+	if (s->st == S_CLOSED)
+		return;
+	s->st = S_CLOSED;
+	if (err && !s->error && !s->fin_seen)
+		s->error = err;
+	if (s->type == SOCK_STREAM)
+		exs__stream_pump(s); /* the ring's data to the receives first */
+	exs__fail_ops(s, err ? err : ECONNRESET);
+	finish_recvs(s, err ? err : ECONNRESET);
+	exs__changed();
+}
+
+void exs__abort(struct exs_sock *s, int err)
+{
+	if (s->id && s->st == S_CONNECTED)
+		uw_cm_disconnect(s->id);
+	if (s->st == S_CONNECTING || s->st == S_CONNECTED)
+		connection_gone(s, err);
+	else
+		s->st = S_CLOSED;
+	s->error = err;
+	exs__maybe_finish_close(s);
+}
+
+void exs__maybe_finish_close(struct exs_sock *s)
+{
+	if (!s->closing)
+		return;
+	if (s->st == S_CONNECTED) {
+		if (s->sends || !s->fin_acked)
+			return; /* still lingering */
+		uw_cm_disconnect(s->id);
+		s->st = S_CLOSED;
+	}
+	if (s->close_op) {
+		int err = s->error == ECANCELED ? 0 : s->error;
+		exs__op_complete(s->close_op, err, 0);
+		s->close_op = NULL;
+	}
+	exs__sock_free(s);
+}
+
+/* ---- the protocol, common part ---- */
+
+static uint64_t sent_total(const struct exs_sock *s)
+{
+	return s->type == SOCK_STREAM ? s->tx.seq : s->sent_seq;
+}
+
+static uint64_t arrived_total(const struct exs_sock *s)
+{
+	return s->type == SOCK_STREAM ? s->rx.arrived : s->rx_msgs;
+}
+
+void exs__progress(struct exs_sock *s)
+{
+	if (s->st != S_CONNECTED)
+		return;
+	if (s->type == SOCK_STREAM)
+		exs__stream_pump(s);
+	else
+		exs__seq_pump(s);
+	if (s->st != S_CONNECTED)
+		return;
+	if (s->fin_ack_due && can_ctl(s, false)) {
+		struct exs_ctl m = { .type = EXS_CTL_FIN_ACK, .seq = s->fin_seq };
+		if (!post_ctl_raw(s, &m))
+			s->fin_ack_due = false;
+	}
+	bool all_assigned = true;
+	for (struct exs_op *op = s->sends; op; op = op->next)
+		if (!op->posted)
+			all_assigned = false;
+	if (s->wr_shut && !s->fin_sent && all_assigned && can_ctl(s, false)) {
+		struct exs_ctl m = { .type = EXS_CTL_FIN, .seq = sent_total(s) };
+		if (!post_ctl_raw(s, &m))
+			s->fin_sent = true;
+	}
+	if (s->credits_owed >= EXS_CTL_RECVS / 4 && can_ctl(s, true)) {
+		struct exs_ctl m = { .type = EXS_CTL_CREDIT };
+		post_ctl_raw(s, &m);
+	}
+	if (s->fin_seen && s->recvs && (s->type == SOCK_SEQPACKET || !exs__stream_readable(s)))
+		finish_recvs(s, 0); /* every byte is in: the rest read the end */
+	exs__maybe_finish_close(s);
+	exs__changed();
+	exs__kick();
+}
+
+static int on_common_ctl(struct exs_sock *s, const struct exs_ctl *m)
+{
+	switch (m->type) {
+	case EXS_CTL_CREDIT:
+		return 0;
+	case EXS_CTL_FIN:
+		/* the FIN follows the last transfer on the same stream: by now
+		 * every byte it counts has arrived */
+		if (s->fin_seen || m->seq != arrived_total(s))
+			return -EPROTO;
+		s->fin_seen = true;
+		s->fin_seq = m->seq;
+		s->fin_ack_due = true;
+		return 0;
+	case EXS_CTL_FIN_ACK:
+		if (!s->fin_sent || s->fin_acked || m->seq != sent_total(s))
+			return -EPROTO;
+		s->fin_acked = true;
+		if (s->shut_op) {
+			exs__op_complete(s->shut_op, 0, 0);
+			s->shut_op = NULL;
+		}
+		return 0;
+	default:
+		return s->type == SOCK_STREAM ? exs__stream_ctl(s, m) : exs__seq_ctl(s, m);
+	}
+}
+
+static int on_note(struct exs_sock *s, const struct exs_note *n, bool full)
+{
+	if (s->type == SOCK_STREAM)
+		return n->kind == EXS_XFER_MESSAGE ? -EPROTO : exs__stream_note(s, n, full);
+	return n->kind != EXS_XFER_MESSAGE ? -EPROTO : exs__seq_note(s, n);
+}
+
+/* ---- completions ---- */
+
+static void on_recv(struct exs_sock *s, struct uw_wc *wc)
+{
+	unsigned i = (unsigned)(wc->wr_id >> 2);
+	int rc;
+	if (wc->opcode == UW_WC_RECV_IMM) {
+		struct exs_note n;
+		rc = exs_imm_unpack(wc->imm_data, &n);
+		if (!rc) {
+			trace_note(s, "<-", &n);
+			rc = on_note(s, &n, false);
+		}
+	} else {
+		struct exs_ctl m;
+		rc = exs_ctl_decode(s->ctl_buf + (size_t)i * EXS_CTL_LEN, wc->byte_len, &m);
+		if (!rc) {
+			trace_ctl(s, "<-", &m);
+			s->credits += m.credits;
+			if (s->credits > EXS_CTL_RECVS)
+				rc = -EPROTO; /* more back than it was ever given */
+		}
+		if (!rc && m.type == EXS_CTL_DATA) {
+			struct exs_note n = { .kind = (enum exs_xfer_kind)((m.flags & EXS_CTL_F_KIND) >> 2),
+					      .trunc = (m.flags & EXS_CTL_F_TRUNC) != 0,
+					      .len = m.len, .phase = m.phase, .id = m.id,
+					      .off = m.off, .ring_off = m.seq };
+			rc = on_note(s, &n, true);
+		} else if (!rc) {
+			rc = on_common_ctl(s, &m);
+		}
+	}
+	if (rc) {
+		exs__abort(s, EPROTO);
+		return;
+	}
+	if (post_ctl_recv(s, i)) {
+		exs__abort(s, ECONNRESET);
+		return;
+	}
+	s->credits_owed++;
+	exs__progress(s);
+}
+
+static void on_sent(struct exs_sock *s, struct uw_wc *wc)
+{
+	s->sq_out--;
+	if (TAG(wc->wr_id) == TAG_XFER && s->fl_count) {
+		struct exs_inflight f = s->fl[s->fl_head];
+		s->fl_head = (s->fl_head + 1) % EXS_SQ_DEPTH;
+		s->fl_count--;
+		struct exs_op *op = f.op;
+		if (op && wc->status == UW_WC_SUCCESS) {
+			op->done += s->type == SOCK_STREAM ? f.len : op->len;
+			/* transfers complete in order: a finished send is the head */
+			if (op->done == op->len && op == s->sends && op->posted) {
+				s->sends = op->next;
+				if (!s->sends)
+					s->sends_tail = NULL;
+				s->nsends--;
+				exs__op_complete(op, 0, (ssize_t)op->len);
+			}
+		}
+	}
+	if (wc->status != UW_WC_SUCCESS) {
+		exs__abort(s, wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO);
+		return;
+	}
+	exs__progress(s);
+}
+
+void exs__on_wc(struct uw_wc *wc)
+{
+	if (!wc->qp)
+		return; /* its socket is gone, and with it what this was for */
+	struct exs_sock *s = wc->qp->qp_context;
+	if (TAG(wc->wr_id) == TAG_CTL_RECV) {
+		if (wc->status == UW_WC_SUCCESS)
+			on_recv(s, wc);
+		else if (s->st == S_CONNECTED)
+			exs__abort(s, wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO);
+		return;
+	}
+	on_sent(s, wc);
+}
+
+/* ---- connection events ---- */
+
+static struct exs_sock *accepted_socket(struct exs_sock *l, struct uw_cm_event *e,
+					const struct exs_hello *h)
+{
+	struct exs_sock *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->fd < 0) {
+		free(s);
+		return NULL;
+	}
+	s->type = l->type;
+	s->domain = l->domain;
+	s->mode = h->mode;
+	s->ring_size = l->ring_size;
+	s->crc = l->crc;
+	s->no_imm = l->no_imm;
+	s->st = S_PENDING;
+	s->listener = l;
+	memcpy(&s->local, &e->id->local_addr, sizeof(s->local));
+	memcpy(&s->peer, &e->id->peer_addr, sizeof(s->peer));
+	s->next = exs_rt.socks;
+	exs_rt.socks = s;
+	if (s->type == SOCK_STREAM)
+		exs__stream_init(s, s->mode);
+	take_hello(s, h);
+	return s;
+}
+
+static void on_request(struct uw_cm_event *e)
+{
+	struct exs_sock *l = e->listen_id ? e->listen_id->context_ptr : NULL;
+	struct exs_hello h;
+	int want = l && l->type == SOCK_STREAM ? EXS_WIRE_STREAM : EXS_WIRE_SEQPACKET;
+	if (!l || l->st != S_LISTENING || exs_hello_decode(e->private_data, e->private_data_len, &h) ||
+	    h.type != want || l->nready + l->nhalf >= l->backlog) {
+		uw_cm_reject(e->id, "EXS", 3);
+		uw_cm_destroy_id(e->id);
+		return;
+	}
+	struct exs_sock *s = accepted_socket(l, e, &h);
+	if (!s) {
+		uw_cm_reject(e->id, NULL, 0);
+		uw_cm_destroy_id(e->id);
+		return;
+	}
+	uint8_t hello[EXS_HELLO_LEN];
+	int rc = qp_setup(s, e->id);
+	if (!rc) {
+		hello_of(s, hello);
+		struct uw_conn_param p = conn_param(s, hello);
+		rc = uw_cm_accept(e->id, &p);
+	}
+	if (rc) {
+		exs__sock_free(s);
+		return;
+	}
+	l->nhalf++;
+}
+
+static void on_established(struct exs_sock *s, struct uw_cm_event *e)
+{
+	s->imm = e->rfc7306 && !s->no_imm;
+	if (s->st == S_CONNECTING) {
+		struct exs_hello h;
+		int want = s->type == SOCK_STREAM ? EXS_WIRE_STREAM : EXS_WIRE_SEQPACKET;
+		if (exs_hello_decode(e->private_data, e->private_data_len, &h) || h.type != want) {
+			s->st = S_CONNECTED;
+			exs__abort(s, EPROTO);
+			return;
+		}
+		take_hello(s, &h);
+		s->st = S_CONNECTED;
+		if (s->connect_op) {
+			exs__op_complete(s->connect_op, 0, 0);
+			s->connect_op = NULL;
+		}
+		exs__progress(s);
+		return;
+	}
+	if (s->st != S_PENDING)
+		return;
+	struct exs_sock *l = s->listener;
+	l->nhalf--;
+	s->st = S_CONNECTED;
+	s->listener = NULL;
+	struct exs_op *op = l->accepts;
+	if (op) {
+		l->accepts = op->next;
+		if (!l->accepts)
+			l->accepts_tail = NULL;
+		exs_event_t ev = { .exs_evt_type = EXS_EVT_ACCEPT };
+		ev.exs_evt_union.accept.fd = s->fd;
+		ev.exs_evt_union.accept.addr = s->peer;
+		ev.exs_evt_union.accept.addrlen = s->peer.ss_family == AF_INET6
+							  ? sizeof(struct sockaddr_in6)
+							  : sizeof(struct sockaddr_in);
+		exs__op_complete_ev(op, &ev);
+	} else {
+		/* waits for exs_accept, in arrival order */
+		struct exs_sock **pp = &l->ready;
+		while (*pp)
+			pp = &(*pp)->next_ready;
+		*pp = s;
+		s->listener = l;
+		l->nready++;
+	}
+	exs__progress(s);
+	exs__changed();
+}
+
+static void on_failed(struct exs_sock *s, struct uw_cm_event *e)
+{
+	int err = e->event == UW_CM_EVENT_REJECTED ? ECONNREFUSED
+		  : e->status			     ? e->status
+						     : ECONNRESET;
+	if (s->st == S_PENDING) {
+		if (s->listener)
+			s->listener->nhalf--;
+		s->st = S_CLOSED;
+		exs__sock_free(s);
+		return;
+	}
+	if (s->st == S_CONNECTING) {
+		s->st = S_CLOSED;
+		s->error = err;
+		if (s->connect_op) {
+			exs__op_complete(s->connect_op, err, 0);
+			s->connect_op = NULL;
+		}
+		exs__maybe_finish_close(s);
+		return;
+	}
+	connection_gone(s, err);
+	exs__maybe_finish_close(s);
+}
+
+void exs__on_cm(struct uw_cm_event *e)
+{
+	if (e->event == UW_CM_EVENT_CONNECT_REQUEST) {
+		on_request(e);
+		uw_cm_ack_event(e);
+		return;
+	}
+	struct exs_sock *s = e->id ? e->id->context_ptr : NULL;
+	/* a copy: acknowledging frees the event, and the handlers may free
+	 * the socket (and destroy the id) */
+	struct uw_cm_event ev = *e;
+	uint8_t pd[512];
+	if (ev.private_data_len > sizeof(pd))
+		ev.private_data_len = sizeof(pd);
+	if (ev.private_data_len)
+		memcpy(pd, e->private_data, ev.private_data_len);
+	ev.private_data = pd;
+	uw_cm_ack_event(e);
+	if (!s)
+		return;
+	switch (ev.event) {
+	case UW_CM_EVENT_ESTABLISHED:
+		on_established(s, &ev);
+		break;
+	case UW_CM_EVENT_REJECTED:
+	case UW_CM_EVENT_CONNECT_ERROR:
+	case UW_CM_EVENT_DISCONNECTED:
+		on_failed(s, &ev);
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,249 @@
+/*
+ * exs_internal.h: the ES-API runtime's objects (exs.h is the API).
+ *
+ * One runtime per process: a uwarp context with manual progress, one PD,
+ * one CQ for every socket's QP, one CM channel, and a progress thread that
+ * waits on their descriptors and runs the protocol. One lock guards all of
+ * it; application calls take it too and post work themselves, so a send
+ * whose advert is there goes out without waking the thread.
+ */
+#ifndef UWARP_EXS_INTERNAL_H
+#define UWARP_EXS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <exs.h>
+#include <uwarp/verbs.h>
+
+#include "exs_wire.h"
+#include "stream_proto.h"
+
+#define EXS_CTL_RECVS 64  /* control receives each side posts */
+#define EXS_SQ_DEPTH 512  /* WRs a QP may have outstanding */
+#define EXS_XFER_CAP (16u << 20) /* a stream transfer at most: keeps adverts moving */
+#define EXS_RING_DEFAULT (1u << 20)
+
+struct exs_queue {
+	exs_qhandle_t qh; /* an eventfd: unique, and readable while events wait */
+	exs_event_t *ev;
+	int cap, head, count;
+	int reserved;	  /* slots promised to outstanding operations */
+	pthread_cond_t cv;
+	struct exs_queue *next;
+};
+
+struct exs_mem {
+	struct uw_mr *mr;
+	uintptr_t addr;
+	size_t len;
+	int access;
+	int users; /* outstanding operations on it */
+};
+
+struct exs_sync; /* a waiting synchronous call */
+
+enum exs_op_kind { OP_SEND, OP_RECV, OP_ACCEPT, OP_CONNECT, OP_SHUTDOWN, OP_CLOSE };
+
+struct exs_op {
+	struct exs_op *next;
+	enum exs_op_kind kind;
+	int fd;
+	struct exs_queue *q;
+	void *ahandle;
+	struct exs_sync *sync;
+	/* SEND, RECV */
+	struct iovec iov[EXS_IOV_MAX];
+	uint32_t lkey[EXS_IOV_MAX];
+	struct exs_mem *mem[EXS_IOV_MAX]; /* the handles in use */
+	struct uw_mr *own[EXS_IOV_MAX];   /* registered for this operation */
+	int iovcnt;
+	void *bounce;			  /* a scattered receive's contiguous buffer */
+	struct uw_mr *bounce_mr;
+	size_t len;
+	size_t assigned; /* SEND: bytes handed to transfers */
+	bool posted;	 /* SEND: all of it handed (a message: its transfer posted) */
+	size_t done;	 /* bytes whose transfer completed (SEND), or arrived (RECV) */
+	int flags;	 /* RECV: MSG_WAITALL; result MSG_TRUNC */
+	uint32_t rid;	 /* RECV: the protocol's receive id */
+};
+
+struct exs_sync {
+	bool done;
+	exs_event_t ev;
+};
+
+/* A transfer in flight: completes its operation's bytes in posting order. */
+struct exs_inflight {
+	struct exs_op *op; /* NULL: a control message */
+	uint32_t len;
+};
+
+/* the sender's copy of a receive's advert: where its buffer is */
+struct exs_adv_where {
+	uint32_t id;
+	uint64_t addr; /* the receive's buffer (offset 0) */
+	uint32_t stag;
+	uint32_t len;
+	bool waitall, valid;
+};
+
+enum exs_sock_state {
+	S_NEW,
+	S_LISTENING,
+	S_CONNECTING,
+	S_PENDING, /* accepted on the wire, waiting for exs_accept */
+	S_CONNECTED,
+	S_CLOSED, /* the connection is gone; data already here can still be read */
+};
+
+struct exs_sock {
+	int fd; /* an eventfd standing for the socket */
+	int type, domain;
+	enum exs_sock_state st;
+	bool closing;   /* exs_close called: the descriptor is gone */
+	int error;	/* SO_ERROR */
+	struct sockaddr_storage local, peer;
+	bool bound;
+	int mode;	/* enum exs_stream_mode */
+	uint32_t ring_size;
+	bool no_imm, crc;
+	bool imm;	/* the connection uses Immediate Data */
+
+	struct uw_cm_id *id;
+	struct uw_qp *qp;
+
+	/* listener */
+	int backlog;
+	struct exs_sock *ready; /* connected sockets waiting for exs_accept */
+	int nready, nhalf;      /* waiting, and still negotiating */
+	struct exs_sock *listener; /* S_PENDING: whose backlog it is on */
+	struct exs_sock *next_ready;
+
+	/* control receives and credits */
+	uint8_t *ctl_buf;
+	struct uw_mr *ctl_mr;
+	int credits;	      /* untagged messages we may still send */
+	int credits_owed;     /* receives reposted, not yet told to the peer */
+	int sq_out;	      /* WRs outstanding */
+	struct exs_inflight *fl; /* ring of EXS_SQ_DEPTH */
+	unsigned fl_head, fl_count;
+
+	/* operations */
+	struct exs_op *sends, *sends_tail; /* in order; head may be partly assigned */
+	int nsends;
+	struct exs_op *recvs, *recvs_tail;
+	int nrecvs;
+	struct exs_op *accepts, *accepts_tail;
+	struct exs_op *connect_op;
+	struct exs_op *shut_op, *close_op;
+
+	/* stream */
+	uint8_t *ring;
+	struct uw_mr *ring_mr;
+	uint64_t peer_ring_addr, peer_ring_size;
+	uint32_t peer_ring_stag;
+	struct exs_sp_tx tx;
+	struct exs_sp_rx rx;
+	struct exs_adv_where where[2 * EXS_SP_MAX_ADVERTS];
+	bool fin_sent, fin_acked, fin_seen, fin_ack_due, shut_rd, wr_shut;
+	uint64_t rx_msgs; /* seqpacket messages received */
+	uint64_t fin_seq;   /* the peer's stream length */
+	uint64_t sent_seq;  /* our stream bytes handed to transfers */
+	uint64_t linger_deadline; /* ms clock: when a close stops waiting */
+	uint64_t adverts_sent, rx_direct, rx_indirect;
+
+	/* seqpacket: adverts held (sender), and receives' ids (receiver) */
+	struct exs_adv_where *sp_adv;
+	unsigned sp_head, sp_count;
+	uint32_t sp_next_id;
+	struct exs_op *adv_next; /* first receive not yet advertised */
+
+	struct exs_sock *next; /* every socket */
+};
+
+struct exs_rt {
+	pthread_mutex_t lock;
+	pthread_cond_t sync_cv;
+	pthread_t thread;
+	bool started;
+	bool sleeping; /* the progress thread waits in poll(2) */
+	int wake_fd; /* wakes the progress thread */
+	struct uw_context *ctx;
+	struct uw_pd *pd;
+	struct uw_comp_channel *cc;
+	struct uw_cq *cq;
+	struct uw_cm_channel *cm;
+	struct exs_sock *socks;
+	struct exs_queue *queues;
+	/* exs_poll callers waiting for a change: their eventfds */
+	int pollers[64];
+	int npollers;
+};
+
+extern struct exs_rt exs_rt;
+
+/* exs_runtime.c */
+int exs__ready(void); /* 0, or -1 EINVAL before exs_init */
+void exs__wake(void);
+/* After posting from an application thread: send it now, and let the
+ * progress thread know. */
+void exs__kick(void);
+void exs__changed(void); /* readiness may have changed: tell exs_poll callers */
+uint64_t exs__now_ms(void);
+struct exs_sock *exs__sock(int fd); /* under the lock; NULL: EBADF */
+void exs__sock_free(struct exs_sock *s);
+
+/* exs_queue.c */
+struct exs_queue *exs__queue(exs_qhandle_t qh);
+/* Reserve the event of a new operation; -1 EAGAIN when the queue is full. */
+int exs__op_reserve(struct exs_queue *q);
+void exs__op_complete(struct exs_op *op, int status, ssize_t bytes);
+void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev);
+/* wait for a synchronous operation (the lock held) */
+void exs__sync_wait(struct exs_sync *w);
+void exs__op_free(struct exs_op *op);
+
+/* exs_socket.c */
+struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void *ahandle,
+			   struct exs_sync *sync);
+void exs__op_drop(struct exs_op *op);
+
+/* exs_mem.c */
+/* Keys for the op's buffers (registering what has no handle): 0 or -errno */
+int exs__op_mem(struct exs_op *op, const exs_mhandle_t *mh, int access);
+void exs__op_mem_release(struct exs_op *op);
+/* the peer's key to a one-buffer receive */
+uint32_t exs__op_rkey(const struct exs_op *op);
+
+/* exs_conn.c: connections */
+int exs__post_ctl(struct exs_sock *s, struct exs_ctl *m);
+bool exs__can_ctl(const struct exs_sock *s);
+bool exs__can_xfer(const struct exs_sock *s);
+int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_t len,
+		   uint64_t raddr, uint32_t rkey, const struct exs_note *n);
+void exs__on_cm(struct uw_cm_event *e);
+void exs__on_wc(struct uw_wc *wc);
+void exs__abort(struct exs_sock *s, int err); /* fail the connection */
+void exs__fail_ops(struct exs_sock *s, int err);
+void exs__recvs_after_close(struct exs_sock *s);
+void exs__maybe_finish_close(struct exs_sock *s);
+void exs__progress(struct exs_sock *s); /* run the socket's protocol */
+int exs__connect_setup(struct exs_sock *s);
+
+/* exs_stream.c */
+void exs__stream_init(struct exs_sock *s, int mode);
+int exs__stream_recv_post(struct exs_sock *s, struct exs_op *op);
+void exs__stream_pump(struct exs_sock *s);
+int exs__stream_ctl(struct exs_sock *s, const struct exs_ctl *m);
+int exs__stream_note(struct exs_sock *s, const struct exs_note *n, bool full);
+bool exs__stream_readable(struct exs_sock *s);
+
+/* exs_seqpacket.c */
+int exs__seq_recv_post(struct exs_sock *s, struct exs_op *op);
+void exs__seq_pump(struct exs_sock *s);
+int exs__seq_ctl(struct exs_sock *s, const struct exs_ctl *m);
+int exs__seq_note(struct exs_sock *s, const struct exs_note *n);
+
+#endif

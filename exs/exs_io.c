@@ -1,0 +1,200 @@
+/*
+ * exs_io.c: exs_send, exs_recv and their vector forms.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exs_internal.h"
+
+static ssize_t finish(struct exs_sync *w, exs_qhandle_t qh)
+{
+	if (qh != EXS_QHANDLE_INVALID) {
+		pthread_mutex_unlock(&exs_rt.lock);
+		return 0;
+	}
+	exs__sync_wait(w);
+	pthread_mutex_unlock(&exs_rt.lock);
+	if (w->ev.exs_evt_errno) {
+		errno = w->ev.exs_evt_errno;
+		return -1;
+	}
+	return w->ev.exs_evt_union.xfer.bytes;
+}
+
+static ssize_t fail(int err)
+{
+	pthread_mutex_unlock(&exs_rt.lock);
+	errno = err;
+	return -1;
+}
+
+static int check_iov(const struct iovec *iov, int iovcnt, size_t *total)
+{
+	if (!iov || iovcnt < 1 || iovcnt > EXS_IOV_MAX)
+		return EINVAL;
+	size_t t = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		if (!iov[i].iov_base && iov[i].iov_len)
+			return EFAULT;
+		if (t + iov[i].iov_len < t)
+			return EINVAL;
+		t += iov[i].iov_len;
+	}
+	*total = t;
+	return 0;
+}
+
+static struct exs_sock *lock_conn(int fd)
+{
+	if (exs__ready())
+		return NULL;
+	pthread_mutex_lock(&exs_rt.lock);
+	struct exs_sock *s = exs__sock(fd);
+	if (!s) {
+		pthread_mutex_unlock(&exs_rt.lock);
+		errno = EBADF;
+	}
+	return s;
+}
+
+ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qhandle_t qh,
+		  void *ahandle, const exs_mhandle_t *mh)
+{
+	size_t total;
+	int err = check_iov(iov, iovcnt, &total);
+	if (err || (flags & ~(MSG_NOSIGNAL | MSG_DONTWAIT))) {
+		errno = err ? err : EINVAL;
+		return -1;
+	}
+	struct exs_sock *s = lock_conn(fd);
+	if (!s)
+		return -1;
+	if (s->wr_shut || (s->st == S_CLOSED && !s->error))
+		return fail(EPIPE);
+	if (s->st == S_CLOSED)
+		return fail(s->error);
+	if (s->st != S_CONNECTED)
+		return fail(ENOTCONN);
+	if (s->type == SOCK_SEQPACKET && total > EXS_MSG_MAX)
+		return fail(EMSGSIZE);
+	if (s->nsends >= EXS_MAX_SENDS)
+		return fail(EAGAIN);
+	struct exs_sync w;
+	struct exs_op *op = exs__op_new(fd, OP_SEND, qh, ahandle, &w);
+	if (!op)
+		return fail(errno);
+	memcpy(op->iov, iov, (size_t)iovcnt * sizeof(*iov));
+	op->iovcnt = iovcnt;
+	op->len = total;
+	int rc = exs__op_mem(op, mh, EXS_ACCESS_READ);
+	if (rc) {
+		exs__op_drop(op);
+		return fail(-rc);
+	}
+	if (!total && s->type == SOCK_STREAM) {
+		/* nothing to move: a byte stream has no empty messages */
+		exs__op_complete(op, 0, 0);
+		return finish(&w, qh);
+	}
+	if (s->sends_tail)
+		s->sends_tail->next = op;
+	else
+		s->sends = op;
+	s->sends_tail = op;
+	s->nsends++;
+	exs__progress(s);
+	return finish(&w, qh);
+}
+
+ssize_t exs_send(int fd, const void *buf, size_t len, int flags, exs_qhandle_t qh, void *ahandle,
+		 exs_mhandle_t mh)
+{
+	struct iovec v = { (void *)buf, len };
+	return exs_sendv(fd, &v, 1, flags, qh, ahandle, mh ? &mh : NULL);
+}
+
+ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qhandle_t qh,
+		  void *ahandle, const exs_mhandle_t *mh)
+{
+	size_t total;
+	int err = check_iov(iov, iovcnt, &total);
+	if (err || (flags & ~(MSG_WAITALL | MSG_DONTWAIT | MSG_NOSIGNAL))) {
+		errno = err ? err : EINVAL;
+		return -1;
+	}
+	struct exs_sock *s = lock_conn(fd);
+	if (!s)
+		return -1;
+	if (s->st != S_CONNECTED && s->st != S_CLOSED)
+		return fail(ENOTCONN);
+	if (s->nrecvs >= EXS_MAX_RECVS)
+		return fail(EAGAIN);
+	struct exs_sync w;
+	struct exs_op *op = exs__op_new(fd, OP_RECV, qh, ahandle, &w);
+	if (!op)
+		return fail(errno);
+	memcpy(op->iov, iov, (size_t)iovcnt * sizeof(*iov));
+	op->iovcnt = iovcnt;
+	op->len = total;
+	op->flags = flags & MSG_WAITALL;
+	/* the end already came (or reading was shut down), and nothing is
+	 * left to read: 0 bytes, the end of the stream */
+	bool ended = s->shut_rd || (s->st == S_CLOSED && !s->recvs &&
+				    !(s->type == SOCK_STREAM && exs__stream_readable(s))) ||
+		     (s->fin_seen && !s->recvs &&
+		      !(s->type == SOCK_STREAM && exs__stream_readable(s)));
+	if (ended) {
+		if (s->st == S_CLOSED && !s->fin_seen && !s->shut_rd && s->error) {
+			exs__op_drop(op);
+			return fail(s->error);
+		}
+		exs__op_complete(op, 0, 0);
+		return finish(&w, qh);
+	}
+	int rc = 0;
+	if (iovcnt > 1 && total) {
+		/* the peer writes into one contiguous buffer: scatter later */
+		op->bounce = malloc(total);
+		op->bounce_mr = op->bounce ? uw_reg_mr(exs_rt.pd, op->bounce, total,
+						       UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE)
+					   : NULL;
+		if (!op->bounce_mr)
+			rc = -ENOMEM;
+	} else {
+		rc = exs__op_mem(op, mh, EXS_ACCESS_WRITE);
+	}
+	if (!rc && s->type == SOCK_STREAM && !total) {
+		/* as recv(2) with no room: 0 at once */
+		exs__op_complete(op, 0, 0);
+		return finish(&w, qh);
+	}
+	if (!rc)
+		rc = s->type == SOCK_STREAM ? exs__stream_recv_post(s, op) : exs__seq_recv_post(s, op);
+	if (rc) {
+		exs__op_drop(op);
+		return fail(-rc);
+	}
+	if (s->recvs_tail)
+		s->recvs_tail->next = op;
+	else
+		s->recvs = op;
+	s->recvs_tail = op;
+	s->nrecvs++;
+	if (!s->adv_next && s->type == SOCK_SEQPACKET)
+		s->adv_next = op;
+	if (s->st == S_CLOSED) {
+		/* the connection is gone: only the ring's data is left */
+		exs__recvs_after_close(s);
+	} else {
+		exs__progress(s);
+	}
+	return finish(&w, qh);
+}
+
+ssize_t exs_recv(int fd, void *buf, size_t len, int flags, exs_qhandle_t qh, void *ahandle,
+		 exs_mhandle_t mh)
+{
+	struct iovec v = { buf, len };
+	return exs_recvv(fd, &v, 1, flags, qh, ahandle, mh ? &mh : NULL);
+}

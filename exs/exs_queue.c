@@ -1,0 +1,311 @@
+/*
+ * exs_queue.c: event queues, completing operations, exs_poll.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "exs_internal.h"
+
+struct exs_queue *exs__queue(exs_qhandle_t qh)
+{
+	for (struct exs_queue *q = exs_rt.queues; q; q = q->next)
+		if (q->qh == qh)
+			return q;
+	return NULL;
+}
+
+exs_qhandle_t exs_qcreate(int depth)
+{
+	if (exs__ready())
+		return EXS_QHANDLE_INVALID;
+	if (depth < 1) {
+		errno = EINVAL;
+		return EXS_QHANDLE_INVALID;
+	}
+	struct exs_queue *q = calloc(1, sizeof(*q));
+	if (q)
+		q->ev = calloc((size_t)depth, sizeof(*q->ev));
+	if (!q || !q->ev) {
+		free(q);
+		errno = ENOMEM;
+		return EXS_QHANDLE_INVALID;
+	}
+	q->qh = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (q->qh < 0) {
+		int err = errno;
+		free(q->ev);
+		free(q);
+		errno = err;
+		return EXS_QHANDLE_INVALID;
+	}
+	q->cap = depth;
+	pthread_cond_init(&q->cv, NULL);
+	pthread_mutex_lock(&exs_rt.lock);
+	q->next = exs_rt.queues;
+	exs_rt.queues = q;
+	pthread_mutex_unlock(&exs_rt.lock);
+	return q->qh;
+}
+
+int exs_qdelete(exs_qhandle_t qh)
+{
+	pthread_mutex_lock(&exs_rt.lock);
+	struct exs_queue *q = exs__queue(qh);
+	int err = !q ? EBADF : q->reserved ? EBUSY : 0;
+	if (!err) {
+		for (struct exs_queue **pp = &exs_rt.queues; *pp; pp = &(*pp)->next)
+			if (*pp == q) {
+				*pp = q->next;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&exs_rt.lock);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	pthread_cond_destroy(&q->cv);
+	close(q->qh);
+	free(q->ev);
+	free(q);
+	return 0;
+}
+
+int exs__op_reserve(struct exs_queue *q)
+{
+	if (q->count + q->reserved >= q->cap) {
+		errno = EAGAIN;
+		return -1;
+	}
+	q->reserved++;
+	return 0;
+}
+
+void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev)
+{
+	ev->exs_evt_ahandle = op->ahandle;
+	ev->exs_evt_fd = op->fd;
+	if (op->sync) {
+		op->sync->ev = *ev;
+		op->sync->done = true;
+		pthread_cond_broadcast(&exs_rt.sync_cv);
+	} else if (op->q) {
+		struct exs_queue *q = op->q;
+		q->ev[(q->head + q->count) % q->cap] = *ev;
+		q->count++;
+		q->reserved--;
+		uint64_t one = 1;
+		if (write(q->qh, &one, sizeof(one)) < 0) {
+			/* already readable */
+		}
+		pthread_cond_broadcast(&q->cv);
+		exs__changed();
+	}
+	exs__op_free(op);
+}
+
+void exs__op_complete(struct exs_op *op, int status, ssize_t bytes)
+{
+	static const int kinds[] = { [OP_SEND] = EXS_EVT_SEND,	   [OP_RECV] = EXS_EVT_RECV,
+				     [OP_ACCEPT] = EXS_EVT_ACCEPT,  [OP_CONNECT] = EXS_EVT_CONNECT,
+				     [OP_SHUTDOWN] = EXS_EVT_SHUTDOWN, [OP_CLOSE] = EXS_EVT_CLOSE };
+	exs_event_t ev = { .exs_evt_type = kinds[op->kind], .exs_evt_errno = status };
+	if (op->kind == OP_SEND || op->kind == OP_RECV) {
+		if (op->kind == OP_RECV && op->bounce && !status && bytes > 0) {
+			/* a scattered receive: one copy into its buffers */
+			size_t off = 0;
+			for (int i = 0; i < op->iovcnt && off < (size_t)bytes; i++) {
+				size_t n = op->iov[i].iov_len;
+				if (n > (size_t)bytes - off)
+					n = (size_t)bytes - off;
+				memcpy(op->iov[i].iov_base, (uint8_t *)op->bounce + off, n);
+				off += n;
+			}
+		}
+		ev.exs_evt_union.xfer.buf = op->iovcnt ? op->iov[0].iov_base : NULL;
+		ev.exs_evt_union.xfer.len = op->len;
+		ev.exs_evt_union.xfer.bytes = status ? -1 : bytes;
+		ev.exs_evt_union.xfer.flags = op->kind == OP_RECV ? (op->flags & MSG_TRUNC) : 0;
+	}
+	exs__op_complete_ev(op, &ev);
+}
+
+void exs__op_free(struct exs_op *op)
+{
+	exs__op_mem_release(op);
+	free(op);
+}
+
+void exs__sync_wait(struct exs_sync *w)
+{
+	while (!w->done)
+		pthread_cond_wait(&exs_rt.sync_cv, &exs_rt.lock);
+}
+
+static void deadline_of(const struct timespec *timeout, struct timespec *dl)
+{
+	clock_gettime(CLOCK_REALTIME, dl);
+	dl->tv_sec += timeout->tv_sec;
+	dl->tv_nsec += timeout->tv_nsec;
+	if (dl->tv_nsec >= 1000000000L) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000L;
+	}
+}
+
+int exs_qdequeue(exs_qhandle_t qh, exs_event_t *events, int count, const struct timespec *timeout)
+{
+	if (!events || !count) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&exs_rt.lock);
+	struct exs_queue *q = exs__queue(qh);
+	if (!q) {
+		pthread_mutex_unlock(&exs_rt.lock);
+		errno = EBADF;
+		return -1;
+	}
+	int want = count < 0 ? -count : 0;
+	if (want > q->cap) {
+		pthread_mutex_unlock(&exs_rt.lock);
+		errno = EINVAL;
+		return -1;
+	}
+	struct timespec dl;
+	if (want && timeout)
+		deadline_of(timeout, &dl);
+	while (q->count < want) {
+		if (!timeout)
+			pthread_cond_wait(&q->cv, &exs_rt.lock);
+		else if (pthread_cond_timedwait(&q->cv, &exs_rt.lock, &dl) == ETIMEDOUT)
+			break;
+	}
+	int n = count < 0 ? (q->count < want ? q->count : want) : (q->count < count ? q->count : count);
+	for (int i = 0; i < n; i++) {
+		events[i] = q->ev[q->head];
+		q->head = (q->head + 1) % q->cap;
+		q->count--;
+	}
+	if (!q->count) {
+		uint64_t v;
+		if (read(q->qh, &v, sizeof(v)) < 0) {
+			/* nothing was signalled */
+		}
+	}
+	pthread_mutex_unlock(&exs_rt.lock);
+	return n;
+}
+
+static short sock_revents(struct exs_sock *s, short events)
+{
+	short r = 0;
+	if (s->st == S_LISTENING) {
+		if (s->nready)
+			r |= POLLIN;
+	} else if (s->st == S_CONNECTED || s->st == S_CLOSED) {
+		if (s->type == SOCK_STREAM && exs__stream_readable(s))
+			r |= POLLIN;
+		if (s->fin_seen)
+			r |= POLLIN | POLLRDHUP;
+		if (s->st == S_CONNECTED && !s->wr_shut && s->nsends < EXS_MAX_SENDS)
+			r |= POLLOUT;
+		if (s->st == S_CLOSED)
+			r |= POLLHUP | POLLIN;
+	}
+	if (s->error)
+		r |= POLLERR;
+	return r & (events | POLLHUP | POLLERR);
+}
+
+int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
+{
+	if (nfds && !fds) {
+		errno = EFAULT;
+		return -1;
+	}
+	struct pollfd *os = calloc(nfds + 1, sizeof(*os));
+	int *at = calloc(nfds + 1, sizeof(*at)); /* fds[i] is os[at[i]], or -1 */
+	if (!os || !at) {
+		free(os);
+		free(at);
+		errno = ENOMEM;
+		return -1;
+	}
+	int me = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (me < 0) {
+		free(os);
+		free(at);
+		return -1;
+	}
+	uint64_t deadline = timeout_ms >= 0 ? exs__now_ms() + (uint64_t)timeout_ms : 0;
+	int ready = -1;
+	pthread_mutex_lock(&exs_rt.lock);
+	bool registered = exs_rt.npollers < (int)(sizeof(exs_rt.pollers) / sizeof(exs_rt.pollers[0]));
+	if (registered)
+		exs_rt.pollers[exs_rt.npollers++] = me;
+	for (;;) {
+		/* ES-API objects answer from their state; the rest go to poll(2)
+		 * together with our wake-up descriptor */
+		int nos = 0;
+		ready = 0;
+		for (nfds_t i = 0; i < nfds; i++) {
+			fds[i].revents = 0;
+			at[i] = -1;
+			struct exs_sock *s = exs__sock(fds[i].fd);
+			struct exs_queue *q = s ? NULL : exs__queue(fds[i].fd);
+			if (s)
+				fds[i].revents = sock_revents(s, fds[i].events);
+			else if (q)
+				fds[i].revents = q->count ? (fds[i].events & POLLIN) : 0;
+			else {
+				at[i] = nos;
+				os[nos++] = fds[i];
+			}
+			ready += fds[i].revents != 0;
+		}
+		int wait = ready ? 0
+			   : timeout_ms < 0 ? -1
+			   : (int)(deadline > exs__now_ms() ? deadline - exs__now_ms() : 0);
+		if (!registered && wait != 0 && (wait < 0 || wait > 10))
+			wait = 10; /* too many pollers to tell: look again soon */
+		os[nos] = (struct pollfd){ me, POLLIN, 0 };
+		pthread_mutex_unlock(&exs_rt.lock);
+		int n = poll(os, (nfds_t)nos + 1, wait);
+		pthread_mutex_lock(&exs_rt.lock);
+		if (n < 0) {
+			ready = -1;
+			break;
+		}
+		for (nfds_t i = 0; i < nfds; i++) {
+			if (at[i] < 0)
+				continue;
+			fds[i].revents = os[at[i]].revents;
+			ready += fds[i].revents != 0;
+		}
+		if (os[nos].revents) {
+			uint64_t v;
+			if (read(me, &v, sizeof(v)) < 0) {
+				/* raced with another reader */
+			}
+		}
+		if (ready || (timeout_ms >= 0 && exs__now_ms() >= deadline))
+			break;
+	}
+	if (registered)
+		for (int i = 0; i < exs_rt.npollers; i++)
+			if (exs_rt.pollers[i] == me) {
+				exs_rt.pollers[i] = exs_rt.pollers[--exs_rt.npollers];
+				break;
+			}
+	int err = errno;
+	pthread_mutex_unlock(&exs_rt.lock);
+	close(me);
+	free(os);
+	free(at);
+	errno = err;
+	return ready;
+}

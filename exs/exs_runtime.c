@@ -1,0 +1,218 @@
+/*
+ * exs_runtime.c: exs_init, the progress thread, and the socket table.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exs_internal.h"
+
+struct exs_rt exs_rt = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			 .sync_cv = PTHREAD_COND_INITIALIZER,
+			 .wake_fd = -1 };
+
+/* Room for every connected socket's send and control completions. */
+#define EXS_CQ_DEPTH 65536
+
+uint64_t exs__now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int exs__ready(void)
+{
+	if (exs_rt.started)
+		return 0;
+	errno = EINVAL;
+	return -1;
+}
+
+static _Thread_local bool on_progress_thread;
+
+void exs__kick(void)
+{
+	if (on_progress_thread)
+		return; /* it moves the data when it is done */
+	/* manual progress: what was posted goes out now, from this thread */
+	uw_poll_cq(exs_rt.cq, 0, NULL);
+	if (exs_rt.sleeping)
+		exs__wake(); /* the completions and the rest are the thread's */
+}
+
+void exs__wake(void)
+{
+	uint64_t one = 1;
+	if (write(exs_rt.wake_fd, &one, sizeof(one)) < 0) {
+		/* the counter is already non-zero: the thread will wake */
+	}
+}
+
+void exs__changed(void)
+{
+	uint64_t one = 1;
+	for (int i = 0; i < exs_rt.npollers; i++)
+		if (write(exs_rt.pollers[i], &one, sizeof(one)) < 0) {
+			/* already signalled */
+		}
+}
+
+struct exs_sock *exs__sock(int fd)
+{
+	for (struct exs_sock *s = exs_rt.socks; s; s = s->next)
+		if (s->fd == fd && !s->closing)
+			return s;
+	return NULL;
+}
+
+void exs__sock_free(struct exs_sock *s)
+{
+	for (struct exs_sock **pp = &exs_rt.socks; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	if (s->qp)
+		uw_destroy_qp(s->qp); /* its flushed completions name no QP now */
+	if (s->id)
+		uw_cm_destroy_id(s->id);
+	if (s->ctl_mr)
+		uw_dereg_mr(s->ctl_mr);
+	if (s->ring_mr)
+		uw_dereg_mr(s->ring_mr);
+	free(s->ctl_buf);
+	free(s->ring);
+	free(s->fl);
+	free(s->sp_adv);
+	close(s->fd);
+	free(s);
+	exs__changed();
+}
+
+static void handle_wcs(void)
+{
+	struct uw_wc wc[64];
+	int n;
+	while ((n = uw_poll_cq(exs_rt.cq, 64, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			exs__on_wc(&wc[i]);
+}
+
+/* The earliest deadline of a lingering close, as a poll timeout. */
+static int linger_timeout(void)
+{
+	uint64_t now = exs__now_ms(), first = UINT64_MAX;
+	for (struct exs_sock *s = exs_rt.socks; s; s = s->next) {
+		if (!s->linger_deadline)
+			continue;
+		if (s->linger_deadline <= now) {
+			s->linger_deadline = 0;
+			exs__abort(s, ETIMEDOUT);
+			return 0;
+		}
+		if (s->linger_deadline < first)
+			first = s->linger_deadline;
+	}
+	return first == UINT64_MAX ? -1 : (int)(first - now);
+}
+
+static void *progress_thread(void *arg)
+{
+	on_progress_thread = true;
+	pthread_mutex_lock(&exs_rt.lock);
+	for (;;) {
+		bool work = false;
+		struct uw_cm_event *e;
+		while (!uw_cm_get_event_timeout(exs_rt.cm, &e, 0)) {
+			exs__on_cm(e);
+			work = true;
+		}
+		struct uw_wc wc[64];
+		int n = uw_poll_cq(exs_rt.cq, 64, wc);
+		for (int i = 0; i < n; i++)
+			exs__on_wc(&wc[i]);
+		if (n > 0 || work)
+			continue;
+		uw_req_notify_cq(exs_rt.cq, 0);
+		handle_wcs(); /* what came before the arming */
+		int timeout = linger_timeout();
+		exs_rt.sleeping = true;
+		pthread_mutex_unlock(&exs_rt.lock);
+		struct pollfd pf[3] = { { exs_rt.cc->fd, POLLIN, 0 },
+					{ exs_rt.cm->fd, POLLIN, 0 },
+					{ exs_rt.wake_fd, POLLIN, 0 } };
+		poll(pf, 3, timeout);
+		pthread_mutex_lock(&exs_rt.lock);
+		exs_rt.sleeping = false;
+		struct uw_cq *fired;
+		while (!uw_get_cq_event(exs_rt.cc, &fired, NULL))
+			uw_ack_cq_events(fired, 1);
+		uint64_t v;
+		if (pf[2].revents && read(exs_rt.wake_fd, &v, sizeof(v)) < 0) {
+			/* someone else took it */
+		}
+	}
+	return NULL;
+}
+
+int exs_init(int version)
+{
+	if (version != EXS_VERSION) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&exs_rt.lock);
+	if (exs_rt.started) {
+		pthread_mutex_unlock(&exs_rt.lock);
+		return 0;
+	}
+	int err = ENOMEM;
+	exs_rt.ctx = uw_open(NULL);
+	if (!exs_rt.ctx)
+		goto fail;
+	exs_rt.pd = uw_alloc_pd(exs_rt.ctx);
+	exs_rt.cc = exs_rt.pd ? uw_create_comp_channel(exs_rt.ctx) : NULL;
+	exs_rt.cq = exs_rt.cc ? uw_create_cq(exs_rt.ctx, EXS_CQ_DEPTH, NULL, exs_rt.cc) : NULL;
+	exs_rt.cm = exs_rt.cq ? uw_cm_create_channel(exs_rt.ctx) : NULL;
+	if (!exs_rt.cm)
+		goto fail;
+	if (uw_comp_channel_nonblock(exs_rt.cc, 1) || uw_cm_channel_nonblock(exs_rt.cm, 1))
+		goto fail;
+	exs_rt.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (exs_rt.wake_fd < 0) {
+		err = errno;
+		goto fail;
+	}
+	err = pthread_create(&exs_rt.thread, NULL, progress_thread, NULL);
+	if (err)
+		goto fail;
+	exs_rt.started = true;
+	pthread_mutex_unlock(&exs_rt.lock);
+	return 0;
+fail:
+	if (exs_rt.wake_fd >= 0)
+		close(exs_rt.wake_fd);
+	exs_rt.wake_fd = -1;
+	if (exs_rt.cm)
+		uw_cm_destroy_channel(exs_rt.cm);
+	if (exs_rt.cq)
+		uw_destroy_cq(exs_rt.cq);
+	if (exs_rt.cc)
+		uw_destroy_comp_channel(exs_rt.cc);
+	if (exs_rt.pd)
+		uw_dealloc_pd(exs_rt.pd);
+	if (exs_rt.ctx)
+		uw_close(exs_rt.ctx);
+	exs_rt.cm = NULL;
+	exs_rt.cq = NULL;
+	exs_rt.cc = NULL;
+	exs_rt.pd = NULL;
+	exs_rt.ctx = NULL;
+	pthread_mutex_unlock(&exs_rt.lock);
+	errno = err;
+	return -1;
+}

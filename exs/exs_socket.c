@@ -1,0 +1,554 @@
+/*
+ * exs_socket.c: ES-API socket calls: socket, bind, listen, accept,
+ * connect, shutdown, close, names and options.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "exs_internal.h"
+
+/* Take the lock and find the socket; on failure errno is set. */
+static struct exs_sock *lock_sock(int fd)
+{
+	if (exs__ready())
+		return NULL;
+	pthread_mutex_lock(&exs_rt.lock);
+	struct exs_sock *s = exs__sock(fd);
+	if (!s) {
+		pthread_mutex_unlock(&exs_rt.lock);
+		errno = EBADF;
+	}
+	return s;
+}
+
+static int unlock_err(int err)
+{
+	pthread_mutex_unlock(&exs_rt.lock);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+/* A new operation completing on @qh, or (EXS_QHANDLE_INVALID) waited for
+ * through @sync. Under the lock. NULL with errno. */
+struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void *ahandle,
+			   struct exs_sync *sync)
+{
+	struct exs_queue *q = NULL;
+	if (qh != EXS_QHANDLE_INVALID) {
+		q = exs__queue(qh);
+		if (!q) {
+			errno = EBADF;
+			return NULL;
+		}
+	}
+	struct exs_op *op = calloc(1, sizeof(*op));
+	if (!op) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (q && exs__op_reserve(q)) {
+		free(op);
+		return NULL;
+	}
+	*op = (struct exs_op){ .kind = kind, .fd = fd, .q = q, .ahandle = ahandle,
+			       .sync = q ? NULL : sync };
+	memset(sync, 0, sizeof(*sync));
+	return op;
+}
+
+/* An operation that could not be started: give back its queue slot. */
+void exs__op_drop(struct exs_op *op)
+{
+	if (op->q)
+		op->q->reserved--;
+	exs__op_free(op);
+}
+
+int exs_socket(int domain, int type, int protocol)
+{
+	if (exs__ready())
+		return -1;
+	if (domain != AF_INET && domain != AF_INET6) {
+		errno = EAFNOSUPPORT;
+		return -1;
+	}
+	if (type != SOCK_STREAM && type != SOCK_SEQPACKET) {
+		errno = EPROTOTYPE;
+		return -1;
+	}
+	if (protocol != 0 && protocol != IPPROTO_TCP) {
+		errno = EPROTONOSUPPORT;
+		return -1;
+	}
+	struct exs_sock *s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return -1;
+	}
+	s->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->fd < 0) {
+		free(s);
+		errno = EMFILE;
+		return -1;
+	}
+	s->domain = domain;
+	s->type = type;
+	s->ring_size = EXS_RING_DEFAULT;
+	s->crc = true;
+	s->st = S_NEW;
+	pthread_mutex_lock(&exs_rt.lock);
+	s->next = exs_rt.socks;
+	exs_rt.socks = s;
+	pthread_mutex_unlock(&exs_rt.lock);
+	return s->fd;
+}
+
+static int addr_ok(const struct exs_sock *s, const struct sockaddr *addr, socklen_t len)
+{
+	if (!addr)
+		return 0;
+	if (addr->sa_family == AF_INET)
+		return len >= sizeof(struct sockaddr_in);
+	if (addr->sa_family == AF_INET6)
+		return len >= sizeof(struct sockaddr_in6);
+	return 0;
+}
+
+int exs_bind(int fd, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct exs_sock *s = lock_sock(fd);
+	if (!s)
+		return -1;
+	if (s->bound || s->st != S_NEW || !addr_ok(s, addr, addrlen))
+		return unlock_err(EINVAL);
+	memcpy(&s->local, addr,
+	       addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	s->bound = true;
+	return unlock_err(0);
+}
+
+int exs_listen(int fd, int backlog)
+{
+	struct exs_sock *s = lock_sock(fd);
+	if (!s)
+		return -1;
+	if (s->st == S_LISTENING) {
+		s->backlog = backlog > 0 ? backlog : 1;
+		return unlock_err(0);
+	}
+	if (s->st != S_NEW)
+		return unlock_err(EINVAL);
+	if (!s->bound) {
+		if (s->domain == AF_INET6) {
+			struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = in6addr_any };
+			memcpy(&s->local, &a, sizeof(a));
+		} else {
+			struct sockaddr_in a = { .sin_family = AF_INET };
+			memcpy(&s->local, &a, sizeof(a));
+		}
+	}
+	s->id = uw_cm_create_id(exs_rt.cm, s);
+	if (!s->id)
+		return unlock_err(ENOMEM);
+	int rc = uw_cm_listen(s->id, (struct sockaddr *)&s->local, backlog > 0 ? backlog : 1);
+	if (rc) {
+		uw_cm_destroy_id(s->id);
+		s->id = NULL;
+		return unlock_err(rc);
+	}
+	memcpy(&s->local, &s->id->local_addr, sizeof(s->local));
+	s->backlog = backlog > 0 ? backlog : 1;
+	s->st = S_LISTENING;
+	exs__kick();
+	return unlock_err(0);
+}
+
+static void fill_addr(const struct sockaddr_storage *ss, struct sockaddr *addr, socklen_t *len)
+{
+	if (!addr || !len)
+		return;
+	socklen_t n = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						: sizeof(struct sockaddr_in);
+	memcpy(addr, ss, *len < n ? *len : n);
+	*len = n;
+}
+
+/* the result of a synchronous call: 0 and its event, or -1 with errno */
+static int sync_result(struct exs_sync *w)
+{
+	exs__sync_wait(w);
+	if (w->ev.exs_evt_errno) {
+		errno = w->ev.exs_evt_errno;
+		return -1;
+	}
+	return 0;
+}
+
+int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t qh, void *ahandle)
+{
+	struct exs_sock *l = lock_sock(fd);
+	if (!l)
+		return -1;
+	if (l->st != S_LISTENING)
+		return unlock_err(EINVAL);
+	struct exs_sock *ready = l->ready;
+	if (ready && !l->accepts) {
+		/* one is waiting: no need to queue */
+		l->ready = ready->next_ready;
+		l->nready--;
+		ready->listener = NULL;
+		ready->next_ready = NULL;
+		if (qh == EXS_QHANDLE_INVALID) {
+			fill_addr(&ready->peer, addr, addrlen);
+			pthread_mutex_unlock(&exs_rt.lock);
+			return ready->fd;
+		}
+		struct exs_sync w;
+		struct exs_op *op = exs__op_new(fd, OP_ACCEPT, qh, ahandle, &w);
+		if (!op) {
+			/* put it back first in line */
+			ready->next_ready = l->ready;
+			ready->listener = l;
+			l->ready = ready;
+			l->nready++;
+			return unlock_err(errno);
+		}
+		exs_event_t ev = { .exs_evt_type = EXS_EVT_ACCEPT };
+		ev.exs_evt_union.accept.fd = ready->fd;
+		ev.exs_evt_union.accept.addr = ready->peer;
+		ev.exs_evt_union.accept.addrlen = ready->peer.ss_family == AF_INET6
+							  ? sizeof(struct sockaddr_in6)
+							  : sizeof(struct sockaddr_in);
+		exs__op_complete_ev(op, &ev);
+		exs__changed();
+		return unlock_err(0);
+	}
+	int n = 0;
+	for (struct exs_op *o = l->accepts; o; o = o->next)
+		n++;
+	if (n >= EXS_MAX_RECVS)
+		return unlock_err(EAGAIN);
+	struct exs_sync w;
+	struct exs_op *op = exs__op_new(fd, OP_ACCEPT, qh, ahandle, &w);
+	if (!op)
+		return unlock_err(errno);
+	if (l->accepts_tail)
+		l->accepts_tail->next = op;
+	else
+		l->accepts = op;
+	l->accepts_tail = op;
+	if (qh != EXS_QHANDLE_INVALID)
+		return unlock_err(0);
+	int rc = sync_result(&w);
+	int err = errno;
+	pthread_mutex_unlock(&exs_rt.lock);
+	if (rc) {
+		errno = err;
+		return -1;
+	}
+	fill_addr(&w.ev.exs_evt_union.accept.addr, addr, addrlen);
+	return w.ev.exs_evt_union.accept.fd;
+}
+
+int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhandle_t qh,
+		void *ahandle)
+{
+	struct exs_sock *s = lock_sock(fd);
+	if (!s)
+		return -1;
+	if (s->st == S_CONNECTING)
+		return unlock_err(EALREADY);
+	if (s->st != S_NEW)
+		return unlock_err(s->st == S_LISTENING ? EINVAL : EISCONN);
+	if (!addr_ok(s, addr, addrlen))
+		return unlock_err(EINVAL);
+	struct exs_sync w;
+	struct exs_op *op = exs__op_new(fd, OP_CONNECT, qh, ahandle, &w);
+	if (!op)
+		return unlock_err(errno);
+	memcpy(&s->peer, addr,
+	       addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	if (s->type == SOCK_STREAM)
+		exs__stream_init(s, s->mode);
+	int rc = exs__connect_setup(s);
+	if (rc) {
+		exs__op_drop(op);
+		s->st = S_CLOSED;
+		s->error = -rc;
+		return unlock_err(-rc);
+	}
+	s->st = S_CONNECTING;
+	s->connect_op = op;
+	exs__kick();
+	if (qh != EXS_QHANDLE_INVALID)
+		return unlock_err(0);
+	rc = sync_result(&w);
+	int err = errno;
+	if (!rc)
+		memcpy(&s->local, &s->id->local_addr, sizeof(s->local));
+	pthread_mutex_unlock(&exs_rt.lock);
+	errno = err;
+	return rc;
+}
+
+int exs_shutdown(int fd, int how, exs_qhandle_t qh, void *ahandle)
+{
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct exs_sock *s = lock_sock(fd);
+	if (!s)
+		return -1;
+	if (s->st != S_CONNECTED && s->st != S_CLOSED)
+		return unlock_err(ENOTCONN);
+	if (how != SHUT_WR && !s->shut_rd) {
+		s->shut_rd = true;
+		struct exs_op *op;
+		while ((op = s->recvs)) {
+			s->recvs = op->next;
+			exs__op_complete(op, ECANCELED, -1);
+		}
+		s->recvs_tail = NULL;
+		s->adv_next = NULL;
+		s->nrecvs = 0;
+		if (s->type == SOCK_STREAM)
+			exs_sp_rx_abandon(&s->rx);
+	}
+	if (how == SHUT_RD)
+		return unlock_err(0);
+	if (s->wr_shut || s->shut_op)
+		return unlock_err(s->fin_acked && qh == EXS_QHANDLE_INVALID ? 0 : EALREADY);
+	if (s->st != S_CONNECTED)
+		return unlock_err(ENOTCONN);
+	struct exs_sync w;
+	struct exs_op *op = exs__op_new(fd, OP_SHUTDOWN, qh, ahandle, &w);
+	if (!op)
+		return unlock_err(errno);
+	s->wr_shut = true;
+	s->shut_op = op;
+	exs__progress(s);
+	exs__kick();
+	if (qh != EXS_QHANDLE_INVALID)
+		return unlock_err(0);
+	int rc = sync_result(&w);
+	int err = errno;
+	pthread_mutex_unlock(&exs_rt.lock);
+	errno = err;
+	return rc;
+}
+
+int exs_close(int fd, exs_qhandle_t qh, void *ahandle)
+{
+	struct exs_sock *s = lock_sock(fd);
+	if (!s)
+		return -1;
+	struct exs_sync w;
+	struct exs_op *op = exs__op_new(fd, OP_CLOSE, qh, ahandle, &w);
+	if (!op)
+		return unlock_err(errno);
+	s->closing = true;
+	s->close_op = op;
+	/* receives and accepts are over; sends already posted still go */
+	struct exs_op *r;
+	while ((r = s->recvs)) {
+		s->recvs = r->next;
+		exs__op_complete(r, ECANCELED, -1);
+	}
+	s->recvs_tail = NULL;
+	s->adv_next = NULL;
+	s->nrecvs = 0;
+	if (s->type == SOCK_STREAM)
+		exs_sp_rx_abandon(&s->rx);
+	while ((r = s->accepts)) {
+		s->accepts = r->next;
+		exs__op_complete(r, ECANCELED, -1);
+	}
+	s->accepts_tail = NULL;
+	if (s->st == S_LISTENING) {
+		/* connections nobody accepted go with it */
+		for (struct exs_sock *o = exs_rt.socks; o;) {
+			struct exs_sock *next = o->next;
+			if (o->listener == s) {
+				if (o->st == S_CONNECTED && o->id)
+					uw_cm_disconnect(o->id);
+				exs__sock_free(o);
+				next = exs_rt.socks; /* the list changed */
+			}
+			o = next;
+		}
+		s->st = S_CLOSED;
+	} else if (s->st == S_CONNECTING) {
+		exs__fail_ops(s, ECANCELED);
+		s->error = ECANCELED;
+		s->st = S_CLOSED;
+	} else if (s->st == S_CONNECTED) {
+		s->wr_shut = true;
+		s->linger_deadline = exs__now_ms() + EXS_LINGER_MS;
+	} else {
+		s->st = S_CLOSED;
+	}
+	if (s->st == S_CONNECTED)
+		exs__progress(s);
+	else
+		exs__maybe_finish_close(s);
+	exs__kick();
+	if (qh != EXS_QHANDLE_INVALID)
+		return unlock_err(0);
+	int rc = sync_result(&w);
+	int err = errno;
+	pthread_mutex_unlock(&exs_rt.lock);
+	errno = err;
+	return rc;
+}
+
+int exs_getsockname(int fd, struct sockaddr *addr, socklen_t *addrlen)
+{
+	struct exs_sock *s = lock_sock(fd);
+	if (!s)
+		return -1;
+	if (!addr || !addrlen)
+		return unlock_err(EFAULT);
+	fill_addr(&s->local, addr, addrlen);
+	return unlock_err(0);
+}
+
+int exs_getpeername(int fd, struct sockaddr *addr, socklen_t *addrlen)
+{
+	struct exs_sock *s = lock_sock(fd);
+	if (!s)
+		return -1;
+	if (!addr || !addrlen)
+		return unlock_err(EFAULT);
+	if (s->st != S_CONNECTED && s->st != S_CLOSED)
+		return unlock_err(ENOTCONN);
+	fill_addr(&s->peer, addr, addrlen);
+	return unlock_err(0);
+}
+
+static int get_int(const void *v, socklen_t len, int *out)
+{
+	if (!v || len != sizeof(int))
+		return EINVAL;
+	memcpy(out, v, sizeof(int));
+	return 0;
+}
+
+int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t optlen)
+{
+	struct exs_sock *s = lock_sock(fd);
+	if (!s)
+		return -1;
+	int v, err;
+	if (level == SOL_SOCKET && optname == SO_RCVBUF)
+		optname = EXS_SO_RING_SIZE, level = SOL_EXS;
+	if (level != SOL_EXS)
+		return unlock_err(ENOPROTOOPT);
+	if ((err = get_int(optval, optlen, &v)))
+		return unlock_err(err);
+	bool early = s->st == S_NEW || s->st == S_LISTENING;
+	switch (optname) {
+	case EXS_SO_STREAM_MODE:
+		if (s->type != SOCK_STREAM || v < EXS_MODE_DYNAMIC || v > EXS_MODE_INDIRECT)
+			return unlock_err(s->type != SOCK_STREAM ? ENOPROTOOPT : EINVAL);
+		if (!early)
+			return unlock_err(EISCONN);
+		s->mode = v;
+		break;
+	case EXS_SO_RING_SIZE:
+		if (v < 4096 || v > (1 << 28))
+			return unlock_err(EINVAL);
+		if (!early)
+			return unlock_err(EISCONN);
+		s->ring_size = (uint32_t)v;
+		break;
+	case EXS_SO_NO_IMMEDIATE:
+	case EXS_SO_CRC:
+		if (!early)
+			return unlock_err(EISCONN);
+		if (optname == EXS_SO_CRC)
+			s->crc = v != 0;
+		else
+			s->no_imm = v != 0;
+		break;
+	default:
+		return unlock_err(ENOPROTOOPT);
+	}
+	return unlock_err(0);
+}
+
+static int put_out(void *optval, socklen_t *optlen, const void *v, socklen_t len)
+{
+	if (!optval || !optlen || *optlen < len)
+		return EINVAL;
+	memcpy(optval, v, len);
+	*optlen = len;
+	return 0;
+}
+
+int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optlen)
+{
+	struct exs_sock *s = lock_sock(fd);
+	if (!s)
+		return -1;
+	int v;
+	if (level == SOL_SOCKET) {
+		switch (optname) {
+		case SO_TYPE:
+			v = s->type;
+			break;
+		case SO_ERROR:
+			v = s->error;
+			s->error = 0;
+			break;
+		case SO_RCVBUF:
+			v = (int)s->ring_size;
+			break;
+		default:
+			return unlock_err(ENOPROTOOPT);
+		}
+		return unlock_err(put_out(optval, optlen, &v, sizeof(v)));
+	}
+	if (level != SOL_EXS)
+		return unlock_err(ENOPROTOOPT);
+	switch (optname) {
+	case EXS_SO_STREAM_MODE:
+		v = s->mode;
+		break;
+	case EXS_SO_RING_SIZE:
+		v = (int)s->ring_size;
+		break;
+	case EXS_SO_NO_IMMEDIATE:
+		v = s->no_imm;
+		break;
+	case EXS_SO_IMMEDIATE:
+		v = s->imm;
+		break;
+	case EXS_SO_CRC:
+		v = s->crc;
+		break;
+	case EXS_SO_COUNTERS: {
+		struct exs_stream_counters c = { .direct = s->tx.c.direct,
+						 .indirect = s->tx.c.indirect,
+						 .switches = s->tx.c.switches,
+						 .discarded = s->tx.c.discarded,
+						 .adverts = s->adverts_sent,
+						 .copied = s->rx.c.copied,
+						 .rx_direct = s->rx_direct,
+						 .rx_indirect = s->rx_indirect };
+		if (s->type == SOCK_SEQPACKET)
+			c.direct = s->sent_seq, c.rx_direct = s->rx_msgs;
+		return unlock_err(put_out(optval, optlen, &c, sizeof(c)));
+	}
+	default:
+		return unlock_err(ENOPROTOOPT);
+	}
+	return unlock_err(put_out(optval, optlen, &v, sizeof(v)));
+}

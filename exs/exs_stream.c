@@ -1,0 +1,206 @@
+/*
+ * exs_stream.c: SOCK_STREAM over the dynamic stream protocol. The state
+ * machines of stream_proto.c decide; this file carries out what they
+ * decide: adverts and acks as control messages, transfers as RDMA Writes
+ * with their notifications, copies out of the hidden ring.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "exs_internal.h"
+
+#define WHERE_N (2 * EXS_SP_MAX_ADVERTS)
+
+void exs__stream_init(struct exs_sock *s, int mode)
+{
+	static const enum exs_sp_mode m[] = { [EXS_MODE_DYNAMIC] = EXS_SP_DYNAMIC,
+					      [EXS_MODE_DIRECT] = EXS_SP_DIRECT_ONLY,
+					      [EXS_MODE_INDIRECT] = EXS_SP_INDIRECT_ONLY };
+	s->mode = mode;
+	exs_sp_rx_init(&s->rx, m[mode], s->ring_size);
+	/* the sender's ring size is the peer's: set when its hello comes */
+	exs_sp_tx_init(&s->tx, m[mode], 0);
+}
+
+static uint8_t *op_buf(const struct exs_op *op)
+{
+	return op->bounce ? op->bounce : op->iov[0].iov_base;
+}
+
+bool exs__stream_readable(struct exs_sock *s)
+{
+	return s->rx.ring_in != s->rx.ring_out;
+}
+
+int exs__stream_recv_post(struct exs_sock *s, struct exs_op *op)
+{
+	/* a receive longer than a transfer can say is still a byte-stream
+	 * receive: it completes with what fits */
+	uint32_t len = op->len > EXS_XFER_MAX ? EXS_XFER_MAX : (uint32_t)op->len;
+	op->len = len;
+	int rc = exs_sp_rx_post(&s->rx, len, (op->flags & MSG_WAITALL) != 0, &op->rid);
+	return rc == -ENOBUFS ? -EAGAIN : rc;
+}
+
+static struct exs_op *recv_by_id(struct exs_sock *s, uint32_t id)
+{
+	for (struct exs_op *op = s->recvs; op; op = op->next)
+		if (op->rid == id)
+			return op;
+	return NULL;
+}
+
+static void pop_recv(struct exs_sock *s, struct exs_op *op)
+{
+	s->recvs = op->next;
+	if (!s->recvs)
+		s->recvs_tail = NULL;
+	s->nrecvs--;
+}
+
+/* the receiver: ring copies, completions, adverts, acks */
+static void rx_pump(struct exs_sock *s)
+{
+	for (;;) {
+		struct exs_sp_copy cp;
+		uint32_t id, bytes;
+		if (exs_sp_rx_drain(&s->rx, &cp)) {
+			struct exs_op *op = s->recvs;
+			/* the state machine copies only into the head receive */
+			memcpy(op_buf(op) + cp.off, s->ring + cp.ring_off, cp.len);
+			op->done += cp.len;
+			continue;
+		}
+		if (exs_sp_rx_complete(&s->rx, &id, &bytes)) {
+			struct exs_op *op = s->recvs;
+			pop_recv(s, op);
+			exs__op_complete(op, 0, bytes);
+			continue;
+		}
+		break;
+	}
+	if (s->st != S_CONNECTED)
+		return;
+	struct exs_sp_advert a;
+	while (exs__can_ctl(s) && exs_sp_rx_advert(&s->rx, &a)) {
+		struct exs_op *op = recv_by_id(s, a.id);
+		struct exs_ctl m = { .type = EXS_CTL_ADVERT,
+				     .flags = a.waitall ? EXS_CTL_F_WAITALL : 0,
+				     .phase = a.phase, .id = a.id, .len = a.len, .seq = a.seq,
+				     .addr = (uintptr_t)op_buf(op), .stag = exs__op_rkey(op),
+				     .off = a.off };
+		exs__post_ctl(s, &m);
+		s->adverts_sent++;
+	}
+	uint64_t drained;
+	if (exs__can_ctl(s) && exs_sp_rx_ack_due(&s->rx, &drained)) {
+		struct exs_ctl m = { .type = EXS_CTL_ACK, .seq = drained };
+		exs__post_ctl(s, &m);
+	}
+}
+
+/* the sender: transfers while adverts or ring space allow */
+static void tx_pump(struct exs_sock *s)
+{
+	struct exs_op *op = s->sends;
+	while (op && op->posted)
+		op = op->next;
+	while (op && exs__can_xfer(s)) {
+		size_t left = op->len - op->assigned;
+		struct exs_sp_xfer x;
+		if (!exs_sp_tx_next(&s->tx, left > EXS_XFER_CAP ? EXS_XFER_CAP : left, &x)) {
+			uint32_t phase;
+			if (exs__can_ctl(s) && exs_sp_tx_phase_due(&s->tx, &phase)) {
+				struct exs_ctl m = { .type = EXS_CTL_PHASE, .phase = phase };
+				exs__post_ctl(s, &m);
+			}
+			return;
+		}
+		struct exs_note n = { .kind = x.kind == EXS_SP_DIRECT ? EXS_XFER_DIRECT
+								      : EXS_XFER_INDIRECT,
+				      .len = x.len, .phase = x.phase, .id = x.id, .off = x.off,
+				      .ring_off = x.ring_off };
+		uint64_t raddr;
+		uint32_t rkey;
+		if (x.kind == EXS_SP_DIRECT) {
+			struct exs_adv_where *w = &s->where[x.id % WHERE_N];
+			if (!w->valid || w->id != x.id) {
+				exs__abort(s, EPROTO);
+				return;
+			}
+			raddr = w->addr + x.off;
+			rkey = w->stag;
+		} else {
+			raddr = s->peer_ring_addr + x.ring_off;
+			rkey = s->peer_ring_stag;
+		}
+		if (exs__post_xfer(s, op, op->assigned, x.len, raddr, rkey, &n)) {
+			exs__abort(s, ECONNRESET);
+			return;
+		}
+		op->assigned += x.len;
+		if (op->assigned == op->len) {
+			op->posted = true;
+			op = op->next;
+		}
+	}
+}
+
+void exs__stream_pump(struct exs_sock *s)
+{
+	rx_pump(s);
+	if (s->st == S_CONNECTED)
+		tx_pump(s);
+}
+
+int exs__stream_ctl(struct exs_sock *s, const struct exs_ctl *m)
+{
+	switch (m->type) {
+	case EXS_CTL_ADVERT: {
+		struct exs_sp_advert a = { .id = m->id, .phase = m->phase, .seq = m->seq,
+					   .off = m->off, .len = m->len,
+					   .waitall = (m->flags & EXS_CTL_F_WAITALL) != 0 };
+		int rc = exs_sp_tx_advert(&s->tx, &a);
+		if (rc)
+			return -EPROTO;
+		s->where[m->id % WHERE_N] = (struct exs_adv_where){ .id = m->id, .addr = m->addr,
+								    .stag = m->stag, .len = m->len,
+								    .valid = true };
+		return 0;
+	}
+	case EXS_CTL_ACK:
+		return exs_sp_tx_ack(&s->tx, m->seq) ? -EPROTO : 0;
+	case EXS_CTL_PHASE:
+		return exs_sp_rx_phase(&s->rx, m->phase) ? -EPROTO : 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+int exs__stream_note(struct exs_sock *s, const struct exs_note *n, bool full)
+{
+	if (s->fin_seen)
+		return -EPROTO; /* nothing follows the end */
+	uint32_t phase = full ? n->phase : exs_phase_widen(s->rx.phase, n->phase);
+	if (n->kind == EXS_XFER_DIRECT) {
+		struct exs_op *op = s->recvs;
+		if (!op)
+			return -EPROTO;
+		/* Immediate Data names the receive by its low 16 bits, and only
+		 * the head receive's next byte can be the place */
+		uint32_t id = full ? n->id : op->rid;
+		if (!full && (op->rid & 0xffff) != n->id)
+			return -EPROTO;
+		uint32_t off = full ? n->off : exs_sp_rx_head_filled(&s->rx);
+		if (exs_sp_rx_direct(&s->rx, phase, id, off, n->len))
+			return -EPROTO;
+		op->done += n->len;
+		s->rx_direct++;
+		return 0;
+	}
+	uint64_t ring_off = full ? n->ring_off : s->rx.ring_in % s->rx.ring_size;
+	if (exs_sp_rx_indirect(&s->rx, phase, ring_off, n->len))
+		return -EPROTO;
+	s->rx_indirect++;
+	return 0;
+}

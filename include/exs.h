@@ -1,0 +1,362 @@
+/*
+ * exs.h - the Extended Sockets API (ES-API) over uwarp.
+ *
+ * Sockets with asynchronous operations that complete through event queues,
+ * and registered memory, as the Open Group's ES-API and UNH EXS define
+ * them, carried over iWARP (uwarp's RDMAP/DDP/MPA on TCP):
+ *
+ *   SOCK_SEQPACKET  messages. Each receive advertises its buffer to the
+ *                   peer; each send waits for an advert and is written
+ *                   straight into it (zero copy).
+ *   SOCK_STREAM     a byte stream with the dynamic protocol of MacArthur
+ *                   and Russell (IPDPS 2014): a send goes straight into the
+ *                   receive the peer advertised when the receiver is ahead
+ *                   (direct), and through a hidden ring that the receiver
+ *                   copies out when the sender is ahead (indirect),
+ *                   switching at run time.
+ *
+ *     exs_init(EXS_VERSION);
+ *     exs_qhandle_t q = exs_qcreate(64);
+ *     int fd = exs_socket(AF_INET, SOCK_STREAM, 0);
+ *     exs_connect(fd, (struct sockaddr *)&sa, sizeof sa, EXS_QHANDLE_INVALID, NULL);
+ *     exs_mhandle_t mh = exs_mregister(buf, len, EXS_ACCESS_READ);
+ *     exs_send(fd, buf, len, 0, q, my_context, mh);
+ *     exs_event_t ev;
+ *     exs_qdequeue(q, &ev, -1, NULL);   // ev.exs_evt_type == EXS_EVT_SEND
+ *
+ * Conventions, as for the socket calls they mirror: a call returns 0 (or a
+ * count) on success and -1 with errno set on failure; socket descriptors
+ * and queue handles are numbers that never clash with the process's own
+ * file descriptors (they are descriptors uwarp holds open). An operation
+ * given a queue (qhandle) returns at once and completes later with one
+ * event on that queue carrying the ahandle; given EXS_QHANDLE_INVALID it
+ * waits and returns its result itself. Every operation that was accepted
+ * completes exactly once, with success or an error status, also when its
+ * socket closes or its connection fails.
+ *
+ * Threads: every call may be made from any thread. A progress thread
+ * started by exs_init moves data and runs the protocol, so transfers go on
+ * while the application computes.
+ */
+#ifndef UWARP_EXS_H
+#define UWARP_EXS_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define EXS_EXTERN __attribute__((visibility("default")))
+#else
+#define EXS_EXTERN
+#endif
+
+/* The ES-API version this header describes: exs_init(EXS_VERSION). */
+#define EXS_VERSION 1
+
+typedef int exs_qhandle_t;
+#define EXS_QHANDLE_INVALID (-1)
+
+typedef struct exs_mem *exs_mhandle_t;
+#define EXS_MHANDLE_INVALID ((exs_mhandle_t)0)
+
+/* exs_mregister access flags: what the peer may do to the memory. */
+#define EXS_ACCESS_READ 0x1  /* the memory is only sent from */
+#define EXS_ACCESS_WRITE 0x2 /* data is received into it */
+
+enum exs_evt_type {
+	EXS_EVT_CONNECT = 1, /* exs_connect finished: status 0 or its errno */
+	EXS_EVT_ACCEPT,	     /* exs_accept: a connected socket in accept.fd */
+	EXS_EVT_SEND,	     /* exs_send(v): xfer.bytes were sent */
+	EXS_EVT_RECV,	     /* exs_recv(v): xfer.bytes arrived (0: end of stream) */
+	EXS_EVT_SHUTDOWN,    /* exs_shutdown(SHUT_WR): the peer has all the data */
+	EXS_EVT_CLOSE,	     /* exs_close: the connection is torn down */
+};
+
+typedef struct exs_event {
+	int exs_evt_type;      /* enum exs_evt_type */
+	int exs_evt_errno;     /* 0, or why the operation failed */
+	void *exs_evt_ahandle; /* the application's handle given to the call */
+	int exs_evt_fd;	       /* the socket the operation was made on */
+	union {
+		struct {
+			int fd; /* the new connected socket */
+			struct sockaddr_storage addr;
+			socklen_t addrlen;
+		} accept;
+		struct {
+			void *buf;     /* the buffer (first iovec's) given */
+			size_t len;    /* bytes asked for */
+			ssize_t bytes; /* bytes moved */
+			int flags;     /* RECV: MSG_TRUNC for a cut message */
+		} xfer;
+	} exs_evt_union;
+} exs_event_t;
+
+/*
+ * exs_init - start the ES-API for this process.
+ * @version: EXS_VERSION.
+ *
+ * Opens uwarp and starts the progress thread. Calling it again is
+ * harmless. Returns 0, or -1 with errno: EINVAL (a version this library
+ * does not provide), ENOMEM, or the errno of a failed system call.
+ */
+EXS_EXTERN int exs_init(int version);
+
+/* ---- event queues ---- */
+
+/*
+ * exs_qcreate - create an event queue holding up to @depth events.
+ *
+ * Operations given the queue reserve their event's slot when they are
+ * posted, so an event is never lost: a post that would overfill it fails
+ * with EAGAIN. Returns the handle, or EXS_QHANDLE_INVALID with errno:
+ * EINVAL (@depth < 1), ENOMEM.
+ */
+EXS_EXTERN exs_qhandle_t exs_qcreate(int depth);
+
+/*
+ * exs_qdelete - delete an event queue. Fails with EBUSY while operations
+ * that will complete on it are outstanding. Returns 0 or -1 with errno
+ * (EBADF, EBUSY).
+ */
+EXS_EXTERN int exs_qdelete(exs_qhandle_t qhandle);
+
+/*
+ * exs_qdequeue - take events from a queue, oldest first.
+ * @count: > 0: take up to @count events that are there now, not waiting;
+ *         < 0: wait until -@count events are there (or @timeout passes)
+ *         and take them.
+ * @timeout: the longest wait, or NULL to wait for ever.
+ *
+ * Returns the number of events taken (0 when a wait timed out with none),
+ * or -1 with errno: EBADF (not a queue), EINVAL (@count 0, or -@count more
+ * than the queue can ever hold).
+ */
+EXS_EXTERN int exs_qdequeue(exs_qhandle_t qhandle, exs_event_t *events, int count,
+			    const struct timespec *timeout);
+
+/*
+ * exs_poll - poll(2) over ES-API sockets, event queues and ordinary file
+ * descriptors at once. For an ES-API socket: POLLIN when a receive would
+ * find data waiting (stream), the peer has finished sending, or (listener)
+ * a connection waits to be accepted; POLLOUT when it is connected and a
+ * send can be posted; POLLHUP when its connection is gone; POLLERR after a
+ * failure. For a queue: POLLIN when it holds events. Other descriptors go
+ * to poll(2). Returns the number of ready entries, 0 on timeout, or -1
+ * with errno.
+ */
+EXS_EXTERN int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
+
+/* ---- memory ---- */
+
+/*
+ * exs_mregister - register memory for sends and receives.
+ * @access: EXS_ACCESS_READ for send buffers, EXS_ACCESS_WRITE (or both)
+ *          for receive buffers, which the peer writes into directly.
+ *
+ * A handle works with every socket of the process. Memory given without a
+ * handle (EXS_MHANDLE_INVALID) is registered for the operation and
+ * released when it completes. Returns the handle, or EXS_MHANDLE_INVALID
+ * with errno: EINVAL (NULL, zero length, unknown access), ENOMEM.
+ */
+EXS_EXTERN exs_mhandle_t exs_mregister(const void *addr, size_t len, int access);
+
+/*
+ * exs_mderegister - release a registration; *@mh becomes
+ * EXS_MHANDLE_INVALID. Fails with EBUSY while an outstanding operation
+ * uses it. Returns 0 or -1 with errno (EINVAL, EBUSY).
+ */
+EXS_EXTERN int exs_mderegister(exs_mhandle_t *mh);
+
+/* ---- sockets ---- */
+
+/*
+ * exs_socket - an ES-API socket: @domain AF_INET or AF_INET6, @type
+ * SOCK_STREAM or SOCK_SEQPACKET, @protocol 0. Returns its descriptor, or
+ * -1 with errno: EAFNOSUPPORT, EPROTOTYPE (another type), EPROTONOSUPPORT,
+ * ENOMEM, EMFILE.
+ */
+EXS_EXTERN int exs_socket(int domain, int type, int protocol);
+
+/*
+ * exs_bind - the local address (port 0 picks one when it listens; read it
+ * with exs_getsockname). Returns 0 or -1 with errno (EBADF, EINVAL: already
+ * bound or connected, or a bad address).
+ */
+EXS_EXTERN int exs_bind(int fd, const struct sockaddr *addr, socklen_t addrlen);
+
+/*
+ * exs_listen - accept connections on the bound address (every address,
+ * port 0, if not bound); at most @backlog connected sockets wait to be
+ * accepted, further requests are refused. Returns 0 or -1 with errno
+ * (EBADF, EINVAL, EADDRINUSE).
+ */
+EXS_EXTERN int exs_listen(int fd, int backlog);
+
+/*
+ * exs_accept - take the next connection on a listening socket.
+ *
+ * With a queue: returns 0; an EXS_EVT_ACCEPT event brings the new socket
+ * (accept.fd) and the peer's address. Without: waits and returns the new
+ * socket, filling @addr/@addrlen as accept(2). The new socket inherits the
+ * listener's type and options. Returns -1 with errno: EBADF, EINVAL (not
+ * listening), EAGAIN (too many accepts outstanding), or the error of the
+ * connection.
+ */
+EXS_EXTERN int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen,
+			  exs_qhandle_t qhandle, void *ahandle);
+
+/*
+ * exs_connect - connect to a listening ES-API socket (TCP, then the MPA
+ * negotiation, then the ES-API hello that agrees the type and the stream
+ * mode). With a queue: returns 0 and completes with EXS_EVT_CONNECT.
+ * Without: waits. Errors (returned, or the event's status): EBADF, EISCONN,
+ * EALREADY, ECONNREFUSED (nobody listens, or the peer refused: another
+ * socket type), ETIMEDOUT, EPROTO (not an ES-API peer).
+ */
+EXS_EXTERN int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen,
+			   exs_qhandle_t qhandle, void *ahandle);
+
+/*
+ * exs_send - send @len bytes from @buf.
+ * @flags: 0 (MSG_NOSIGNAL and MSG_DONTWAIT are accepted and change nothing:
+ *         ES-API calls never raise SIGPIPE and never block with a queue).
+ * @mhandle: a registration covering the buffer, or EXS_MHANDLE_INVALID.
+ *
+ * The buffer must stay untouched until the operation completes. With a
+ * queue: returns 0; EXS_EVT_SEND follows with xfer.bytes = @len. Without:
+ * waits and returns @len. SOCK_SEQPACKET: one message, written into the
+ * receive the peer advertised; if that receive is smaller the message is
+ * cut (the sender still sees @len, the receiver MSG_TRUNC). Messages are
+ * at most EXS_MSG_MAX bytes. SOCK_STREAM: bytes of the stream; a zero
+ * length completes at once. Returns -1 with errno: EBADF, ENOTCONN, EPIPE
+ * (after exs_shutdown(SHUT_WR)), EAGAIN (EXS_MAX_SENDS outstanding, or the
+ * queue is full), EFAULT (@mhandle does not cover the buffer), EMSGSIZE.
+ * Completion errors: ECONNRESET (the connection failed), ECANCELED (the
+ * socket closed first), EPROTO (the peer broke the protocol).
+ */
+EXS_EXTERN ssize_t exs_send(int fd, const void *buf, size_t len, int flags,
+			    exs_qhandle_t qhandle, void *ahandle, exs_mhandle_t mhandle);
+
+/*
+ * exs_recv - receive into @buf (@len bytes at most).
+ * @flags: MSG_WAITALL (stream): complete only when @len bytes arrived or the
+ *         stream ended; without it a receive completes with what has
+ *         arrived once anything has.
+ *
+ * SOCK_STREAM: one send may fill several receives and one receive may
+ * hold the bytes of several sends. SOCK_SEQPACKET: one message per
+ * receive; a longer message is cut to @len and the event's xfer.flags has
+ * MSG_TRUNC (the rest is lost, as recv(2) on a datagram). A completion
+ * with 0 bytes is the end of the stream (the peer shut down or closed).
+ * With a queue: returns 0; EXS_EVT_RECV follows. Without: waits and
+ * returns the byte count. Errors as exs_send; EAGAIN when EXS_MAX_RECVS
+ * are outstanding.
+ */
+EXS_EXTERN ssize_t exs_recv(int fd, void *buf, size_t len, int flags, exs_qhandle_t qhandle,
+			    void *ahandle, exs_mhandle_t mhandle);
+
+/*
+ * exs_sendv, exs_recvv - as exs_send and exs_recv over @iovcnt buffers
+ * (at most EXS_IOV_MAX), one registration handle per buffer (@mh NULL: none
+ * registered). A send gathers them; a receive of more than one buffer is
+ * received contiguously and scattered by one copy on completion.
+ */
+EXS_EXTERN ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags,
+			     exs_qhandle_t qhandle, void *ahandle, const exs_mhandle_t *mh);
+EXS_EXTERN ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags,
+			     exs_qhandle_t qhandle, void *ahandle, const exs_mhandle_t *mh);
+
+/*
+ * exs_shutdown - SHUT_WR: after the sends already posted, the stream ends
+ * (the peer's receives complete with 0 bytes once they have everything);
+ * further sends fail with EPIPE. Completes (EXS_EVT_SHUTDOWN, or returns
+ * without a queue) when the peer has every byte. SHUT_RD: outstanding
+ * receives complete with ECANCELED, further ones with 0 bytes. SHUT_RDWR:
+ * both. Returns 0 or -1 with errno (EBADF, ENOTCONN, EINVAL).
+ */
+EXS_EXTERN int exs_shutdown(int fd, int how, exs_qhandle_t qhandle, void *ahandle);
+
+/*
+ * exs_close - close the socket: its descriptor is free at once.
+ * Outstanding receives and accepts complete with ECANCELED; sends already
+ * posted still go, then the stream ends and, once the peer has confirmed
+ * it has every byte (at most EXS_LINGER_MS), the connection is torn down:
+ * EXS_EVT_CLOSE on the queue (status 0, or ETIMEDOUT / ECONNRESET when the
+ * data could not be confirmed), or the call waits for it without one.
+ * Returns 0 or -1 with errno (EBADF).
+ */
+EXS_EXTERN int exs_close(int fd, exs_qhandle_t qhandle, void *ahandle);
+
+/* exs_getsockname, exs_getpeername - as getsockname(2), getpeername(2). */
+EXS_EXTERN int exs_getsockname(int fd, struct sockaddr *addr, socklen_t *addrlen);
+EXS_EXTERN int exs_getpeername(int fd, struct sockaddr *addr, socklen_t *addrlen);
+
+/* ---- options (level SOL_EXS) ---- */
+
+#define SOL_EXS 0x45585301 /* "EXS" 1: no clash with the kernel's levels */
+
+/* int, SOCK_STREAM, set before connect or listen (accepted sockets take
+ * the listener's): how sends move. The connecting side's mode governs the
+ * connection; read the agreed one back after connecting. */
+#define EXS_SO_STREAM_MODE 1
+enum exs_stream_mode {
+	EXS_MODE_DYNAMIC = 0,  /* the dynamic protocol (default) */
+	EXS_MODE_DIRECT = 1,   /* direct transfers only: a send waits for an advert */
+	EXS_MODE_INDIRECT = 2, /* indirect only: the receiver never advertises */
+};
+/* struct exs_stream_counters, read only: what this socket did. */
+#define EXS_SO_COUNTERS 2
+struct exs_stream_counters {
+	uint64_t direct;     /* transfers sent straight into the peer's receives */
+	uint64_t indirect;   /* transfers sent into the peer's hidden ring */
+	uint64_t switches;   /* changes between the two while sending */
+	uint64_t discarded;  /* adverts received that could not be used */
+	uint64_t adverts;    /* adverts this socket sent */
+	uint64_t copied;     /* bytes it copied out of its own ring */
+	uint64_t rx_direct;  /* direct transfers it received */
+	uint64_t rx_indirect;/* indirect transfers it received */
+};
+/* int, bytes, set before connect or listen: the hidden receive ring
+ * (SOCK_STREAM; default 1 MiB, at least 4 KiB, at most 256 MiB). */
+#define EXS_SO_RING_SIZE 3
+/* int, set before connect: 1 to use RDMA Write followed by a Send for
+ * every transfer instead of Write with Immediate Data (the way to peers
+ * without RFC 7306; uwarp peers negotiate Immediate Data by default). */
+#define EXS_SO_NO_IMMEDIATE 4
+/* int, read only: 1 when the connection uses Immediate Data. */
+#define EXS_SO_IMMEDIATE 5
+/* int, set before connect or listen: 1 asks for MPA CRC (default), 0 not. */
+#define EXS_SO_CRC 6
+
+/*
+ * exs_getsockopt, exs_setsockopt - the options above (level SOL_EXS), and
+ * at level SOL_SOCKET: SO_TYPE, SO_ERROR (read and cleared) and
+ * SO_RCVBUF (the ring size). Returns 0 or -1 with errno: EBADF,
+ * ENOPROTOOPT, EINVAL (bad length or value), EISCONN (too late to set).
+ */
+EXS_EXTERN int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optlen);
+EXS_EXTERN int exs_setsockopt(int fd, int level, int optname, const void *optval,
+			      socklen_t optlen);
+
+/* Limits. */
+#define EXS_MAX_SENDS 256	 /* outstanding sends per socket */
+#define EXS_MAX_RECVS 64	 /* outstanding receives per socket */
+#define EXS_IOV_MAX 16
+#define EXS_MSG_MAX ((1u << 30) - 1) /* a SOCK_SEQPACKET message */
+#define EXS_LINGER_MS 10000
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UWARP_EXS_H */

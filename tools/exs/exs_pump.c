@@ -1,0 +1,414 @@
+/*
+ * exs-pump: a blast tool for ES-API sockets. A client sends as fast as it
+ * can, keeping --sends operations outstanding; the server keeps --recvs
+ * receives outstanding (the client tells it how many), checks every byte
+ * and reports. Both ends print throughput, time per message, CPU use and
+ * the transfer counts of the dynamic stream protocol.
+ *
+ *   exs-pump -s [-p PORT] [--loop]
+ *   exs-pump -c HOST [-p PORT] [--type stream|seqpacket]
+ *            [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]
+ *            [--sends N] [--recvs N] (--time SECONDS | --bytes N) [--json]
+ *
+ * The server listens on PORT for SOCK_STREAM and PORT+1 for SOCK_SEQPACKET.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <netdb.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <exs.h>
+
+#include "pump_pattern.h"
+
+#define JOB_MAGIC 0x50554d50u /* "PUMP" */
+#define HDR_LEN 64
+
+struct job {
+	uint32_t magic, recvs, rsize, pad;
+	uint64_t seed, bytes; /* bytes: 0 when sending for a time */
+};
+
+struct result {
+	uint32_t magic, ok;
+	uint64_t bytes, msgs, bad_at;
+	double cpu, secs;
+};
+
+struct opts {
+	bool server, loop, json;
+	const char *host, *port;
+	int type, mode, sends, recvs;
+	size_t size, mean, max;
+	bool exp;
+	double time;
+	uint64_t bytes;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double cpu(void)
+{
+	struct rusage r;
+	getrusage(RUSAGE_SELF, &r);
+	return (double)r.ru_utime.tv_sec + r.ru_utime.tv_usec / 1e6 + (double)r.ru_stime.tv_sec +
+	       r.ru_stime.tv_usec / 1e6;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "exs-pump: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* one event, waiting for it */
+static exs_event_t next_event(exs_qhandle_t q)
+{
+	exs_event_t ev;
+	if (exs_qdequeue(q, &ev, -1, NULL) != 1)
+		die("exs_qdequeue");
+	return ev;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static double uniform(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+static size_t next_size(const struct opts *o)
+{
+	if (!o->exp)
+		return o->size;
+	double v = -log(1.0 - uniform()) * (double)o->mean;
+	size_t n = (size_t)v;
+	return n < 1 ? 1 : n > o->max ? o->max : n;
+}
+
+/* ---- server ---- */
+
+static int listen_on(int type, int port)
+{
+	int fd = exs_socket(AF_INET, type, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (fd < 0 || exs_bind(fd, (struct sockaddr *)&a, sizeof(a)) || exs_listen(fd, 8))
+		die("listen");
+	return fd;
+}
+
+static void serve(int fd, int type)
+{
+	exs_qhandle_t q = exs_qcreate(EXS_MAX_RECVS + 4);
+	uint8_t hdr[HDR_LEN];
+	if (exs_recv(fd, hdr, HDR_LEN, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL,
+		     EXS_MHANDLE_INVALID) != HDR_LEN)
+		die("job");
+	struct job j;
+	memcpy(&j, hdr, sizeof(j));
+	if (j.magic != JOB_MAGIC || !j.recvs || j.recvs > EXS_MAX_RECVS || !j.rsize) {
+		fprintf(stderr, "exs-pump: not a job\n");
+		exs_close(fd, EXS_QHANDLE_INVALID, NULL);
+		return;
+	}
+	size_t slab = (size_t)j.recvs * j.rsize;
+	uint8_t *buf = aligned_alloc(4096, (slab + 4095) / 4096 * 4096);
+	exs_mhandle_t mh = exs_mregister(buf, slab, EXS_ACCESS_WRITE);
+	if (!buf || !mh)
+		die("buffers");
+	double t0 = now(), c0 = cpu();
+	for (uint32_t i = 0; i < j.recvs; i++)
+		if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, (void *)(uintptr_t)i, mh))
+			die("exs_recv");
+	uint64_t off = 0, msgs = 0, bad = UINT64_MAX;
+	int out = (int)j.recvs;
+	bool eof = false;
+	while (out) {
+		exs_event_t ev = next_event(q);
+		out--;
+		if (ev.exs_evt_errno) {
+			errno = ev.exs_evt_errno;
+			die("receive");
+		}
+		ssize_t n = ev.exs_evt_union.xfer.bytes;
+		if (n == 0) {
+			eof = true;
+			continue;
+		}
+		uint32_t i = (uint32_t)(uintptr_t)ev.exs_evt_ahandle;
+		uint64_t b = pump_check(buf + (size_t)i * j.rsize, (size_t)n, off, j.seed);
+		if (b != UINT64_MAX && bad == UINT64_MAX)
+			bad = b;
+		off += (uint64_t)n;
+		msgs++;
+		if (!eof) {
+			if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, ev.exs_evt_ahandle, mh))
+				die("exs_recv");
+			out++;
+		}
+	}
+	struct result r = { JOB_MAGIC, bad == UINT64_MAX && (!j.bytes || off == j.bytes), off, msgs,
+			    bad, cpu() - c0, now() - t0 };
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr, &r, sizeof(r));
+	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != HDR_LEN)
+		die("result");
+	printf("server: %s %llu bytes in %llu receives, %s, %.3f s, cpu %.3f s\n",
+	       type == SOCK_STREAM ? "stream" : "seqpacket", (unsigned long long)off,
+	       (unsigned long long)msgs, r.ok ? "data verified" : "DATA WRONG", r.secs, r.cpu);
+	fflush(stdout);
+	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
+	exs_mderegister(&mh);
+	free(buf);
+	exs_qdelete(q);
+}
+
+static int run_server(const struct opts *o)
+{
+	int port = atoi(o->port);
+	int ls = listen_on(SOCK_STREAM, port), lq = listen_on(SOCK_SEQPACKET, port + 1);
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	exs_getsockname(ls, (struct sockaddr *)&a, &al);
+	printf("server: listening on port %d (stream) and %d (seqpacket)\n", ntohs(a.sin_port),
+	       port + 1);
+	fflush(stdout);
+	do {
+		struct pollfd pf[2] = { { ls, POLLIN, 0 }, { lq, POLLIN, 0 } };
+		if (exs_poll(pf, 2, -1) < 0)
+			die("exs_poll");
+		int l = pf[0].revents ? ls : lq;
+		int fd = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+		if (fd < 0)
+			die("exs_accept");
+		serve(fd, l == ls ? SOCK_STREAM : SOCK_SEQPACKET);
+	} while (o->loop);
+	exs_close(ls, EXS_QHANDLE_INVALID, NULL);
+	exs_close(lq, EXS_QHANDLE_INVALID, NULL);
+	return 0;
+}
+
+/* ---- client ---- */
+
+static int run_client(const struct opts *o)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
+	char port[16];
+	snprintf(port, sizeof(port), "%d", atoi(o->port) + (o->type == SOCK_SEQPACKET));
+	if (getaddrinfo(o->host, port, &hints, &ai)) {
+		fprintf(stderr, "exs-pump: cannot resolve %s\n", o->host);
+		return 1;
+	}
+	int fd = exs_socket(AF_INET, o->type, 0);
+	if (fd < 0)
+		die("exs_socket");
+	if (o->type == SOCK_STREAM &&
+	    exs_setsockopt(fd, SOL_EXS, EXS_SO_STREAM_MODE, &o->mode, sizeof(o->mode)))
+		die("EXS_SO_STREAM_MODE");
+	if (exs_connect(fd, ai->ai_addr, ai->ai_addrlen, EXS_QHANDLE_INVALID, NULL))
+		die("exs_connect");
+	freeaddrinfo(ai);
+	size_t max = o->exp ? o->max : o->size;
+	struct job j = { JOB_MAGIC, (uint32_t)o->recvs, (uint32_t)max, 0, (uint64_t)time(NULL),
+			 o->bytes };
+	uint8_t hdr[HDR_LEN] = { 0 };
+	memcpy(hdr, &j, sizeof(j));
+	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != HDR_LEN)
+		die("job");
+	size_t slab = (size_t)o->sends * max;
+	uint8_t *buf = aligned_alloc(4096, (slab + 4095) / 4096 * 4096);
+	exs_mhandle_t mh = buf ? exs_mregister(buf, slab, EXS_ACCESS_READ) : EXS_MHANDLE_INVALID;
+	if (!mh)
+		die("buffers");
+	exs_qhandle_t q = exs_qcreate(o->sends + 4);
+	double t0 = now(), c0 = cpu(), until = t0 + o->time;
+	uint64_t off = 0, msgs = 0;
+	int out = 0;
+	bool more = true;
+	for (int i = 0; i < o->sends || out;) {
+		if (more && i < o->sends) {
+			size_t n = next_size(o);
+			if (o->bytes && off + n > o->bytes)
+				n = (size_t)(o->bytes - off);
+			uint8_t *b = buf + (size_t)i * max;
+			pump_fill(b, n, off, j.seed);
+			if (exs_send(fd, b, n, 0, q, (void *)(uintptr_t)i, mh))
+				die("exs_send");
+			off += n;
+			msgs++;
+			out++;
+			i++;
+			more = o->bytes ? off < o->bytes : now() < until;
+			continue;
+		}
+		exs_event_t ev = next_event(q);
+		out--;
+		if (ev.exs_evt_errno) {
+			errno = ev.exs_evt_errno;
+			die("send");
+		}
+		more = o->bytes ? off < o->bytes : now() < until;
+		if (!more) {
+			i = o->sends; /* drain */
+			continue;
+		}
+		size_t slot = (uintptr_t)ev.exs_evt_ahandle;
+		size_t n = next_size(o);
+		if (o->bytes && off + n > o->bytes)
+			n = (size_t)(o->bytes - off);
+		pump_fill(buf + slot * max, n, off, j.seed);
+		if (exs_send(fd, buf + slot * max, n, 0, q, ev.exs_evt_ahandle, mh))
+			die("exs_send");
+		off += n;
+		msgs++;
+		out++;
+	}
+	/* the peer has every byte when the shutdown completes */
+	if (exs_shutdown(fd, SHUT_WR, EXS_QHANDLE_INVALID, NULL))
+		die("exs_shutdown");
+	double secs = now() - t0, ccpu = cpu() - c0;
+	struct exs_stream_counters c;
+	socklen_t cl = sizeof(c);
+	exs_getsockopt(fd, SOL_EXS, EXS_SO_COUNTERS, &c, &cl);
+	if (exs_recv(fd, hdr, HDR_LEN, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
+	    HDR_LEN)
+		die("result");
+	struct result r;
+	memcpy(&r, hdr, sizeof(r));
+	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
+	bool ok = r.magic == JOB_MAGIC && r.ok && r.bytes == off;
+	double gbps = (double)off * 8 / secs / 1e9;
+	double ratio = c.direct + c.indirect ? (double)c.direct / (double)(c.direct + c.indirect) : 0;
+	static const char *modes[] = { "dynamic", "direct", "indirect" };
+	if (o->json) {
+		printf("{\"type\":\"%s\",\"mode\":\"%s\",\"bytes\":%llu,\"messages\":%llu,"
+		       "\"seconds\":%.6f,\"throughput_gbps\":%.4f,\"usec_per_msg\":%.3f,"
+		       "\"direct\":%llu,\"indirect\":%llu,\"direct_ratio\":%.4f,\"switches\":%llu,"
+		       "\"discarded\":%llu,\"cpu_client\":%.4f,\"cpu_server\":%.4f,"
+		       "\"sends\":%d,\"recvs\":%d,\"verified\":%s}\n",
+		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[o->mode],
+		       (unsigned long long)off, (unsigned long long)msgs, secs, gbps,
+		       secs * 1e6 / (double)(msgs ? msgs : 1), (unsigned long long)c.direct,
+		       (unsigned long long)c.indirect, ratio, (unsigned long long)c.switches,
+		       (unsigned long long)c.discarded, ccpu / secs, r.cpu / (r.secs > 0 ? r.secs : 1),
+		       o->sends, o->recvs, ok ? "true" : "false");
+	} else {
+		printf("client: %s %s, %llu bytes in %llu sends: %.3f Gbit/s, %.2f us/message\n",
+		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[o->mode],
+		       (unsigned long long)off, (unsigned long long)msgs, gbps,
+		       secs * 1e6 / (double)(msgs ? msgs : 1));
+		printf("client: direct %llu, indirect %llu (direct ratio %.3f), switches %llu, "
+		       "adverts discarded %llu\n",
+		       (unsigned long long)c.direct, (unsigned long long)c.indirect, ratio,
+		       (unsigned long long)c.switches, (unsigned long long)c.discarded);
+		printf("client: cpu %.0f%% client, %.0f%% server; data %s\n", 100 * ccpu / secs,
+		       100 * r.cpu / (r.secs > 0 ? r.secs : 1),
+		       ok ? "verified by the server" : "WRONG");
+	}
+	exs_mderegister(&mh);
+	free(buf);
+	exs_qdelete(q);
+	return ok ? 0 : 2;
+}
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (*end == 'k' || *end == 'K')
+		v *= 1024;
+	else if (*end == 'm' || *end == 'M')
+		v *= 1048576;
+	else if (*end == 'g' || *end == 'G')
+		v *= 1073741824.0;
+	return (size_t)v;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: exs-pump -s [-p PORT] [--loop]\n"
+		"       exs-pump -c HOST [-p PORT] [--type stream|seqpacket]\n"
+		"                [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]\n"
+		"                [--sends N] [--recvs N] (--time SECONDS | --bytes N) [--json]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .port = "7480", .type = SOCK_STREAM, .sends = 8, .recvs = 8,
+			  .size = 1 << 20, .time = 5 };
+	static const struct option lo[] = {
+		{ "loop", no_argument, 0, 'L' },      { "type", required_argument, 0, 't' },
+		{ "mode", required_argument, 0, 'm' }, { "size", required_argument, 0, 'z' },
+		{ "sends", required_argument, 0, 'S' }, { "recvs", required_argument, 0, 'R' },
+		{ "time", required_argument, 0, 'T' }, { "bytes", required_argument, 0, 'B' },
+		{ "json", no_argument, 0, 'j' },	{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 }
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "sc:p:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': o.server = true; break;
+		case 'c': o.host = optarg; break;
+		case 'p': o.port = optarg; break;
+		case 'L': o.loop = true; break;
+		case 'j': o.json = true; break;
+		case 't':
+			if (!strcmp(optarg, "stream"))
+				o.type = SOCK_STREAM;
+			else if (!strcmp(optarg, "seqpacket"))
+				o.type = SOCK_SEQPACKET;
+			else
+				usage();
+			break;
+		case 'm':
+			o.mode = !strcmp(optarg, "dynamic")    ? EXS_MODE_DYNAMIC
+				 : !strcmp(optarg, "direct")   ? EXS_MODE_DIRECT
+				 : !strcmp(optarg, "indirect") ? EXS_MODE_INDIRECT
+							       : -1;
+			if (o.mode < 0)
+				usage();
+			break;
+		case 'z':
+			if (!strncmp(optarg, "exp:", 4)) {
+				char *colon = strchr(optarg + 4, ':');
+				if (!colon)
+					usage();
+				*colon = 0;
+				o.exp = true;
+				o.mean = parse_size(optarg + 4);
+				o.max = parse_size(colon + 1);
+				if (!o.mean || o.max < o.mean)
+					usage();
+			} else {
+				o.size = parse_size(optarg);
+			}
+			break;
+		case 'S': o.sends = atoi(optarg); break;
+		case 'R': o.recvs = atoi(optarg); break;
+		case 'T': o.time = atof(optarg); o.bytes = 0; break;
+		case 'B': o.bytes = (uint64_t)parse_size(optarg); break;
+		default: usage();
+		}
+	}
+	if (o.server == !!o.host || o.sends < 1 || o.sends > EXS_MAX_SENDS || o.recvs < 1 ||
+	    o.recvs > EXS_MAX_RECVS || (!o.exp && !o.size) || (o.exp ? o.max : o.size) > (1u << 30))
+		usage();
+	if (exs_init(EXS_VERSION))
+		die("exs_init");
+	return o.server ? run_server(&o) : run_client(&o);
+}
