@@ -323,6 +323,8 @@ static void connection_gone(struct exs_sock *s, int err)
 
 void exs__abort(struct exs_sock *s, int err)
 {
+	if (s->closing && s->st == S_CONNECTED && s->sends)
+		s->close_err = err; /* sends posted before the close were lost */
 	if (s->id && s->st == S_CONNECTED)
 		uw_cm_disconnect(s->id);
 	if (s->st == S_CONNECTING || s->st == S_CONNECTED)
@@ -344,8 +346,7 @@ void exs__maybe_finish_close(struct exs_sock *s)
 		s->st = S_CLOSED;
 	}
 	if (s->close_op) {
-		int err = s->error == ECANCELED ? 0 : s->error;
-		exs__op_complete(s->close_op, err, 0);
+		exs__op_complete(s->close_op, s->close_err, 0);
 		s->close_op = NULL;
 	}
 	exs__sock_free(s);
@@ -654,6 +655,8 @@ static void on_failed(struct exs_sock *s, struct uw_cm_event *e)
 		exs__maybe_finish_close(s);
 		return;
 	}
+	if (s->closing && s->sends)
+		s->close_err = err;
 	connection_gone(s, err);
 	exs__maybe_finish_close(s);
 }

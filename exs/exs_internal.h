@@ -104,6 +104,7 @@ struct exs_sock {
 	enum exs_sock_state st;
 	bool closing;   /* exs_close called: the descriptor is gone */
 	int error;	/* SO_ERROR */
+	int close_err;	/* a lingering close that failed: the CLOSE event's */
 	struct sockaddr_storage local, peer;
 	bool bound;
 	int mode;	/* enum exs_stream_mode */

@@ -291,8 +291,9 @@ EXS_EXTERN int exs_shutdown(int fd, int how, exs_qhandle_t qhandle, void *ahandl
  * Outstanding receives and accepts complete with ECANCELED; sends already
  * posted still go, then the stream ends and, once the peer has confirmed
  * it has every byte (at most EXS_LINGER_MS), the connection is torn down:
- * EXS_EVT_CLOSE on the queue (status 0, or ETIMEDOUT / ECONNRESET when the
- * data could not be confirmed), or the call waits for it without one.
+ * EXS_EVT_CLOSE on the queue (status 0, or ETIMEDOUT / ECONNRESET when
+ * sends posted before the close were lost with the connection), or the
+ * call waits for it without one.
  * Returns 0 or -1 with errno (EBADF).
  */
 EXS_EXTERN int exs_close(int fd, exs_qhandle_t qhandle, void *ahandle);

@@ -10,7 +10,8 @@
  *            [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]
  *            [--sends N] [--recvs N] (--time SECONDS | --bytes N) [--json]
  *
- * The server listens on PORT for SOCK_STREAM and PORT+1 for SOCK_SEQPACKET.
+ * The server listens on PORT for SOCK_STREAM and PORT+1 for SOCK_SEQPACKET
+ * (default 7480; 0 picks a free pair and prints it).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -42,7 +43,7 @@ struct result {
 };
 
 struct opts {
-	bool server, loop, json;
+	bool server, loop, json, no_imm;
 	const char *host, *port;
 	int type, mode, sends, recvs;
 	size_t size, mean, max;
@@ -176,15 +177,41 @@ static void serve(int fd, int type)
 	exs_qdelete(q);
 }
 
+static int listen_try(int type, int port)
+{
+	int fd = exs_socket(AF_INET, type, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (fd < 0 || exs_bind(fd, (struct sockaddr *)&a, sizeof(a)))
+		die("socket");
+	if (exs_listen(fd, 8)) {
+		exs_close(fd, EXS_QHANDLE_INVALID, NULL);
+		return -1;
+	}
+	return fd;
+}
+
 static int run_server(const struct opts *o)
 {
-	int port = atoi(o->port);
-	int ls = listen_on(SOCK_STREAM, port), lq = listen_on(SOCK_SEQPACKET, port + 1);
-	struct sockaddr_in a;
-	socklen_t al = sizeof(a);
-	exs_getsockname(ls, (struct sockaddr *)&a, &al);
-	printf("server: listening on port %d (stream) and %d (seqpacket)\n", ntohs(a.sin_port),
-	       port + 1);
+	int port = atoi(o->port), ls, lq;
+	if (port) {
+		ls = listen_on(SOCK_STREAM, port);
+		lq = listen_on(SOCK_SEQPACKET, port + 1);
+	} else {
+		/* -p 0: a free pair of ports */
+		for (;;) {
+			ls = listen_try(SOCK_STREAM, 0);
+			if (ls < 0)
+				die("listen");
+			struct sockaddr_in a;
+			socklen_t al = sizeof(a);
+			exs_getsockname(ls, (struct sockaddr *)&a, &al);
+			port = ntohs(a.sin_port);
+			if (port < 65535 && (lq = listen_try(SOCK_SEQPACKET, port + 1)) >= 0)
+				break;
+			exs_close(ls, EXS_QHANDLE_INVALID, NULL);
+		}
+	}
+	printf("server: listening on port %d (stream) and %d (seqpacket)\n", port, port + 1);
 	fflush(stdout);
 	do {
 		struct pollfd pf[2] = { { ls, POLLIN, 0 }, { lq, POLLIN, 0 } };
@@ -218,6 +245,9 @@ static int run_client(const struct opts *o)
 	if (o->type == SOCK_STREAM &&
 	    exs_setsockopt(fd, SOL_EXS, EXS_SO_STREAM_MODE, &o->mode, sizeof(o->mode)))
 		die("EXS_SO_STREAM_MODE");
+	int no_imm = o->no_imm;
+	if (exs_setsockopt(fd, SOL_EXS, EXS_SO_NO_IMMEDIATE, &no_imm, sizeof(no_imm)))
+		die("EXS_SO_NO_IMMEDIATE");
 	if (exs_connect(fd, ai->ai_addr, ai->ai_addrlen, EXS_QHANDLE_INVALID, NULL))
 		die("exs_connect");
 	freeaddrinfo(ai);
@@ -343,7 +373,9 @@ static void usage(void)
 		"usage: exs-pump -s [-p PORT] [--loop]\n"
 		"       exs-pump -c HOST [-p PORT] [--type stream|seqpacket]\n"
 		"                [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]\n"
-		"                [--sends N] [--recvs N] (--time SECONDS | --bytes N) [--json]\n");
+		"                [--sends N] [--recvs N] (--time SECONDS | --bytes N) [--json]\n"
+		"                [--no-imm]  (Write + Send instead of Immediate Data)\n"
+		"  -p 0 on the server picks free ports\n");
 	exit(2);
 }
 
@@ -357,6 +389,7 @@ int main(int argc, char **argv)
 		{ "sends", required_argument, 0, 'S' }, { "recvs", required_argument, 0, 'R' },
 		{ "time", required_argument, 0, 'T' }, { "bytes", required_argument, 0, 'B' },
 		{ "json", no_argument, 0, 'j' },	{ "help", no_argument, 0, 'h' },
+		{ "no-imm", no_argument, 0, 'I' },
 		{ 0, 0, 0, 0 }
 	};
 	int c;
@@ -367,6 +400,7 @@ int main(int argc, char **argv)
 		case 'p': o.port = optarg; break;
 		case 'L': o.loop = true; break;
 		case 'j': o.json = true; break;
+		case 'I': o.no_imm = true; break;
 		case 't':
 			if (!strcmp(optarg, "stream"))
 				o.type = SOCK_STREAM;

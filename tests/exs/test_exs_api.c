@@ -1,0 +1,608 @@
+/*
+ * test_exs_api.c: the ES-API's behaviour, both ends in this process over
+ * loopback: errors by errno, byte-stream and message semantics, MSG_WAITALL,
+ * truncation, forced modes and their counters, Write with Immediate Data
+ * and Write + DATA, shutdown and close, event queues, exs_poll, vectors,
+ * memory handles, and a raw uwarp peer that breaks the protocol.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <exs.h>
+#include <uwarp/ep.h>
+
+#include "exs_wire.h"
+
+static exs_qhandle_t Q; /* the tests' queue */
+
+static int setup(void **state)
+{
+	if (exs_init(EXS_VERSION))
+		return -1;
+	Q = exs_qcreate(256);
+	return Q == EXS_QHANDLE_INVALID ? -1 : 0;
+}
+
+static exs_event_t ev1(void)
+{
+	exs_event_t ev;
+	struct timespec t = { 20, 0 };
+	assert_int_equal(exs_qdequeue(Q, &ev, -1, &t), 1);
+	return ev;
+}
+
+static int listener(int type, int mode, int *port)
+{
+	int l = exs_socket(AF_INET, type, 0);
+	assert_true(l >= 0);
+	if (type == SOCK_STREAM)
+		assert_int_equal(exs_setsockopt(l, SOL_EXS, EXS_SO_STREAM_MODE, &mode, sizeof(mode)), 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(exs_bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(exs_listen(l, 4), 0);
+	socklen_t al = sizeof(a);
+	assert_int_equal(exs_getsockname(l, (struct sockaddr *)&a, &al), 0);
+	*port = ntohs(a.sin_port);
+	return l;
+}
+
+/* a connected pair: *c connected, *s accepted */
+static void pair_opts(int type, int mode, int no_imm, int *c, int *s)
+{
+	int port;
+	int l = listener(type, mode, &port);
+	*c = exs_socket(AF_INET, type, 0);
+	if (type == SOCK_STREAM)
+		assert_int_equal(exs_setsockopt(*c, SOL_EXS, EXS_SO_STREAM_MODE, &mode, sizeof(mode)), 0);
+	assert_int_equal(exs_setsockopt(*c, SOL_EXS, EXS_SO_NO_IMMEDIATE, &no_imm, sizeof(no_imm)), 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(exs_connect(*c, (struct sockaddr *)&a, sizeof(a), Q, (void *)1), 0);
+	*s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+	assert_true(*s >= 0);
+	exs_event_t ev = ev1();
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_CONNECT);
+	assert_int_equal(ev.exs_evt_errno, 0);
+	assert_ptr_equal(ev.exs_evt_ahandle, (void *)1);
+	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
+static void pair(int type, int *c, int *s) { pair_opts(type, EXS_MODE_DYNAMIC, 0, c, s); }
+
+static void close_pair(int c, int s)
+{
+	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
+static void bad_arguments_get_an_errno(void **state)
+{
+	errno = 0;
+	assert_int_equal(exs_init(EXS_VERSION + 7), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(exs_socket(AF_UNIX, SOCK_STREAM, 0), -1);
+	assert_int_equal(errno, EAFNOSUPPORT);
+	assert_int_equal(exs_socket(AF_INET, SOCK_DGRAM, 0), -1);
+	assert_int_equal(errno, EPROTOTYPE);
+	assert_int_equal(exs_socket(AF_INET, SOCK_STREAM, 99), -1);
+	assert_int_equal(errno, EPROTONOSUPPORT);
+	char b[8];
+	assert_int_equal(exs_send(12345, b, 8, 0, Q, NULL, EXS_MHANDLE_INVALID), -1);
+	assert_int_equal(errno, EBADF);
+	int fd = exs_socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(exs_send(fd, b, 8, 0, Q, NULL, EXS_MHANDLE_INVALID), -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(exs_recv(fd, b, 8, 0, Q, NULL, EXS_MHANDLE_INVALID), -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(exs_send(fd, b, 8, MSG_OOB, Q, NULL, EXS_MHANDLE_INVALID), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(exs_accept(fd, NULL, NULL, Q, NULL), -1);
+	assert_int_equal(errno, EINVAL); /* not listening */
+	int bad = 7;
+	assert_int_equal(exs_setsockopt(fd, SOL_EXS, EXS_SO_STREAM_MODE, &bad, sizeof(bad)), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(exs_setsockopt(fd, SOL_EXS, 999, &bad, sizeof(bad)), -1);
+	assert_int_equal(errno, ENOPROTOOPT);
+	assert_int_equal(exs_shutdown(fd, 17, Q, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(exs_shutdown(fd, SHUT_WR, Q, NULL), -1);
+	assert_int_equal(errno, ENOTCONN);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(1),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	/* nobody listens on port 1: refused, through the event */
+	assert_int_equal(exs_connect(fd, (struct sockaddr *)&a, sizeof(a), Q, (void *)9), 0);
+	exs_event_t ev = ev1();
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_CONNECT);
+	assert_int_equal(ev.exs_evt_errno, ECONNREFUSED);
+	assert_int_equal(exs_close(fd, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_close(fd, EXS_QHANDLE_INVALID, NULL), -1);
+	assert_int_equal(errno, EBADF);
+	exs_event_t e;
+	assert_int_equal(exs_qdequeue(Q, &e, 0, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(exs_qdequeue(Q, &e, -1000, NULL), -1);
+	assert_int_equal(errno, EINVAL); /* more than it can ever hold */
+	assert_int_equal(exs_qdequeue(4242, &e, 1, NULL), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(exs_qcreate(0), EXS_QHANDLE_INVALID);
+	assert_int_equal(errno, EINVAL);
+}
+
+static void stream_one_send_fills_several_receives(void **state)
+{
+	int c, s;
+	pair(SOCK_STREAM, &c, &s);
+	size_t n = 1 << 20;
+	uint8_t *src = malloc(n), *dst = calloc(1, n);
+	for (size_t i = 0; i < n; i++)
+		src[i] = (uint8_t)(i * 7 + (i >> 9));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(exs_recv(s, dst + i * (n / 4), n / 4, MSG_WAITALL, Q, (void *)(intptr_t)(10 + i),
+					  EXS_MHANDLE_INVALID),
+				 0);
+	assert_int_equal(exs_send(c, src, n, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 (ssize_t)n);
+	for (int i = 0; i < 4; i++) {
+		exs_event_t ev = ev1();
+		assert_int_equal(ev.exs_evt_type, EXS_EVT_RECV);
+		assert_int_equal(ev.exs_evt_errno, 0);
+		assert_ptr_equal(ev.exs_evt_ahandle, (void *)(intptr_t)(10 + i)); /* in order */
+		assert_int_equal(ev.exs_evt_union.xfer.bytes, n / 4);
+	}
+	assert_memory_equal(src, dst, n);
+	free(src);
+	free(dst);
+	close_pair(c, s);
+}
+
+static void receive_without_waitall_completes_with_what_arrived(void **state)
+{
+	int c, s;
+	pair(SOCK_STREAM, &c, &s);
+	char in[1000], out[10] = "0123456789";
+	assert_int_equal(exs_recv(s, in, sizeof(in), 0, Q, NULL, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_send(c, out, 10, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 10);
+	exs_event_t ev = ev1();
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_RECV);
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 10);
+	assert_memory_equal(in, out, 10);
+	/* with MSG_WAITALL it waits for every byte */
+	assert_int_equal(exs_recv(s, in, 100, MSG_WAITALL, Q, NULL, EXS_MHANDLE_INVALID), 0);
+	char sixty[60];
+	memset(sixty, 'x', 60);
+	assert_int_equal(exs_send(c, sixty, 60, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 60);
+	struct timespec t = { 0, 200 * 1000000 };
+	exs_event_t e;
+	assert_int_equal(exs_qdequeue(Q, &e, -1, &t), 0); /* 60 of 100: not yet */
+	assert_int_equal(exs_send(c, sixty, 40, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 40);
+	ev = ev1();
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 100);
+	close_pair(c, s);
+}
+
+static void seqpacket_cuts_a_long_message_to_the_receive(void **state)
+{
+	int c, s;
+	pair(SOCK_SEQPACKET, &c, &s);
+	char small[40], big[100], m1[100], m2[30];
+	memset(m1, 'a', sizeof(m1));
+	memset(m2, 'b', sizeof(m2));
+	assert_int_equal(exs_recv(s, small, sizeof(small), 0, Q, (void *)1, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(s, big, sizeof(big), 0, Q, (void *)2, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_send(c, m1, 100, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 100);
+	assert_int_equal(exs_send(c, m2, 30, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 30);
+	exs_event_t ev = ev1();
+	assert_ptr_equal(ev.exs_evt_ahandle, (void *)1);
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 40);
+	assert_true(ev.exs_evt_union.xfer.flags & MSG_TRUNC);
+	assert_memory_equal(small, m1, 40);
+	ev = ev1();
+	assert_ptr_equal(ev.exs_evt_ahandle, (void *)2);
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 30); /* the next message, whole */
+	assert_false(ev.exs_evt_union.xfer.flags & MSG_TRUNC);
+	assert_memory_equal(big, m2, 30);
+	close_pair(c, s);
+}
+
+/* 4 MiB in 64 KiB sends against 8 receives of 128 KiB kept posted */
+static struct exs_stream_counters run_mode(int mode, int no_imm, struct exs_stream_counters *rxc)
+{
+	int c, s;
+	pair_opts(SOCK_STREAM, mode, no_imm, &c, &s);
+	int got;
+	socklen_t gl = sizeof(got);
+	assert_int_equal(exs_getsockopt(s, SOL_EXS, EXS_SO_STREAM_MODE, &got, &gl), 0);
+	assert_int_equal(got, mode); /* the connecting side's mode governs */
+	assert_int_equal(exs_getsockopt(c, SOL_EXS, EXS_SO_IMMEDIATE, &got, &gl), 0);
+	assert_int_equal(got, !no_imm);
+	size_t total = 4 << 20, chunk = 64 << 10, rsz = 128 << 10;
+	uint8_t *src = malloc(total), *dst = malloc(8 * rsz), *out = malloc(total);
+	for (size_t i = 0; i < total; i++)
+		src[i] = (uint8_t)(i ^ (i >> 11));
+	exs_mhandle_t ms = exs_mregister(src, total, EXS_ACCESS_READ);
+	exs_mhandle_t mr = exs_mregister(dst, 8 * rsz, EXS_ACCESS_WRITE);
+	assert_non_null(ms);
+	assert_non_null(mr);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(exs_recv(s, dst + i * rsz, rsz, 0, Q, (void *)(intptr_t)(100 + i), mr), 0);
+	for (size_t off = 0; off < total; off += chunk)
+		assert_int_equal(exs_send(c, src + off, chunk, 0, Q, (void *)0, ms), 0);
+	size_t got_bytes = 0;
+	int sends = 0;
+	while (got_bytes < total || sends < (int)(total / chunk)) {
+		exs_event_t ev = ev1();
+		assert_int_equal(ev.exs_evt_errno, 0);
+		if (ev.exs_evt_type == EXS_EVT_SEND) {
+			sends++;
+			continue;
+		}
+		assert_int_equal(ev.exs_evt_type, EXS_EVT_RECV);
+		int i = (int)(intptr_t)ev.exs_evt_ahandle - 100;
+		memcpy(out + got_bytes, dst + i * rsz, (size_t)ev.exs_evt_union.xfer.bytes);
+		got_bytes += (size_t)ev.exs_evt_union.xfer.bytes;
+		if (got_bytes < total)
+			assert_int_equal(exs_recv(s, dst + i * rsz, rsz, 0, Q, ev.exs_evt_ahandle, mr), 0);
+	}
+	assert_memory_equal(src, out, total);
+	struct exs_stream_counters cc;
+	socklen_t cl = sizeof(cc);
+	assert_int_equal(exs_getsockopt(c, SOL_EXS, EXS_SO_COUNTERS, &cc, &cl), 0);
+	cl = sizeof(*rxc);
+	assert_int_equal(exs_getsockopt(s, SOL_EXS, EXS_SO_COUNTERS, rxc, &cl), 0);
+	/* the receives still posted are cancelled by the close */
+	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
+	for (;;) {
+		exs_event_t ev;
+		if (exs_qdequeue(Q, &ev, 1, NULL) != 1)
+			break;
+		assert_int_equal(ev.exs_evt_errno, ECANCELED);
+	}
+	assert_int_equal(exs_mderegister(&ms), 0);
+	assert_int_equal(exs_mderegister(&mr), 0);
+	assert_ptr_equal(ms, EXS_MHANDLE_INVALID);
+	free(src);
+	free(dst);
+	free(out);
+	return cc;
+}
+
+static void forced_modes_show_in_the_counters(void **state)
+{
+	struct exs_stream_counters rx;
+	struct exs_stream_counters d = run_mode(EXS_MODE_DIRECT, 0, &rx);
+	assert_true(d.direct > 0);
+	assert_int_equal(d.indirect, 0);
+	assert_int_equal(rx.copied, 0); /* zero copy */
+	assert_int_equal(rx.rx_direct, d.direct);
+	struct exs_stream_counters i = run_mode(EXS_MODE_INDIRECT, 0, &rx);
+	assert_int_equal(i.direct, 0);
+	assert_true(i.indirect > 0);
+	assert_int_equal(rx.copied, 4 << 20); /* every byte through the ring */
+	assert_int_equal(rx.adverts, 0);
+	assert_int_equal(i.switches, 0);
+	struct exs_stream_counters y = run_mode(EXS_MODE_DYNAMIC, 0, &rx);
+	assert_true(y.direct + y.indirect > 0);
+	assert_int_equal(rx.rx_direct + rx.rx_indirect, y.direct + y.indirect);
+}
+
+static void without_immediate_data_notifications_are_sends(void **state)
+{
+	struct exs_stream_counters rx;
+	struct exs_stream_counters y = run_mode(EXS_MODE_DYNAMIC, 1, &rx);
+	assert_true(y.direct + y.indirect > 0);
+	assert_int_equal(rx.rx_direct + rx.rx_indirect, y.direct + y.indirect);
+	y = run_mode(EXS_MODE_DIRECT, 1, &rx);
+	assert_int_equal(y.indirect, 0);
+}
+
+static void shutdown_ends_the_stream_and_close_cancels(void **state)
+{
+	int c, s;
+	pair(SOCK_STREAM, &c, &s);
+	char data[100], in[200];
+	memset(data, 'z', sizeof(data));
+	assert_int_equal(exs_send(c, data, 100, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 100);
+	assert_int_equal(exs_shutdown(c, SHUT_WR, Q, (void *)77), 0);
+	exs_event_t ev = ev1();
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_SHUTDOWN); /* the peer has it all */
+	assert_int_equal(ev.exs_evt_errno, 0);
+	assert_ptr_equal(ev.exs_evt_ahandle, (void *)77);
+	assert_int_equal(exs_send(c, data, 1, 0, Q, NULL, EXS_MHANDLE_INVALID), -1);
+	assert_int_equal(errno, EPIPE);
+	assert_int_equal(exs_recv(s, in, 200, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 100); /* the stream ended short of 200 */
+	assert_int_equal(exs_recv(s, in, 200, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 0);
+	struct pollfd pf = { s, POLLIN, 0 };
+	assert_int_equal(exs_poll(&pf, 1, 0), 1);
+	assert_true(pf.revents & POLLIN);
+	/* the other direction still works: s sends, c receives */
+	assert_int_equal(exs_recv(c, in, 5, MSG_WAITALL, Q, (void *)5, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_send(s, "hello", 5, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 5);
+	ev = ev1();
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 5);
+	/* close with receives outstanding: they are cancelled, then CLOSE */
+	assert_int_equal(exs_recv(c, in, 5, 0, Q, (void *)6, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(c, in + 5, 5, 0, Q, (void *)7, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_close(c, Q, (void *)8), 0);
+	int seen = 0;
+	for (int i = 0; i < 3; i++) {
+		ev = ev1();
+		if (ev.exs_evt_type == EXS_EVT_RECV) {
+			assert_int_equal(ev.exs_evt_errno, ECANCELED);
+			seen++;
+		} else {
+			assert_int_equal(ev.exs_evt_type, EXS_EVT_CLOSE);
+			assert_ptr_equal(ev.exs_evt_ahandle, (void *)8);
+			assert_int_equal(ev.exs_evt_errno, 0);
+		}
+	}
+	assert_int_equal(seen, 2);
+	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
+static void qdequeue_negative_count_waits_for_that_many(void **state)
+{
+	int c, s;
+	pair(SOCK_SEQPACKET, &c, &s);
+	char b[3][8];
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(exs_recv(s, b[i], 8, 0, Q, (void *)(intptr_t)i, EXS_MHANDLE_INVALID), 0);
+	exs_event_t ev[3];
+	assert_int_equal(exs_qdequeue(Q, ev, 3, NULL), 0); /* positive: no waiting */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(exs_send(c, "abcdefgh", 8, 0, EXS_QHANDLE_INVALID, NULL,
+					  EXS_MHANDLE_INVALID),
+				 8);
+	assert_int_equal(exs_qdequeue(Q, ev, -3, NULL), 3);
+	for (int i = 0; i < 3; i++)
+		assert_ptr_equal(ev[i].exs_evt_ahandle, (void *)(intptr_t)i);
+	struct timespec t = { 0, 50 * 1000000 };
+	assert_int_equal(exs_qdequeue(Q, ev, -1, &t), 0); /* timed out, nothing */
+	close_pair(c, s);
+}
+
+static void exs_poll_sees_listeners_queues_sockets_and_plain_fds(void **state)
+{
+	int port;
+	int l = listener(SOCK_STREAM, EXS_MODE_DYNAMIC, &port);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	exs_qhandle_t q2 = exs_qcreate(4);
+	struct pollfd pf[3] = { { l, POLLIN, 0 }, { q2, POLLIN, 0 }, { p[0], POLLIN, 0 } };
+	assert_int_equal(exs_poll(pf, 3, 50), 0);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	assert_int_equal(exs_poll(pf, 3, 5000), 1);
+	assert_true(pf[2].revents & POLLIN);
+	int c = exs_socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(exs_connect(c, (struct sockaddr *)&a, sizeof(a), q2, NULL), 0);
+	pf[2].fd = -1;
+	int n = 0;
+	while (n < 2) { /* the listener and the queue, in either order */
+		assert_true(exs_poll(pf, 3, 10000) > 0);
+		n = !!pf[0].revents + !!pf[1].revents;
+	}
+	int s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+	assert_true(s >= 0);
+	exs_event_t ev;
+	assert_int_equal(exs_qdequeue(q2, &ev, 1, NULL), 1);
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_CONNECT);
+	/* a stream socket is readable when data waits in its ring */
+	struct pollfd ps = { s, POLLIN | POLLOUT, 0 };
+	assert_int_equal(exs_poll(&ps, 1, 0), 1);
+	assert_int_equal(ps.revents, POLLOUT);
+	assert_int_equal(exs_send(c, "data", 4, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 4);
+	ps.events = POLLIN;
+	assert_int_equal(exs_poll(&ps, 1, 10000), 1);
+	assert_true(ps.revents & POLLIN);
+	char in[4];
+	assert_int_equal(exs_recv(s, in, 4, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 4);
+	assert_memory_equal(in, "data", 4);
+	assert_int_equal(exs_qdelete(q2), 0);
+	close(p[0]);
+	close(p[1]);
+	close_pair(c, s);
+	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
+static void sendv_gathers_and_recvv_scatters(void **state)
+{
+	int c, s;
+	pair(SOCK_STREAM, &c, &s);
+	char a[3] = "abc", b[5] = "defgh", x[2], y[6];
+	struct iovec out[2] = { { a, 3 }, { b, 5 } }, in[2] = { { x, 2 }, { y, 6 } };
+	assert_int_equal(exs_recvv(s, in, 2, MSG_WAITALL, Q, NULL, NULL), 0);
+	assert_int_equal(exs_sendv(c, out, 2, 0, EXS_QHANDLE_INVALID, NULL, NULL), 8);
+	exs_event_t ev = ev1();
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 8);
+	assert_memory_equal(x, "ab", 2);
+	assert_memory_equal(y, "cdefgh", 6);
+	struct iovec many[EXS_IOV_MAX + 1];
+	for (int i = 0; i <= EXS_IOV_MAX; i++)
+		many[i] = (struct iovec){ a, 1 };
+	assert_int_equal(exs_sendv(c, many, EXS_IOV_MAX + 1, 0, Q, NULL, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	close_pair(c, s);
+}
+
+static void memory_handles_are_checked(void **state)
+{
+	int c, s;
+	pair(SOCK_STREAM, &c, &s);
+	assert_ptr_equal(exs_mregister(NULL, 10, EXS_ACCESS_READ), EXS_MHANDLE_INVALID);
+	assert_int_equal(errno, EINVAL);
+	char buf[64], other[64];
+	assert_ptr_equal(exs_mregister(buf, 0, EXS_ACCESS_READ), EXS_MHANDLE_INVALID);
+	exs_mhandle_t m = exs_mregister(buf, 32, EXS_ACCESS_READ);
+	assert_non_null(m);
+	/* the handle must cover the buffer, and receives need write access */
+	assert_int_equal(exs_send(c, other, 8, 0, Q, NULL, m), -1);
+	assert_int_equal(errno, EFAULT);
+	assert_int_equal(exs_send(c, buf, 40, 0, Q, NULL, m), -1);
+	assert_int_equal(errno, EFAULT);
+	assert_int_equal(exs_recv(s, buf, 8, 0, Q, NULL, m), -1);
+	assert_int_equal(errno, EFAULT);
+	/* in use: cannot go */
+	assert_int_equal(exs_recv(c, other, 8, 0, Q, (void *)3, EXS_MHANDLE_INVALID), 0);
+	exs_mhandle_t w = exs_mregister(buf, 64, EXS_ACCESS_WRITE);
+	assert_int_equal(exs_recv(s, buf, 8, MSG_WAITALL, Q, (void *)4, w), 0);
+	assert_int_equal(exs_mderegister(&w), -1);
+	assert_int_equal(errno, EBUSY);
+	assert_int_equal(exs_send(c, "12345678", 8, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 8);
+	exs_event_t ev = ev1();
+	assert_ptr_equal(ev.exs_evt_ahandle, (void *)4);
+	assert_int_equal(exs_mderegister(&w), 0);
+	assert_int_equal(exs_mderegister(&m), 0);
+	assert_int_equal(exs_mderegister(&m), -1);
+	assert_int_equal(errno, EINVAL);
+	close_pair(c, s);
+	ev = ev1(); /* c's receive, cancelled by its close */
+	assert_ptr_equal(ev.exs_evt_ahandle, (void *)3);
+	assert_int_equal(ev.exs_evt_errno, ECANCELED);
+}
+
+static void too_many_operations_get_eagain(void **state)
+{
+	int c, s;
+	pair(SOCK_SEQPACKET, &c, &s);
+	static char b[EXS_MAX_RECVS + 1][4];
+	for (int i = 0; i < EXS_MAX_RECVS; i++)
+		assert_int_equal(exs_recv(s, b[i], 4, 0, Q, NULL, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(s, b[EXS_MAX_RECVS], 4, 0, Q, NULL, EXS_MHANDLE_INVALID), -1);
+	assert_int_equal(errno, EAGAIN);
+	/* a queue with room for two events takes two operations */
+	exs_qhandle_t small = exs_qcreate(2);
+	assert_int_equal(exs_recv(c, b[0], 4, 0, small, NULL, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(c, b[1], 4, 0, small, NULL, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(c, b[2], 4, 0, small, NULL, EXS_MHANDLE_INVALID), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(exs_qdelete(small), -1);
+	assert_int_equal(errno, EBUSY);
+	close_pair(c, s);
+	exs_event_t ev[EXS_MAX_RECVS];
+	assert_int_equal(exs_qdequeue(small, ev, 2, NULL), 2);
+	assert_int_equal(ev[0].exs_evt_errno, ECANCELED);
+	assert_int_equal(exs_qdelete(small), 0);
+	assert_int_equal(exs_qdequeue(Q, ev, EXS_MAX_RECVS, NULL), EXS_MAX_RECVS);
+}
+
+/* ---- a raw uwarp peer ---- */
+
+static struct uw_ep *raw_peer(int port, int type)
+{
+	uint8_t hello[EXS_HELLO_LEN];
+	struct exs_hello h = { .version = 1, .type = (uint8_t)type, .credits = 16,
+			       .ring_size = type == EXS_WIRE_STREAM ? 4096 : 0 };
+	exs_hello_encode(&h, hello);
+	struct uw_conn_param p = { .private_data = hello, .private_data_len = sizeof(hello), .p2p = 1 };
+	struct uw_ep_attr at = { .param = &p };
+	char ps[16];
+	snprintf(ps, sizeof(ps), "%d", port);
+	return uw_ep_connect("127.0.0.1", ps, &at);
+}
+
+static void raw_send(struct uw_ep *ep, const void *msg, uint32_t len)
+{
+	struct uw_sge sge = { (uintptr_t)msg, len, 0 };
+	struct uw_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = UW_WR_SEND,
+				 .send_flags = UW_SEND_INLINE | UW_SEND_SIGNALED };
+	assert_int_equal(uw_post_send(uw_ep_qp(ep), &wr, NULL), 0);
+	struct uw_wc wc;
+	assert_int_equal(uw_ep_wait(ep, &wc, 10000), 1);
+}
+
+static void bad_control_message(const uint8_t *msg, uint32_t len, int type)
+{
+	int port;
+	int l = listener(type == EXS_WIRE_STREAM ? SOCK_STREAM : SOCK_SEQPACKET, 0, &port);
+	struct uw_ep *ep = raw_peer(port, type);
+	assert_non_null(ep);
+	int s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+	assert_true(s >= 0);
+	/* operations outstanding when the peer breaks the protocol */
+	static char r1[64], r2[64], sbuf[64];
+	assert_int_equal(exs_recv(s, r1, 64, MSG_WAITALL, Q, (void *)1, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(s, r2, 64, 0, Q, (void *)2, EXS_MHANDLE_INVALID), 0);
+	if (type == EXS_WIRE_SEQPACKET) /* waits for an advert that never comes */
+		assert_int_equal(exs_send(s, sbuf, 64, 0, Q, (void *)3, EXS_MHANDLE_INVALID), 0);
+	raw_send(ep, msg, len);
+	int n = type == EXS_WIRE_SEQPACKET ? 3 : 2;
+	for (int i = 0; i < n; i++) {
+		exs_event_t ev = ev1();
+		assert_int_equal(ev.exs_evt_errno, EPROTO);
+	}
+	/* the connection is gone: the peer sees it closed */
+	struct uw_wc wc;
+	while (uw_qp_get_state(uw_ep_qp(ep)) != UW_QPS_ERR)
+		uw_ep_wait(ep, &wc, 100);
+	int err;
+	socklen_t el = sizeof(err);
+	assert_int_equal(exs_getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el), 0);
+	assert_int_equal(err, EPROTO);
+	assert_int_equal(exs_send(s, sbuf, 1, 0, Q, NULL, EXS_MHANDLE_INVALID), -1);
+	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+	uw_ep_close(ep);
+}
+
+static void malformed_control_messages_abort_and_complete_everything(void **state)
+{
+	uint8_t m[EXS_CTL_LEN] = { 0xee }; /* no such type */
+	bad_control_message(m, EXS_CTL_LEN, EXS_WIRE_STREAM);
+	bad_control_message(m, 7, EXS_WIRE_SEQPACKET); /* too short */
+	/* a DATA for a direct transfer into a receive that was not advertised */
+	struct exs_ctl d = { .type = EXS_CTL_DATA, .flags = EXS_XFER_DIRECT << 2, .id = 5, .len = 10 };
+	exs_ctl_encode(&d, m);
+	bad_control_message(m, EXS_CTL_LEN, EXS_WIRE_STREAM);
+	/* a FIN claiming more than arrived */
+	struct exs_ctl f = { .type = EXS_CTL_FIN, .seq = 5 };
+	exs_ctl_encode(&f, m);
+	bad_control_message(m, EXS_CTL_LEN, EXS_WIRE_SEQPACKET);
+	/* credits back that were never given */
+	struct exs_ctl cr = { .type = EXS_CTL_CREDIT, .credits = 1000 };
+	exs_ctl_encode(&cr, m);
+	bad_control_message(m, EXS_CTL_LEN, EXS_WIRE_STREAM);
+}
+
+static void a_peer_of_the_wrong_type_is_refused(void **state)
+{
+	int port;
+	int l = listener(SOCK_STREAM, 0, &port);
+	errno = 0;
+	struct uw_ep *ep = raw_peer(port, EXS_WIRE_SEQPACKET);
+	assert_null(ep);
+	assert_int_equal(errno, ECONNREFUSED);
+	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(bad_arguments_get_an_errno),
+		cmocka_unit_test(stream_one_send_fills_several_receives),
+		cmocka_unit_test(receive_without_waitall_completes_with_what_arrived),
+		cmocka_unit_test(seqpacket_cuts_a_long_message_to_the_receive),
+		cmocka_unit_test(forced_modes_show_in_the_counters),
+		cmocka_unit_test(without_immediate_data_notifications_are_sends),
+		cmocka_unit_test(shutdown_ends_the_stream_and_close_cancels),
+		cmocka_unit_test(qdequeue_negative_count_waits_for_that_many),
+		cmocka_unit_test(exs_poll_sees_listeners_queues_sockets_and_plain_fds),
+		cmocka_unit_test(sendv_gathers_and_recvv_scatters),
+		cmocka_unit_test(memory_handles_are_checked),
+		cmocka_unit_test(too_many_operations_get_eagain),
+		cmocka_unit_test(malformed_control_messages_abort_and_complete_everything),
+		cmocka_unit_test(a_peer_of_the_wrong_type_is_refused),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
