@@ -134,6 +134,17 @@ int rdmap_tx_next(struct rdmap_tx_msg *t, uint8_t *hdr, size_t *hdr_len, struct 
 		memcpy(p + k, t->extra, t->extra_len);
 	*hdr_len = k + t->extra_len;
 	*niov = iov_cursor_take(&t->cur, n, iov, max, &took);
+	if (t->m.sge == &t->own_iov && t->own_iov.iov_base == t->imm) {
+		/* The Immediate Data's 8 bytes live in *t, which the next
+		 * message's rdmap_tx_start clears, often before the caller has
+		 * written this FPDU: they travel in the header buffer, which the
+		 * caller keeps until then. */
+		for (int i = 0; i < *niov; i++) {
+			memcpy(p + *hdr_len, iov[i].iov_base, iov[i].iov_len);
+			*hdr_len += iov[i].iov_len;
+		}
+		*niov = 0;
+	}
 	return took == n ? 1 : -E2BIG;
 }
 

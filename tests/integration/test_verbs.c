@@ -360,6 +360,62 @@ static void write_with_immediate_and_solicited_events(void **state)
 	pair_close(&p);
 }
 
+/* Writes with Immediate Data kept four deep, 1 MiB each: the Immediate's
+ * FPDU follows the Write's last FPDU, whose CRC goes out late, and once
+ * shared a gather list with the start of the next message, which cleared
+ * the 8 bytes before they were written (a bad CRC at the peer). */
+static void write_with_immediate_train_keeps_every_value(void **state)
+{
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	pair_connect(&p, NULL, NULL, 8, 0);
+	size_t sz = 1 << 20;
+	uint8_t *src = aligned_alloc(4096, 4 * sz), *dst = aligned_alloc(4096, 4 * sz);
+	for (size_t i = 0; i < 4 * sz; i++)
+		src[i] = (uint8_t)(i * 13 + (i >> 16));
+	struct uw_mr *smr = uw_reg_mr(p.c.pd, src, 4 * sz, UW_ACCESS_LOCAL_WRITE);
+	struct uw_mr *dmr = uw_reg_mr(p.s.pd, dst, 4 * sz,
+				      UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	int posted = 0, done = 0, arrived = 0;
+	while (arrived < 32) {
+		/* four deep, and never more than the server has receives for */
+		while (posted < 32 && posted - done < 4 && posted - arrived < 8) {
+			int k = posted % 4;
+			struct uw_sge g = { (uintptr_t)src + k * sz, (uint32_t)sz, smr->lkey };
+			struct uw_send_wr wr = { .wr_id = (uint64_t)posted, .sg_list = &g, .num_sge = 1,
+						 .opcode = UW_WR_RDMA_WRITE_WITH_IMM,
+						 .send_flags = UW_SEND_SIGNALED,
+						 .imm_data = 0xA5A5000000000000ull | (uint64_t)posted,
+						 .rdma = { (uintptr_t)dst + k * sz, dmr->rkey } };
+			assert_int_equal(uw_post_send(p.c.qp, &wr, NULL), 0);
+			posted++;
+		}
+		struct uw_wc wc;
+		if (uw_poll_cq(p.c.cq, 1, &wc) == 1) {
+			assert_int_equal(wc.status, UW_WC_SUCCESS);
+			done++;
+		}
+		if (uw_poll_cq(p.s.cq, 1, &wc) == 1) {
+			assert_int_equal(wc.status, UW_WC_SUCCESS);
+			assert_int_equal(wc.opcode, UW_WC_RECV_IMM);
+			assert_int_equal(wc.imm_data, 0xA5A5000000000000ull | (uint64_t)arrived);
+			struct uw_sge g = { (uintptr_t)p.s.buf, 64, p.s.mr->lkey };
+			struct uw_recv_wr r = { .wr_id = 999, .sg_list = &g, .num_sge = 1 };
+			assert_int_equal(uw_post_recv(p.s.qp, &r, NULL), 0);
+			arrived++;
+		}
+	}
+	while (done < 32)
+		if (uw_poll_cq(p.c.cq, 1, &(struct uw_wc){ 0 }) == 1)
+			done++;
+	assert_memory_equal(src, dst, 4 * sz);
+	uw_dereg_mr(smr);
+	uw_dereg_mr(dmr);
+	free(src);
+	free(dst);
+	pair_close(&p);
+}
+
 static void unsignalled_sends_complete_only_when_they_fail(void **state)
 {
 	struct pair p;
@@ -662,6 +718,7 @@ int main(void)
 		cmocka_unit_test(memory_windows_grant_a_sub_range_and_die_when_invalidated),
 		cmocka_unit_test(atomics_return_the_old_value_and_update_memory),
 		cmocka_unit_test(write_with_immediate_and_solicited_events),
+		cmocka_unit_test(write_with_immediate_train_keeps_every_value),
 		cmocka_unit_test(unsignalled_sends_complete_only_when_they_fail),
 		cmocka_unit_test(shared_receive_queue_feeds_two_connections),
 		cmocka_unit_test(completion_channels_work_in_epoll_and_libuv),
