@@ -46,10 +46,12 @@ static void trace_ctl(const struct exs_sock *s, const char *dir, const struct ex
 	if (trace < 0)
 		trace = getenv("EXS_TRACE") != NULL;
 	if (trace)
-		fprintf(stderr, "exs %d %s %s phase %u id %u seq %llu off %u len %u%s credits %u\n",
+		fprintf(stderr,
+			"exs %d %s %s phase %u id %u seq %llu off %u len %u%s credits %u stag %#x addr %#llx\n",
 			s->fd, dir, ctl_names[m->type], m->phase, m->id, (unsigned long long)m->seq,
 			m->off, m->len, (m->flags & EXS_CTL_F_WAITALL) && m->type == EXS_CTL_ADVERT
-						? " WAITALL" : "", m->credits);
+						? " WAITALL" : "", m->credits, m->stag,
+			(unsigned long long)m->addr);
 }
 
 static void trace_note(const struct exs_sock *s, const char *dir, const struct exs_note *n)
@@ -467,6 +469,10 @@ static void on_recv(struct exs_sock *s, struct uw_wc *wc)
 		}
 	}
 	if (rc) {
+		if (trace)
+			fprintf(stderr, "exs %d <- a message that breaks the protocol (%s, %u bytes): abort\n",
+				s->fd, wc->opcode == UW_WC_RECV_IMM ? "Immediate Data" : "Send",
+				wc->byte_len);
 		exs__abort(s, EPROTO);
 		return;
 	}
@@ -499,6 +505,10 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 		}
 	}
 	if (wc->status != UW_WC_SUCCESS) {
+		if (trace)
+			fprintf(stderr, "exs %d: a send failed: %s (Terminate %u/%u/%u)\n", s->fd,
+				uw_wc_status_str(wc->status), wc->term_layer, wc->term_etype,
+				wc->term_ecode);
 		exs__abort(s, wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO);
 		return;
 	}
@@ -681,6 +691,11 @@ void exs__on_cm(struct uw_cm_event *e)
 	uw_cm_ack_event(e);
 	if (!s)
 		return;
+	if (trace > 0 && ev.event != UW_CM_EVENT_ESTABLISHED)
+		fprintf(stderr, "exs %d: %s (%s)%s layer %u type %u code %u%s\n", s->fd,
+			uw_cm_event_str(ev.event), strerror(ev.status),
+			ev.terminated ? " by a Terminate" : "", ev.term_layer, ev.term_etype,
+			ev.term_ecode, ev.term_remote ? " from the peer" : "");
 	switch (ev.event) {
 	case UW_CM_EVENT_ESTABLISHED:
 		on_established(s, &ev);

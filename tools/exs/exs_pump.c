@@ -44,6 +44,7 @@ struct result {
 
 struct opts {
 	bool server, loop, json, no_imm;
+	int crc;
 	const char *host, *port;
 	int type, mode, sends, recvs;
 	size_t size, mean, max;
@@ -245,6 +246,9 @@ static int run_client(const struct opts *o)
 	if (o->type == SOCK_STREAM &&
 	    exs_setsockopt(fd, SOL_EXS, EXS_SO_STREAM_MODE, &o->mode, sizeof(o->mode)))
 		die("EXS_SO_STREAM_MODE");
+	int crc = o->crc;
+	if (exs_setsockopt(fd, SOL_EXS, EXS_SO_CRC, &crc, sizeof(crc)))
+		die("EXS_SO_CRC");
 	int no_imm = o->no_imm;
 	if (exs_setsockopt(fd, SOL_EXS, EXS_SO_NO_IMMEDIATE, &no_imm, sizeof(no_imm)))
 		die("EXS_SO_NO_IMMEDIATE");
@@ -375,13 +379,14 @@ static void usage(void)
 		"                [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]\n"
 		"                [--sends N] [--recvs N] (--time SECONDS | --bytes N) [--json]\n"
 		"                [--no-imm]  (Write + Send instead of Immediate Data)\n"
+		"                [--crc on|off]  (ask for MPA CRC; default on)\n"
 		"  -p 0 on the server picks free ports\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .port = "7480", .type = SOCK_STREAM, .sends = 8, .recvs = 8,
+	struct opts o = { .port = "7480", .type = SOCK_STREAM, .sends = 8, .recvs = 8, .crc = 1,
 			  .size = 1 << 20, .time = 5 };
 	static const struct option lo[] = {
 		{ "loop", no_argument, 0, 'L' },      { "type", required_argument, 0, 't' },
@@ -389,7 +394,7 @@ int main(int argc, char **argv)
 		{ "sends", required_argument, 0, 'S' }, { "recvs", required_argument, 0, 'R' },
 		{ "time", required_argument, 0, 'T' }, { "bytes", required_argument, 0, 'B' },
 		{ "json", no_argument, 0, 'j' },	{ "help", no_argument, 0, 'h' },
-		{ "no-imm", no_argument, 0, 'I' },
+		{ "no-imm", no_argument, 0, 'I' },   { "crc", required_argument, 0, 'C' },
 		{ 0, 0, 0, 0 }
 	};
 	int c;
@@ -401,6 +406,7 @@ int main(int argc, char **argv)
 		case 'L': o.loop = true; break;
 		case 'j': o.json = true; break;
 		case 'I': o.no_imm = true; break;
+		case 'C': o.crc = strcmp(optarg, "off") != 0; break;
 		case 't':
 			if (!strcmp(optarg, "stream"))
 				o.type = SOCK_STREAM;

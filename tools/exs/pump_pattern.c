@@ -1,6 +1,7 @@
 /*
  * pump_pattern.c: exs-pump's data pattern (pump_pattern.h).
  */
+#include <endian.h>
 #include <string.h>
 
 #include "pump_pattern.h"
@@ -10,14 +11,8 @@ static uint8_t byte_at(uint64_t o, uint64_t seed)
 	return (uint8_t)(((o >> 3) ^ seed) >> (8 * (o & 7)));
 }
 
-static uint64_t word_at(uint64_t w, uint64_t seed)
-{
-	/* little-endian on every host */
-	uint64_t v = w ^ seed, le = 0;
-	for (int i = 0; i < 8; i++)
-		le |= (uint64_t)(uint8_t)(v >> (8 * i)) << (8 * i);
-	return le;
-}
+/* the word as it lies in memory: little-endian on every host */
+static uint64_t word_at(uint64_t w, uint64_t seed) { return htole64(w ^ seed); }
 
 void pump_fill(uint8_t *buf, size_t len, uint64_t off, uint64_t seed)
 {
