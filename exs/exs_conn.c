@@ -282,15 +282,16 @@ void exs__fail_ops(struct exs_sock *s, int err)
 	}
 }
 
-/* Receives after the connection is gone: what arrived still counts; the
- * end of the stream (a FIN with every byte here) reads as 0 bytes. */
-static void finish_recvs(struct exs_sock *s, int err)
+/* Every outstanding receive completes: with @err, or, when @keep is set,
+ * with the bytes it already holds (0 at the end of the stream) if it holds
+ * any or the stream has ended. */
+void exs__end_recvs(struct exs_sock *s, int err, bool keep)
 {
 	struct exs_op *op;
 	bool eof = s->fin_seen || s->shut_rd;
 	while ((op = s->recvs)) {
 		s->recvs = op->next;
-		if (op->done || eof)
+		if (keep && (op->done || eof))
 			exs__op_complete(op, 0, (ssize_t)op->done);
 		else
 			exs__op_complete(op, err, -1);
@@ -301,6 +302,10 @@ static void finish_recvs(struct exs_sock *s, int err)
 	if (s->type == SOCK_STREAM)
 		exs_sp_rx_abandon(&s->rx);
 }
+
+/* Receives after the connection is gone: what arrived still counts; the
+ * end of the stream (a FIN with every byte here) reads as 0 bytes. */
+static void finish_recvs(struct exs_sock *s, int err) { exs__end_recvs(s, err, true); }
 
 void exs__recvs_after_close(struct exs_sock *s)
 {

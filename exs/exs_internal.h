@@ -207,6 +207,7 @@ void exs__sync_wait(struct exs_sync *w);
 void exs__op_free(struct exs_op *op);
 
 /* exs_socket.c */
+struct exs_sock *exs__lock_sock(int fd); /* locked, or NULL with errno */
 struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void *ahandle,
 			   struct exs_sync *sync);
 void exs__op_drop(struct exs_op *op);
@@ -229,6 +230,7 @@ void exs__on_wc(struct uw_wc *wc);
 void exs__abort(struct exs_sock *s, int err); /* fail the connection */
 void exs__fail_ops(struct exs_sock *s, int err);
 void exs__recvs_after_close(struct exs_sock *s);
+void exs__end_recvs(struct exs_sock *s, int err, bool keep);
 void exs__maybe_finish_close(struct exs_sock *s);
 void exs__progress(struct exs_sock *s); /* run the socket's protocol */
 int exs__connect_setup(struct exs_sock *s);

@@ -45,19 +45,6 @@ static int check_iov(const struct iovec *iov, int iovcnt, size_t *total)
 	return 0;
 }
 
-static struct exs_sock *lock_conn(int fd)
-{
-	if (exs__ready())
-		return NULL;
-	pthread_mutex_lock(&exs_rt.lock);
-	struct exs_sock *s = exs__sock(fd);
-	if (!s) {
-		pthread_mutex_unlock(&exs_rt.lock);
-		errno = EBADF;
-	}
-	return s;
-}
-
 ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qhandle_t qh,
 		  void *ahandle, const exs_mhandle_t *mh)
 {
@@ -67,7 +54,7 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		errno = err ? err : EINVAL;
 		return -1;
 	}
-	struct exs_sock *s = lock_conn(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	if (s->wr_shut || (s->st == S_CLOSED && !s->error))
@@ -123,7 +110,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		errno = err ? err : EINVAL;
 		return -1;
 	}
-	struct exs_sock *s = lock_conn(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	if (s->st != S_CONNECTED && s->st != S_CLOSED)

@@ -12,7 +12,7 @@
 #include "exs_internal.h"
 
 /* Take the lock and find the socket; on failure errno is set. */
-static struct exs_sock *lock_sock(int fd)
+struct exs_sock *exs__lock_sock(int fd)
 {
 	if (exs__ready())
 		return NULL;
@@ -123,7 +123,7 @@ static int addr_ok(const struct exs_sock *s, const struct sockaddr *addr, sockle
 
 int exs_bind(int fd, const struct sockaddr *addr, socklen_t addrlen)
 {
-	struct exs_sock *s = lock_sock(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	if (s->bound || s->st != S_NEW || !addr_ok(s, addr, addrlen))
@@ -136,7 +136,7 @@ int exs_bind(int fd, const struct sockaddr *addr, socklen_t addrlen)
 
 int exs_listen(int fd, int backlog)
 {
-	struct exs_sock *s = lock_sock(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	if (s->st == S_LISTENING) {
@@ -181,6 +181,21 @@ static void fill_addr(const struct sockaddr_storage *ss, struct sockaddr *addr, 
 }
 
 /* the result of a synchronous call: 0 and its event, or -1 with errno */
+static int sync_result(struct exs_sync *w);
+
+/* Return from a call that took the lock: 0 at once with a queue, else
+ * wait for the operation and return its result. */
+static int finish_call(struct exs_sync *w, exs_qhandle_t qh)
+{
+	if (qh != EXS_QHANDLE_INVALID)
+		return unlock_err(0);
+	int rc = sync_result(w);
+	int err = errno;
+	pthread_mutex_unlock(&exs_rt.lock);
+	errno = err;
+	return rc;
+}
+
 static int sync_result(struct exs_sync *w)
 {
 	exs__sync_wait(w);
@@ -193,7 +208,7 @@ static int sync_result(struct exs_sync *w)
 
 int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t qh, void *ahandle)
 {
-	struct exs_sock *l = lock_sock(fd);
+	struct exs_sock *l = exs__lock_sock(fd);
 	if (!l)
 		return -1;
 	if (l->st != S_LISTENING)
@@ -260,7 +275,7 @@ int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t 
 int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhandle_t qh,
 		void *ahandle)
 {
-	struct exs_sock *s = lock_sock(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	if (s->st == S_CONNECTING)
@@ -304,23 +319,14 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, void *ahandle)
 		errno = EINVAL;
 		return -1;
 	}
-	struct exs_sock *s = lock_sock(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	if (s->st != S_CONNECTED && s->st != S_CLOSED)
 		return unlock_err(ENOTCONN);
 	if (how != SHUT_WR && !s->shut_rd) {
 		s->shut_rd = true;
-		struct exs_op *op;
-		while ((op = s->recvs)) {
-			s->recvs = op->next;
-			exs__op_complete(op, ECANCELED, -1);
-		}
-		s->recvs_tail = NULL;
-		s->adv_next = NULL;
-		s->nrecvs = 0;
-		if (s->type == SOCK_STREAM)
-			exs_sp_rx_abandon(&s->rx);
+		exs__end_recvs(s, ECANCELED, false);
 	}
 	if (how == SHUT_RD)
 		return unlock_err(0);
@@ -336,18 +342,12 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, void *ahandle)
 	s->shut_op = op;
 	exs__progress(s);
 	exs__kick();
-	if (qh != EXS_QHANDLE_INVALID)
-		return unlock_err(0);
-	int rc = sync_result(&w);
-	int err = errno;
-	pthread_mutex_unlock(&exs_rt.lock);
-	errno = err;
-	return rc;
+	return finish_call(&w, qh);
 }
 
 int exs_close(int fd, exs_qhandle_t qh, void *ahandle)
 {
-	struct exs_sock *s = lock_sock(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	struct exs_sync w;
@@ -357,16 +357,8 @@ int exs_close(int fd, exs_qhandle_t qh, void *ahandle)
 	s->closing = true;
 	s->close_op = op;
 	/* receives and accepts are over; sends already posted still go */
+	exs__end_recvs(s, ECANCELED, false);
 	struct exs_op *r;
-	while ((r = s->recvs)) {
-		s->recvs = r->next;
-		exs__op_complete(r, ECANCELED, -1);
-	}
-	s->recvs_tail = NULL;
-	s->adv_next = NULL;
-	s->nrecvs = 0;
-	if (s->type == SOCK_STREAM)
-		exs_sp_rx_abandon(&s->rx);
 	while ((r = s->accepts)) {
 		s->accepts = r->next;
 		exs__op_complete(r, ECANCELED, -1);
@@ -400,18 +392,12 @@ int exs_close(int fd, exs_qhandle_t qh, void *ahandle)
 	else
 		exs__maybe_finish_close(s);
 	exs__kick();
-	if (qh != EXS_QHANDLE_INVALID)
-		return unlock_err(0);
-	int rc = sync_result(&w);
-	int err = errno;
-	pthread_mutex_unlock(&exs_rt.lock);
-	errno = err;
-	return rc;
+	return finish_call(&w, qh);
 }
 
 int exs_getsockname(int fd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	struct exs_sock *s = lock_sock(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	if (!addr || !addrlen)
@@ -422,7 +408,7 @@ int exs_getsockname(int fd, struct sockaddr *addr, socklen_t *addrlen)
 
 int exs_getpeername(int fd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	struct exs_sock *s = lock_sock(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	if (!addr || !addrlen)
@@ -443,7 +429,7 @@ static int get_int(const void *v, socklen_t len, int *out)
 
 int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t optlen)
 {
-	struct exs_sock *s = lock_sock(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	int v, err;
@@ -495,7 +481,7 @@ static int put_out(void *optval, socklen_t *optlen, const void *v, socklen_t len
 
 int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optlen)
 {
-	struct exs_sock *s = lock_sock(fd);
+	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
 	int v;
