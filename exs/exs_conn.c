@@ -683,7 +683,6 @@ void exs__on_cm(struct uw_cm_event *e)
 		uw_cm_ack_event(e);
 		return;
 	}
-	struct exs_sock *s = e->id ? e->id->context_ptr : NULL;
 	/* a copy: acknowledging frees the event, and the handlers may free
 	 * the socket (and destroy the id) */
 	struct uw_cm_event ev = *e;
@@ -694,6 +693,15 @@ void exs__on_cm(struct uw_cm_event *e)
 		memcpy(pd, e->private_data, ev.private_data_len);
 	ev.private_data = pd;
 	uw_cm_ack_event(e);
+	/* The completions that came before the event count first: a send
+	 * that finished is not failed by the disconnection behind it. They
+	 * may free sockets, so the event's is looked up afterwards. */
+	if (ev.event != UW_CM_EVENT_ESTABLISHED)
+		exs__drain_cq();
+	struct exs_sock *s = NULL;
+	for (struct exs_sock *o = exs_rt.socks; o && !s; o = o->next)
+		if (o->id && o->id == ev.id)
+			s = o;
 	if (!s)
 		return;
 	if (trace > 0 && ev.event != UW_CM_EVENT_ESTABLISHED)

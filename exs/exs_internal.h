@@ -195,6 +195,7 @@ void exs__changed(void); /* readiness may have changed: tell exs_poll callers */
 uint64_t exs__now_ms(void);
 struct exs_sock *exs__sock(int fd); /* under the lock; NULL: EBADF */
 void exs__sock_free(struct exs_sock *s);
+void exs__drain_cq(void); /* handle every completion waiting */
 
 /* exs_queue.c */
 struct exs_queue *exs__queue(exs_qhandle_t qh);

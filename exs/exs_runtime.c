@@ -93,13 +93,22 @@ void exs__sock_free(struct exs_sock *s)
 	exs__changed();
 }
 
-static void handle_wcs(void)
+/* One completion at a time: handling one may free a socket and destroy
+ * its QP, and uwarp then clears the QP from the completions still in the
+ * CQ, not from copies already taken. */
+static bool one_wc(void)
 {
-	struct uw_wc wc[64];
-	int n;
-	while ((n = uw_poll_cq(exs_rt.cq, 64, wc)) > 0)
-		for (int i = 0; i < n; i++)
-			exs__on_wc(&wc[i]);
+	struct uw_wc wc;
+	if (uw_poll_cq(exs_rt.cq, 1, &wc) != 1)
+		return false;
+	exs__on_wc(&wc);
+	return true;
+}
+
+void exs__drain_cq(void)
+{
+	while (one_wc())
+		;
 }
 
 /* The earliest deadline of a lingering close, as a poll timeout. */
@@ -131,14 +140,13 @@ static void *progress_thread(void *arg)
 			exs__on_cm(e);
 			work = true;
 		}
-		struct uw_wc wc[64];
-		int n = uw_poll_cq(exs_rt.cq, 64, wc);
-		for (int i = 0; i < n; i++)
-			exs__on_wc(&wc[i]);
+		int n = 0;
+		while (n < 64 && one_wc())
+			n++;
 		if (n > 0 || work)
 			continue;
 		uw_req_notify_cq(exs_rt.cq, 0);
-		handle_wcs(); /* what came before the arming */
+		exs__drain_cq(); /* what came before the arming */
 		int timeout = linger_timeout();
 		exs_rt.sleeping = true;
 		pthread_mutex_unlock(&exs_rt.lock);

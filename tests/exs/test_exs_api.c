@@ -6,6 +6,7 @@
  * memory handles, and a raw uwarp peer that breaks the protocol.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -497,6 +498,35 @@ static void too_many_operations_get_eagain(void **state)
 	assert_int_equal(exs_qdequeue(Q, ev, EXS_MAX_RECVS, NULL), EXS_MAX_RECVS);
 }
 
+/* The peer takes the data and closes at once: the send's own completion,
+ * waiting behind the disconnection, still counts (it was once failed with
+ * ECONNRESET because the connection event was handled first). */
+static void a_finished_send_survives_the_peer_closing(void **state)
+{
+	for (int i = 0; i < 30; i++) {
+		int c, s;
+		pair(SOCK_STREAM, &c, &s);
+		char in[64], out[64];
+		memset(out, i, sizeof(out));
+		assert_int_equal(exs_recv(c, in, 64, MSG_WAITALL, Q, (void *)1, EXS_MHANDLE_INVALID), 0);
+		assert_int_equal(exs_send(s, out, 64, 0, Q, (void *)2, EXS_MHANDLE_INVALID), 0);
+		bool got_recv = false, got_send = false;
+		while (!got_recv || !got_send) {
+			exs_event_t ev = ev1();
+			if (ev.exs_evt_ahandle == (void *)1) {
+				assert_int_equal(ev.exs_evt_union.xfer.bytes, 64);
+				got_recv = true;
+				assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
+			} else {
+				assert_ptr_equal(ev.exs_evt_ahandle, (void *)2);
+				assert_int_equal(ev.exs_evt_errno, 0);
+				got_send = true;
+			}
+		}
+		assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+	}
+}
+
 /* ---- a raw uwarp peer ---- */
 
 static struct uw_ep *raw_peer(int port, int type)
@@ -601,6 +631,7 @@ int main(void)
 		cmocka_unit_test(sendv_gathers_and_recvv_scatters),
 		cmocka_unit_test(memory_handles_are_checked),
 		cmocka_unit_test(too_many_operations_get_eagain),
+		cmocka_unit_test(a_finished_send_survives_the_peer_closing),
 		cmocka_unit_test(malformed_control_messages_abort_and_complete_everything),
 		cmocka_unit_test(a_peer_of_the_wrong_type_is_refused),
 	};

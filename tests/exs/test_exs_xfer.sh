@@ -4,7 +4,8 @@
 # SOCK_STREAM in the dynamic, direct and indirect modes, with Immediate
 # Data and with Write + Send notifications, with fixed and exponentially
 # distributed sizes; SOCK_SEQPACKET. A run fails unless the server says
-# the data was verified and the transfer counters fit the mode.
+# the data was verified and the transfer counters fit the mode. Then many
+# short connections to the same server.
 set -u
 bin=$1
 bytes=${UWARP_EXS_XFER_BYTES:-1G}
@@ -56,6 +57,19 @@ run stream-dynamic-no-imm any --mode dynamic --size 1M --sends 4 --recvs 8 --no-
 run stream-dynamic-exp any --mode dynamic --size exp:256K:1M --sends 4 --recvs 8
 run seqpacket direct --type seqpacket --size 1M --sends 8 --recvs 8
 run seqpacket-no-imm direct --type seqpacket --size 64K --sends 8 --recvs 16 --no-imm
+# Thirty short connections back to back against the same server, each
+# closing while its last messages are still being handled (a socket freed
+# in the middle of a batch of completions once corrupted the server's heap).
+for i in $(seq 30); do
+	if ! timeout 120 "$bin/exs-pump" -c 127.0.0.1 -p "$port" --bytes 32M --size 1M --sends 4 \
+		--recvs 8 >"$log/short" 2>&1; then
+		echo "FAIL short connection $i:"
+		cat "$log/short"
+		fail=1
+		break
+	fi
+done
+kill -0 $spid 2>/dev/null || { echo "FAIL: the server died"; fail=1; }
 cat "$log/server"
 grep -q "DATA WRONG" "$log/server" && fail=1
 exit $fail
