@@ -525,6 +525,8 @@ void exs__on_wc(struct uw_wc *wc)
 	if (!wc->qp)
 		return; /* its socket is gone, and with it what this was for */
 	struct exs_sock *s = wc->qp->qp_context;
+	if (s->dead)
+		return;
 	if (TAG(wc->wr_id) == TAG_CTL_RECV) {
 		if (wc->status == UW_WC_SUCCESS)
 			on_recv(s, wc);

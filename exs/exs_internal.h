@@ -103,6 +103,7 @@ struct exs_sock {
 	int type, domain;
 	enum exs_sock_state st;
 	bool closing;   /* exs_close called: the descriptor is gone */
+	bool dead;	/* freed: waits for the progress thread to reap it */
 	int error;	/* SO_ERROR */
 	int close_err;	/* a lingering close that failed: the CLOSE event's */
 	struct sockaddr_storage local, peer;
@@ -177,6 +178,7 @@ struct exs_rt {
 	struct uw_cq *cq;
 	struct uw_cm_channel *cm;
 	struct exs_sock *socks;
+	struct exs_sock *graveyard; /* freed sockets, reaped between rounds */
 	struct exs_queue *queues;
 	/* exs_poll callers waiting for a change: their eventfds */
 	int pollers[64];
@@ -194,7 +196,7 @@ void exs__kick(void);
 void exs__changed(void); /* readiness may have changed: tell exs_poll callers */
 uint64_t exs__now_ms(void);
 struct exs_sock *exs__sock(int fd); /* under the lock; NULL: EBADF */
-void exs__sock_free(struct exs_sock *s);
+void exs__sock_free(struct exs_sock *s); /* out of the table; reaped later */
 void exs__drain_cq(void); /* handle every completion waiting */
 
 /* exs_queue.c */

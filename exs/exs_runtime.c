@@ -69,6 +69,10 @@ struct exs_sock *exs__sock(int fd)
 	return NULL;
 }
 
+/* A socket that is done leaves the table at once, but its memory, QP and
+ * id go only when the progress thread reaps them between rounds: the
+ * code that finished it (a completion, a pump, a connection event) may
+ * still be looking at it, and so may the completions taken with it. */
 void exs__sock_free(struct exs_sock *s)
 {
 	for (struct exs_sock **pp = &exs_rt.socks; *pp; pp = &(*pp)->next)
@@ -76,21 +80,33 @@ void exs__sock_free(struct exs_sock *s)
 			*pp = s->next;
 			break;
 		}
-	if (s->qp)
-		uw_destroy_qp(s->qp); /* its flushed completions name no QP now */
-	if (s->id)
-		uw_cm_destroy_id(s->id);
-	if (s->ctl_mr)
-		uw_dereg_mr(s->ctl_mr);
-	if (s->ring_mr)
-		uw_dereg_mr(s->ring_mr);
-	free(s->ctl_buf);
-	free(s->ring);
-	free(s->fl);
-	free(s->sp_adv);
-	close(s->fd);
-	free(s);
+	s->dead = true;
+	s->next = exs_rt.graveyard;
+	exs_rt.graveyard = s;
 	exs__changed();
+	exs__wake();
+}
+
+static void reap(void)
+{
+	struct exs_sock *s;
+	while ((s = exs_rt.graveyard)) {
+		exs_rt.graveyard = s->next;
+		if (s->qp)
+			uw_destroy_qp(s->qp); /* its flushed completions name no QP now */
+		if (s->id)
+			uw_cm_destroy_id(s->id);
+		if (s->ctl_mr)
+			uw_dereg_mr(s->ctl_mr);
+		if (s->ring_mr)
+			uw_dereg_mr(s->ring_mr);
+		free(s->ctl_buf);
+		free(s->ring);
+		free(s->fl);
+		free(s->sp_adv);
+		close(s->fd);
+		free(s);
+	}
 }
 
 /* One completion at a time: handling one may free a socket and destroy
@@ -136,6 +152,7 @@ static void *progress_thread(void *arg)
 	for (;;) {
 		bool work = false;
 		struct uw_cm_event *e;
+		reap();
 		while (!uw_cm_get_event_timeout(exs_rt.cm, &e, 0)) {
 			exs__on_cm(e);
 			work = true;
