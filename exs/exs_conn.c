@@ -486,7 +486,7 @@ static void on_recv(struct exs_sock *s, struct uw_wc *wc)
 		return;
 	}
 	s->credits_owed++;
-	exs__progress(s);
+	s->pending = true;
 }
 
 static void on_sent(struct exs_sock *s, struct uw_wc *wc)
@@ -517,7 +517,25 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 		exs__abort(s, wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO);
 		return;
 	}
-	exs__progress(s);
+	s->pending = true;
+}
+
+/* The protocol runs once per socket after a batch of completions, not
+ * after each: a receiver that has seen every notification that came
+ * together drains and advertises from the whole picture (an advert sent
+ * between two pieces of one send would estimate a position the sender
+ * has already passed). */
+void exs__progress_pending(void)
+{
+	for (;;) {
+		struct exs_sock *s = exs_rt.socks;
+		while (s && !s->pending)
+			s = s->next;
+		if (!s)
+			return;
+		s->pending = false;
+		exs__progress(s);
+	}
 }
 
 void exs__on_wc(struct uw_wc *wc)
@@ -698,8 +716,10 @@ void exs__on_cm(struct uw_cm_event *e)
 	/* The completions that came before the event count first: a send
 	 * that finished is not failed by the disconnection behind it. They
 	 * may free sockets, so the event's is looked up afterwards. */
-	if (ev.event != UW_CM_EVENT_ESTABLISHED)
+	if (ev.event != UW_CM_EVENT_ESTABLISHED) {
 		exs__drain_cq();
+		exs__progress_pending();
+	}
 	struct exs_sock *s = NULL;
 	for (struct exs_sock *o = exs_rt.socks; o && !s; o = o->next)
 		if (o->id && o->id == ev.id)

@@ -104,6 +104,7 @@ struct exs_sock {
 	enum exs_sock_state st;
 	bool closing;   /* exs_close called: the descriptor is gone */
 	bool dead;	/* freed: waits for the progress thread to reap it */
+	bool pending;	/* completions came: its protocol runs after the batch */
 	int error;	/* SO_ERROR */
 	int close_err;	/* a lingering close that failed: the CLOSE event's */
 	struct sockaddr_storage local, peer;
@@ -236,6 +237,7 @@ void exs__recvs_after_close(struct exs_sock *s);
 void exs__end_recvs(struct exs_sock *s, int err, bool keep);
 void exs__maybe_finish_close(struct exs_sock *s);
 void exs__progress(struct exs_sock *s); /* run the socket's protocol */
+void exs__progress_pending(void);	/* ...for each socket with new completions */
 int exs__connect_setup(struct exs_sock *s);
 
 /* exs_stream.c */

@@ -158,12 +158,14 @@ static void *progress_thread(void *arg)
 			work = true;
 		}
 		int n = 0;
-		while (n < 64 && one_wc())
+		while (n < 256 && one_wc())
 			n++;
+		exs__progress_pending();
 		if (n > 0 || work)
 			continue;
 		uw_req_notify_cq(exs_rt.cq, 0);
 		exs__drain_cq(); /* what came before the arming */
+		exs__progress_pending();
 		int timeout = linger_timeout();
 		exs_rt.sleeping = true;
 		pthread_mutex_unlock(&exs_rt.lock);

@@ -58,6 +58,17 @@ static void pop_recv(struct exs_sock *s, struct exs_op *op)
 	s->nrecvs--;
 }
 
+/* Complete the receives at the head that are done. */
+static void reap_done(struct exs_sock *s)
+{
+	uint32_t id, bytes;
+	while (exs_sp_rx_complete(&s->rx, &id, &bytes)) {
+		struct exs_op *op = s->recvs;
+		pop_recv(s, op);
+		exs__op_complete(op, 0, bytes);
+	}
+}
+
 /* the receiver: ring copies, completions, adverts, acks */
 static void rx_pump(struct exs_sock *s)
 {
@@ -183,6 +194,9 @@ int exs__stream_note(struct exs_sock *s, const struct exs_note *n, bool full)
 		return -EPROTO; /* nothing follows the end */
 	uint32_t phase = full ? n->phase : exs_phase_widen(s->rx.phase, n->phase);
 	if (n->kind == EXS_XFER_DIRECT) {
+		/* several notifications are handled before the protocol runs:
+		 * a receive the last one filled makes room for this one */
+		reap_done(s);
 		struct exs_op *op = s->recvs;
 		if (!op)
 			return -EPROTO;

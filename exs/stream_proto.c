@@ -304,7 +304,12 @@ int exs_sp_rx_complete(struct exs_sp_rx *r, uint32_t *id, uint32_t *bytes)
 bool exs_sp_rx_ack_due(struct exs_sp_rx *r, uint64_t *drained)
 {
 	uint64_t unacked = r->ring_out - r->ring_acked;
-	if (!unacked || (unacked < r->ring_size / 4 && ring_bytes(r)))
+	/* In dynamic mode the room goes back only when the ring is empty: the
+	 * sender is then blocked at exactly the position the receiver's next
+	 * adverts (sent before the ACK) estimate, so it takes them. Room given
+	 * back earlier is filled while the adverts are on their way, and they
+	 * arrive stale, round after round. */
+	if (!unacked || (ring_bytes(r) && (r->mode == EXS_SP_DYNAMIC || unacked < r->ring_size / 4)))
 		return false;
 	r->ring_acked = r->ring_out;
 	*drained = r->ring_out;
