@@ -165,8 +165,9 @@ int exs_sp_rx_complete(struct exs_sp_rx *r, uint32_t *id, uint32_t *bytes);
 void exs_sp_rx_abandon(struct exs_sp_rx *r);
 /* The head receive's bytes so far (where the next direct byte belongs). */
 uint32_t exs_sp_rx_head_filled(const struct exs_sp_rx *r);
-/* Whether an ACK should go (ring drained since the last one: at least a
- * quarter of the ring, or all of it); *drained is its value. */
+/* Whether an ACK should go: the ring drained since the last one, all of
+ * it in dynamic mode (so the sender meets the adverts before the room),
+ * otherwise at least a quarter or all of it; *drained is its value. */
 bool exs_sp_rx_ack_due(struct exs_sp_rx *r, uint64_t *drained);
 
 #endif
