@@ -234,7 +234,8 @@ static struct uw_conn_param conn_param(const struct exs_sock *s, const uint8_t *
 {
 	return (struct uw_conn_param){ .private_data = hello, .private_data_len = EXS_HELLO_LEN,
 				       .crc = s->crc ? UW_CRC_DEFAULT : UW_CRC_OFF,
-				       .no_extensions = s->no_imm, .p2p = 1 };
+				       .no_extensions = s->no_imm, .p2p = 1,
+				       .mpa_timeout_ms = s->timeout_ms };
 }
 
 int exs__connect_setup(struct exs_sock *s)

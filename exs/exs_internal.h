@@ -112,6 +112,7 @@ struct exs_sock {
 	int mode;	/* enum exs_stream_mode */
 	uint32_t ring_size;
 	bool no_imm, crc;
+	unsigned timeout_ms; /* SO_SNDTIMEO: the connection's MPA exchange; 0 uwarp's */
 	bool imm;	/* the connection uses Immediate Data */
 
 	struct uw_cm_id *id;

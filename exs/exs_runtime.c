@@ -166,7 +166,12 @@ static void *progress_thread(void *arg)
 		uw_req_notify_cq(exs_rt.cq, 0);
 		exs__drain_cq(); /* what came before the arming */
 		exs__progress_pending();
+		/* uwarp's own timers (the MPA timeouts) run only inside its
+		 * calls with manual progress: look in at least five times a
+		 * second */
 		int timeout = linger_timeout();
+		if (timeout < 0 || timeout > 200)
+			timeout = 200;
 		exs_rt.sleeping = true;
 		pthread_mutex_unlock(&exs_rt.lock);
 		struct pollfd pf[3] = { { exs_rt.cc->fd, POLLIN, 0 },

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "exs_internal.h"
@@ -433,6 +434,16 @@ int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t
 	if (!s)
 		return -1;
 	int v, err;
+	if (level == SOL_SOCKET && optname == SO_SNDTIMEO) {
+		struct timeval tv;
+		if (!optval || optlen != sizeof(tv))
+			return unlock_err(EINVAL);
+		memcpy(&tv, optval, sizeof(tv));
+		if (tv.tv_sec < 0 || tv.tv_usec < 0 || tv.tv_usec >= 1000000 || tv.tv_sec > 3600)
+			return unlock_err(EINVAL);
+		s->timeout_ms = (unsigned)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
+		return unlock_err(0);
+	}
 	if (level == SOL_SOCKET && optname == SO_RCVBUF)
 		optname = EXS_SO_RING_SIZE, level = SOL_EXS;
 	if (level != SOL_EXS)

@@ -341,8 +341,10 @@ struct exs_stream_counters {
 
 /*
  * exs_getsockopt, exs_setsockopt - the options above (level SOL_EXS), and
- * at level SOL_SOCKET: SO_TYPE, SO_ERROR (read and cleared) and
- * SO_RCVBUF (the ring size). Returns 0 or -1 with errno: EBADF,
+ * at level SOL_SOCKET: SO_TYPE, SO_ERROR (read and cleared), SO_RCVBUF
+ * (the ring size) and, to set, SO_SNDTIMEO (struct timeval: how long
+ * exs_connect waits for the peer's MPA answer before ETIMEDOUT; default
+ * 10 s). Returns 0 or -1 with errno: EBADF,
  * ENOPROTOOPT, EINVAL (bad length or value), EISCONN (too late to set).
  */
 EXS_EXTERN int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optlen);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -527,6 +528,26 @@ static void a_finished_send_survives_the_peer_closing(void **state)
 	}
 }
 
+/* A TCP listener that never answers the MPA Request: the connect fails
+ * with ETIMEDOUT after SO_SNDTIMEO (uwarp's timers run although nothing
+ * else happens). */
+static void connect_to_a_silent_peer_times_out(void **state)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	socklen_t al = sizeof(a);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	int c = exs_socket(AF_INET, SOCK_STREAM, 0);
+	struct timeval tv = { 0, 300 * 1000 };
+	assert_int_equal(exs_setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
+	assert_int_equal(exs_connect(c, (struct sockaddr *)&a, sizeof(a), EXS_QHANDLE_INVALID, NULL), -1);
+	assert_int_equal(errno, ETIMEDOUT);
+	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
+	close(l);
+}
+
 /* ---- a raw uwarp peer ---- */
 
 static struct uw_ep *raw_peer(int port, int type)
@@ -632,6 +653,7 @@ int main(void)
 		cmocka_unit_test(memory_handles_are_checked),
 		cmocka_unit_test(too_many_operations_get_eagain),
 		cmocka_unit_test(a_finished_send_survives_the_peer_closing),
+		cmocka_unit_test(connect_to_a_silent_peer_times_out),
 		cmocka_unit_test(malformed_control_messages_abort_and_complete_everything),
 		cmocka_unit_test(a_peer_of_the_wrong_type_is_refused),
 	};
