@@ -175,7 +175,11 @@ static int qp_setup(struct exs_sock *s, struct uw_cm_id *id)
 	id->context_ptr = s;
 	struct uw_qp_init_attr qa = { .qp_context = s, .send_cq = exs_rt.cq, .recv_cq = exs_rt.cq,
 				      .cap = { EXS_SQ_DEPTH, EXS_CTL_RECVS, EXS_IOV_MAX, 1, 64 } };
+	if (exs_rt.nconns >= EXS_MAX_CONNECTIONS)
+		return -ENOBUFS; /* the shared CQ has room for so many */
 	s->qp = uw_cm_create_qp(id, exs_rt.pd, &qa);
+	if (s->qp)
+		exs_rt.nconns++;
 	s->ctl_buf = calloc(EXS_CTL_RECVS, EXS_CTL_LEN);
 	s->fl = calloc(EXS_SQ_DEPTH, sizeof(*s->fl));
 	if (!s->qp || !s->ctl_buf || !s->fl)
@@ -304,6 +308,43 @@ void exs__end_recvs(struct exs_sock *s, int err, bool keep)
 		exs_sp_rx_abandon(&s->rx);
 }
 
+/* SHUT_RD or close: receives complete with ECANCELED, except those the
+ * peer may still be writing into. A stream's receives stay, all of them,
+ * while any has a live advert (the protocol's queue is in order); a
+ * message socket's advertised receives stay. Those complete with what
+ * they get, or when the connection ends: their memory must not be handed
+ * back to the application while the peer holds a key to it. */
+void exs__cancel_recvs(struct exs_sock *s)
+{
+	if (s->st != S_CONNECTED) {
+		exs__end_recvs(s, ECANCELED, true);
+		return;
+	}
+	if (s->type == SOCK_STREAM) {
+		if (!exs_sp_rx_live_adverts(&s->rx))
+			exs__end_recvs(s, ECANCELED, false);
+		return;
+	}
+	/* the advertised ones are a prefix of the list */
+	struct exs_op *keep_tail = NULL, *op = s->recvs;
+	while (op && op != s->adv_next) {
+		keep_tail = op;
+		op = op->next;
+	}
+	if (keep_tail)
+		keep_tail->next = NULL;
+	else
+		s->recvs = NULL;
+	s->recvs_tail = keep_tail;
+	while (op) {
+		struct exs_op *next = op->next;
+		s->nrecvs--;
+		exs__op_complete(op, ECANCELED, -1);
+		op = next;
+	}
+	s->adv_next = NULL;
+}
+
 /* Receives after the connection is gone: what arrived still counts; the
  * end of the stream (a FIN with every byte here) reads as 0 bytes. */
 static void finish_recvs(struct exs_sock *s, int err) { exs__end_recvs(s, err, true); }
@@ -339,7 +380,8 @@ void exs__abort(struct exs_sock *s, int err)
 		connection_gone(s, err);
 	else
 		s->st = S_CLOSED;
-	s->error = err;
+	if (!s->error)
+		s->error = err; /* the first cause stays */
 	exs__maybe_finish_close(s);
 }
 
@@ -348,11 +390,16 @@ void exs__maybe_finish_close(struct exs_sock *s)
 	if (!s->closing)
 		return;
 	if (s->st == S_CONNECTED) {
-		if (s->sends || !s->fin_acked)
-			return; /* still lingering */
+		/* still lingering: sends to finish, the peer's confirmation to
+		 * come, a FIN_ACK we owe it, or WRs not yet written (the
+		 * disconnection closes the TCP socket at once) */
+		if (s->sends || !s->fin_acked || s->fin_ack_due || s->sq_out)
+			return;
 		uw_cm_disconnect(s->id);
 		s->st = S_CLOSED;
 	}
+	/* receives kept while the peer could write into them end now */
+	exs__end_recvs(s, ECANCELED, true);
 	if (s->close_op) {
 		exs__op_complete(s->close_op, s->close_err, 0);
 		s->close_op = NULL;
@@ -515,7 +562,8 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 			fprintf(stderr, "exs %d: a send failed: %s (Terminate %u/%u/%u)\n", s->fd,
 				uw_wc_status_str(wc->status), wc->term_layer, wc->term_etype,
 				wc->term_ecode);
-		exs__abort(s, wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO);
+		if (s->st == S_CONNECTED) /* flushes after the fact say nothing new */
+			exs__abort(s, wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO);
 		return;
 	}
 	s->pending = true;
@@ -590,6 +638,8 @@ static struct exs_sock *accepted_socket(struct exs_sock *l, struct uw_cm_event *
 static void on_request(struct uw_cm_event *e)
 {
 	struct exs_sock *l = e->listen_id ? e->listen_id->context_ptr : NULL;
+	if (l && l->dead)
+		l = NULL; /* closed: its id lives on only for this request */
 	struct exs_hello h;
 	int want = l && l->type == SOCK_STREAM ? EXS_WIRE_STREAM : EXS_WIRE_SEQPACKET;
 	if (!l || l->st != S_LISTENING || exs_hello_decode(e->private_data, e->private_data_len, &h) ||
@@ -631,6 +681,7 @@ static void on_established(struct exs_sock *s, struct uw_cm_event *e)
 		}
 		take_hello(s, &h);
 		s->st = S_CONNECTED;
+		memcpy(&s->local, &s->id->local_addr, sizeof(s->local));
 		if (s->connect_op) {
 			exs__op_complete(s->connect_op, 0, 0);
 			s->connect_op = NULL;

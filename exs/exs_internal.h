@@ -24,12 +24,17 @@
 #define EXS_SQ_DEPTH 512  /* WRs a QP may have outstanding */
 #define EXS_XFER_CAP (16u << 20) /* a stream transfer at most: keeps adverts moving */
 #define EXS_RING_DEFAULT (1u << 20)
+/* the shared CQ (65536) holds every connection's sends and receives:
+ * EXS_MAX_CONNECTIONS (exs.h) is 65536 / (EXS_SQ_DEPTH + EXS_CTL_RECVS) */
+_Static_assert(EXS_MAX_CONNECTIONS * (EXS_SQ_DEPTH + EXS_CTL_RECVS) <= 65536,
+	       "the shared CQ cannot overflow");
 
 struct exs_queue {
 	exs_qhandle_t qh; /* an eventfd: unique, and readable while events wait */
 	exs_event_t *ev;
 	int cap, head, count;
 	int reserved;	  /* slots promised to outstanding operations */
+	int waiters;	  /* threads in exs_qdequeue on it */
 	pthread_cond_t cv;
 	struct exs_queue *next;
 };
@@ -181,6 +186,7 @@ struct exs_rt {
 	struct uw_cm_channel *cm;
 	struct exs_sock *socks;
 	struct exs_sock *graveyard; /* freed sockets, reaped between rounds */
+	int nconns; /* QPs on the shared CQ */
 	struct exs_queue *queues;
 	/* exs_poll callers waiting for a change: their eventfds */
 	int pollers[64];
@@ -236,6 +242,7 @@ void exs__abort(struct exs_sock *s, int err); /* fail the connection */
 void exs__fail_ops(struct exs_sock *s, int err);
 void exs__recvs_after_close(struct exs_sock *s);
 void exs__end_recvs(struct exs_sock *s, int err, bool keep);
+void exs__cancel_recvs(struct exs_sock *s); /* SHUT_RD, close */
 void exs__maybe_finish_close(struct exs_sock *s);
 void exs__progress(struct exs_sock *s); /* run the socket's protocol */
 void exs__progress_pending(void);	/* ...for each socket with new completions */

@@ -54,7 +54,7 @@ int exs_qdelete(exs_qhandle_t qh)
 {
 	pthread_mutex_lock(&exs_rt.lock);
 	struct exs_queue *q = exs__queue(qh);
-	int err = !q ? EBADF : q->reserved ? EBUSY : 0;
+	int err = !q ? EBADF : q->reserved || q->waiters ? EBUSY : 0;
 	if (!err) {
 		for (struct exs_queue **pp = &exs_rt.queues; *pp; pp = &(*pp)->next)
 			if (*pp == q) {
@@ -178,12 +178,14 @@ int exs_qdequeue(exs_qhandle_t qh, exs_event_t *events, int count, const struct 
 	struct timespec dl;
 	if (want && timeout)
 		deadline_of(timeout, &dl);
+	q->waiters++; /* exs_qdelete leaves it alone meanwhile */
 	while (q->count < want) {
 		if (!timeout)
 			pthread_cond_wait(&q->cv, &exs_rt.lock);
 		else if (pthread_cond_timedwait(&q->cv, &exs_rt.lock, &dl) == ETIMEDOUT)
 			break;
 	}
+	q->waiters--;
 	int n = count < 0 ? (q->count < want ? q->count : want) : (q->count < count ? q->count : count);
 	for (int i = 0; i < n; i++) {
 		events[i] = q->ev[q->head];

@@ -81,6 +81,8 @@ void exs__sock_free(struct exs_sock *s)
 			break;
 		}
 	s->dead = true;
+	if (s->id)
+		s->id->context_ptr = NULL; /* events still queued for it find no socket */
 	s->next = exs_rt.graveyard;
 	exs_rt.graveyard = s;
 	exs__changed();
@@ -92,8 +94,10 @@ static void reap(void)
 	struct exs_sock *s;
 	while ((s = exs_rt.graveyard)) {
 		exs_rt.graveyard = s->next;
-		if (s->qp)
+		if (s->qp) {
 			uw_destroy_qp(s->qp); /* its flushed completions name no QP now */
+			exs_rt.nconns--;
+		}
 		if (s->id)
 			uw_cm_destroy_id(s->id);
 		if (s->ctl_mr)
@@ -148,11 +152,19 @@ static int linger_timeout(void)
 static void *progress_thread(void *arg)
 {
 	on_progress_thread = true;
+	uint64_t next_linger_check = 0;
 	pthread_mutex_lock(&exs_rt.lock);
 	for (;;) {
 		bool work = false;
 		struct uw_cm_event *e;
 		reap();
+		uint64_t now = exs__now_ms();
+		if (now >= next_linger_check) {
+			/* also on busy passes: other sockets' traffic must not
+			 * stretch a close past EXS_LINGER_MS */
+			linger_timeout();
+			next_linger_check = now + 100;
+		}
 		while (!uw_cm_get_event_timeout(exs_rt.cm, &e, 0)) {
 			exs__on_cm(e);
 			work = true;

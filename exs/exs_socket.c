@@ -303,15 +303,9 @@ int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhan
 	s->st = S_CONNECTING;
 	s->connect_op = op;
 	exs__kick();
-	if (qh != EXS_QHANDLE_INVALID)
-		return unlock_err(0);
-	rc = sync_result(&w);
-	int err = errno;
-	if (!rc)
-		memcpy(&s->local, &s->id->local_addr, sizeof(s->local));
-	pthread_mutex_unlock(&exs_rt.lock);
-	errno = err;
-	return rc;
+	/* (the socket may be gone when a wait ends: the local address was
+	 * taken at establishment) */
+	return finish_call(&w, qh);
 }
 
 int exs_shutdown(int fd, int how, exs_qhandle_t qh, void *ahandle)
@@ -327,7 +321,7 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, void *ahandle)
 		return unlock_err(ENOTCONN);
 	if (how != SHUT_WR && !s->shut_rd) {
 		s->shut_rd = true;
-		exs__end_recvs(s, ECANCELED, false);
+		exs__cancel_recvs(s);
 	}
 	if (how == SHUT_RD)
 		return unlock_err(0);
@@ -358,7 +352,7 @@ int exs_close(int fd, exs_qhandle_t qh, void *ahandle)
 	s->closing = true;
 	s->close_op = op;
 	/* receives and accepts are over; sends already posted still go */
-	exs__end_recvs(s, ECANCELED, false);
+	exs__cancel_recvs(s);
 	struct exs_op *r;
 	while ((r = s->accepts)) {
 		s->accepts = r->next;

@@ -326,3 +326,11 @@ uint32_t exs_sp_rx_head_filled(const struct exs_sp_rx *r)
 {
 	return r->count ? r->q[r->head].filled : 0;
 }
+
+bool exs_sp_rx_live_adverts(const struct exs_sp_rx *r)
+{
+	for (unsigned i = 0; i < r->count; i++)
+		if (r->q[(r->head + i) % EXS_SP_MAX_RECVS].adv == EXS_SP_ADV_LIVE)
+			return true;
+	return false;
+}

@@ -163,6 +163,9 @@ int exs_sp_rx_complete(struct exs_sp_rx *r, uint32_t *id, uint32_t *bytes);
 /* The stream has ended or broken: forget the posted receives (their
  * owner completes them with what they hold). */
 void exs_sp_rx_abandon(struct exs_sp_rx *r);
+/* Whether any posted receive has a live advert (the sender may still
+ * write into it). */
+bool exs_sp_rx_live_adverts(const struct exs_sp_rx *r);
 /* The head receive's bytes so far (where the next direct byte belongs). */
 uint32_t exs_sp_rx_head_filled(const struct exs_sp_rx *r);
 /* Whether an ACK should go: the ring drained since the last one, all of

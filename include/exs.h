@@ -125,8 +125,8 @@ EXS_EXTERN exs_qhandle_t exs_qcreate(int depth);
 
 /*
  * exs_qdelete - delete an event queue. Fails with EBUSY while operations
- * that will complete on it are outstanding. Returns 0 or -1 with errno
- * (EBADF, EBUSY).
+ * that will complete on it are outstanding or a thread waits in
+ * exs_qdequeue on it. Returns 0 or -1 with errno (EBADF, EBUSY).
  */
 EXS_EXTERN int exs_qdelete(exs_qhandle_t qhandle);
 
@@ -219,9 +219,11 @@ EXS_EXTERN int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen,
  * exs_connect - connect to a listening ES-API socket (TCP, then the MPA
  * negotiation, then the ES-API hello that agrees the type and the stream
  * mode). With a queue: returns 0 and completes with EXS_EVT_CONNECT.
- * Without: waits. Errors (returned, or the event's status): EBADF, EISCONN,
+ * Without: waits. Errors (returned, or the event's status): EBADF, EISCONN
+ * (also after a failed connect: close the socket and make a new one),
  * EALREADY, ECONNREFUSED (nobody listens, or the peer refused: another
- * socket type), ETIMEDOUT, EPROTO (not an ES-API peer).
+ * socket type), ETIMEDOUT (see SO_SNDTIMEO), EPROTO (not an ES-API peer),
+ * ENOBUFS (EXS_MAX_CONNECTIONS connections in this process).
  */
 EXS_EXTERN int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen,
 			   exs_qhandle_t qhandle, void *ahandle);
@@ -281,20 +283,26 @@ EXS_EXTERN ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int fl
  * (the peer's receives complete with 0 bytes once they have everything);
  * further sends fail with EPIPE. Completes (EXS_EVT_SHUTDOWN, or returns
  * without a queue) when the peer has every byte. SHUT_RD: outstanding
- * receives complete with ECANCELED, further ones with 0 bytes. SHUT_RDWR:
- * both. Returns 0 or -1 with errno (EBADF, ENOTCONN, EINVAL).
+ * receives complete with ECANCELED, except those the peer may already be
+ * writing into (advertised to it), which complete as usual; further ones
+ * complete with 0 bytes. SHUT_RDWR: both. Returns 0 or -1 with errno
+ * (EBADF, ENOTCONN, EINVAL, EALREADY: a SHUT_WR is already under way, or
+ * done and asked for again with a queue).
  */
 EXS_EXTERN int exs_shutdown(int fd, int how, exs_qhandle_t qhandle, void *ahandle);
 
 /*
  * exs_close - close the socket: its descriptor is free at once.
- * Outstanding receives and accepts complete with ECANCELED; sends already
- * posted still go, then the stream ends and, once the peer has confirmed
- * it has every byte (at most EXS_LINGER_MS), the connection is torn down:
- * EXS_EVT_CLOSE on the queue (status 0, or ETIMEDOUT / ECONNRESET when
- * sends posted before the close were lost with the connection), or the
- * call waits for it without one.
- * Returns 0 or -1 with errno (EBADF).
+ * Outstanding receives and accepts complete with ECANCELED (receives the
+ * peer may be writing into: when the connection is torn down); sends
+ * already posted still go, then the stream ends and, once the peer has
+ * confirmed it has every byte (at most EXS_LINGER_MS), the connection is
+ * torn down: EXS_EVT_CLOSE on the queue (status 0, or ETIMEDOUT /
+ * ECONNRESET when sends posted before the close were lost with the
+ * connection), or the call waits for it without one and returns that
+ * status (-1 with errno; the descriptor is gone either way). Fails, and
+ * leaves the socket open, with EBADF (not a socket, or not a queue) or
+ * EAGAIN (the queue is full).
  */
 EXS_EXTERN int exs_close(int fd, exs_qhandle_t qhandle, void *ahandle);
 
@@ -357,6 +365,7 @@ EXS_EXTERN int exs_setsockopt(int fd, int level, int optname, const void *optval
 #define EXS_IOV_MAX 16
 #define EXS_MSG_MAX ((1u << 30) - 1) /* a SOCK_SEQPACKET message */
 #define EXS_LINGER_MS 10000
+#define EXS_MAX_CONNECTIONS 113 /* per process: the completion queue they share */
 
 #ifdef __cplusplus
 }

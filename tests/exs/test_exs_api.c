@@ -6,6 +6,7 @@
  * memory handles, and a raw uwarp peer that breaks the protocol.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -548,6 +549,59 @@ static void connect_to_a_silent_peer_times_out(void **state)
 	close(l);
 }
 
+/* SHUT_RD with a receive the peer already knows of: the peer may be
+ * writing into it, so it stays and completes with the data (once it was
+ * cancelled and unregistered, and the peer's Write drew a Terminate). */
+static void shut_rd_keeps_an_advertised_receive(void **state)
+{
+	int c, s;
+	pair(SOCK_STREAM, &c, &s);
+	char in[100], out[100];
+	memset(out, 'q', sizeof(out));
+	assert_int_equal(exs_recv(s, in, 100, MSG_WAITALL, Q, (void *)1, EXS_MHANDLE_INVALID), 0);
+	struct exs_stream_counters k;
+	socklen_t kl = sizeof(k);
+	do /* the advert is on its way */
+		assert_int_equal(exs_getsockopt(s, SOL_EXS, EXS_SO_COUNTERS, &k, &kl), 0);
+	while (!k.adverts);
+	assert_int_equal(exs_shutdown(s, SHUT_RD, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_send(c, out, 100, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 100);
+	exs_event_t ev = ev1();
+	assert_int_equal(ev.exs_evt_errno, 0);
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 100);
+	assert_memory_equal(in, out, 100);
+	/* new receives read the end; the other direction still works */
+	assert_int_equal(exs_recv(s, in, 10, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(c, in, 5, MSG_WAITALL, Q, (void *)2, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_send(s, "abcde", 5, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 5);
+	ev = ev1();
+	assert_int_equal(ev.exs_evt_errno, 0);
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 5);
+	close_pair(c, s);
+}
+
+static void *dequeue_one(void *arg)
+{
+	exs_event_t ev;
+	struct timespec t = { 2, 0 };
+	exs_qdequeue(*(exs_qhandle_t *)arg, &ev, -1, &t);
+	return NULL;
+}
+
+/* a queue a thread waits on cannot be deleted under it (the thread gets
+ * 200 ms to start waiting; it waits 2 s) */
+static void a_queue_being_waited_on_is_busy(void **state)
+{
+	exs_qhandle_t q = exs_qcreate(4);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, dequeue_one, &q), 0);
+	usleep(200 * 1000);
+	assert_int_equal(exs_qdelete(q), -1);
+	assert_int_equal(errno, EBUSY);
+	pthread_join(t, NULL);
+	assert_int_equal(exs_qdelete(q), 0);
+}
+
 /* ---- a raw uwarp peer ---- */
 
 static struct uw_ep *raw_peer(int port, int type)
@@ -654,6 +708,8 @@ int main(void)
 		cmocka_unit_test(too_many_operations_get_eagain),
 		cmocka_unit_test(a_finished_send_survives_the_peer_closing),
 		cmocka_unit_test(connect_to_a_silent_peer_times_out),
+		cmocka_unit_test(shut_rd_keeps_an_advertised_receive),
+		cmocka_unit_test(a_queue_being_waited_on_is_busy),
 		cmocka_unit_test(malformed_control_messages_abort_and_complete_everything),
 		cmocka_unit_test(a_peer_of_the_wrong_type_is_refused),
 	};
