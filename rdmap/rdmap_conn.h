@@ -229,9 +229,9 @@ struct rdmap_tx_msg {
 	const struct rdmap_op *op;
 	struct ddp_segmenter seg;
 	struct iov_cursor cur;
-	uint8_t extra[RDMAP_ATOMIC_REQ_LEN]; /* RDMAP header after the DDP one */
+	uint8_t extra[RDMAP_ATOMIC_REQ_LEN]; /* RDMAP header after the DDP one
+					      * (and Immediate Data's value) */
 	uint8_t extra_len;
-	uint8_t imm[RDMAP_IMMEDIATE_LEN];   /* Immediate Data payload */
 	struct iovec own_iov;               /* payload owned by the message */
 };
 
@@ -247,10 +247,10 @@ int rdmap_tx_start(struct rdmap_conn *c, const struct rdmap_msg *m, struct rdmap
  * The next segment: writes MPA_ULPDU_LEN_SIZE spare bytes then the ULPDU
  * header into hdr (room for RDMAP_MAX_HDR + 2), *hdr_len = header length
  * (without the 2 spare bytes), and the payload slice into iov (at most max;
- * RDMAP_PLACE_MAX_IOV always suffices for lists that short). A payload
- * that lives in *t itself (Immediate Data's 8 bytes) comes in hdr instead,
- * after the header and counted in *hdr_len, because *t is reused by the
- * next message. Returns 1 for a segment, 0 when the message is done.
+ * RDMAP_PLACE_MAX_IOV always suffices for lists that short). Immediate
+ * Data's 8 bytes come in hdr, after the header and counted in *hdr_len:
+ * hdr is the caller's until the FPDU is written, *t is not. Returns 1 for
+ * a segment, 0 when the message is done.
  */
 int rdmap_tx_next(struct rdmap_tx_msg *t, uint8_t *hdr, size_t *hdr_len, struct iovec *iov,
 		  int max, int *niov);

@@ -61,11 +61,12 @@ int rdmap_tx_start(struct rdmap_conn *c, const struct rdmap_msg *m, struct rdmap
 		break;
 	case RDMAP_IMMEDIATE:
 	case RDMAP_IMMEDIATE_SE:
-		be64_put(t->imm, m->value);
-		t->own_iov = (struct iovec){ t->imm, RDMAP_IMMEDIATE_LEN };
-		t->m.sge = &t->own_iov;
-		t->m.nsge = 1;
-		len = RDMAP_IMMEDIATE_LEN;
+		/* The 8 bytes are payload on the wire, but they go out with the
+		 * header bytes, which the caller keeps until the FPDU is
+		 * written: *t itself is cleared by the next message's start,
+		 * often before that. */
+		be64_put(t->extra, m->value);
+		t->m.nsge = 0;
 		break;
 	case RDMAP_RDMA_READ_REQ: {
 		uint8_t *x = t->extra;
@@ -113,6 +114,8 @@ int rdmap_tx_start(struct rdmap_conn *c, const struct rdmap_msg *m, struct rdmap
 	}
 	/* What follows the DDP header: the table knows how long it is. */
 	t->extra_len = (uint8_t)(op->hdr_len - ddp_hdr_len(base.tagged));
+	if (m->opcode == RDMAP_IMMEDIATE || m->opcode == RDMAP_IMMEDIATE_SE)
+		t->extra_len += RDMAP_IMMEDIATE_LEN;
 	ddp_segmenter_init(&t->seg, &base, len, c->cfg.mulpdu - op->hdr_len);
 	iov_cursor_init(&t->cur, t->m.sge, t->m.nsge);
 	return 0;
@@ -134,17 +137,6 @@ int rdmap_tx_next(struct rdmap_tx_msg *t, uint8_t *hdr, size_t *hdr_len, struct 
 		memcpy(p + k, t->extra, t->extra_len);
 	*hdr_len = k + t->extra_len;
 	*niov = iov_cursor_take(&t->cur, n, iov, max, &took);
-	if (t->m.sge == &t->own_iov && t->own_iov.iov_base == t->imm) {
-		/* The Immediate Data's 8 bytes live in *t, which the next
-		 * message's rdmap_tx_start clears, often before the caller has
-		 * written this FPDU: they travel in the header buffer, which the
-		 * caller keeps until then. */
-		for (int i = 0; i < *niov; i++) {
-			memcpy(p + *hdr_len, iov[i].iov_base, iov[i].iov_len);
-			*hdr_len += iov[i].iov_len;
-		}
-		*niov = 0;
-	}
 	return took == n ? 1 : -E2BIG;
 }
 
