@@ -434,10 +434,8 @@ void exs__progress(struct exs_sock *s)
 		if (!post_ctl_raw(s, &m))
 			s->fin_ack_due = false;
 	}
-	bool all_assigned = true;
-	for (struct exs_op *op = s->sends; op; op = op->next)
-		if (!op->posted)
-			all_assigned = false;
+	/* sends are handed out in order: all are when the last one is */
+	bool all_assigned = !s->sends_tail || s->sends_tail->posted;
 	if (s->wr_shut && !s->fin_sent && all_assigned && can_ctl(s, false)) {
 		struct exs_ctl m = { .type = EXS_CTL_FIN, .seq = sent_total(s) };
 		if (!post_ctl_raw(s, &m))
@@ -576,14 +574,15 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
  * has already passed). */
 void exs__progress_pending(void)
 {
-	for (;;) {
-		struct exs_sock *s = exs_rt.socks;
-		while (s && !s->pending)
-			s = s->next;
-		if (!s)
-			return;
-		s->pending = false;
-		exs__progress(s);
+	/* a socket's progress frees at most that socket (it leaves the table
+	 * and its next pointer goes to the graveyard): take next first */
+	struct exs_sock *next;
+	for (struct exs_sock *s = exs_rt.socks; s; s = next) {
+		next = s->next;
+		if (s->pending) {
+			s->pending = false;
+			exs__progress(s);
+		}
 	}
 }
 
@@ -668,6 +667,20 @@ static void on_request(struct uw_cm_event *e)
 	l->nhalf++;
 }
 
+socklen_t exs__addr_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+void exs__complete_accept(struct exs_op *op, const struct exs_sock *s)
+{
+	exs_event_t ev = { .exs_evt_type = EXS_EVT_ACCEPT };
+	ev.exs_evt_union.accept.fd = s->fd;
+	ev.exs_evt_union.accept.addr = s->peer;
+	ev.exs_evt_union.accept.addrlen = exs__addr_len(&s->peer);
+	exs__op_complete_ev(op, &ev);
+}
+
 static void on_established(struct exs_sock *s, struct uw_cm_event *e)
 {
 	s->imm = e->rfc7306 && !s->no_imm;
@@ -700,13 +713,7 @@ static void on_established(struct exs_sock *s, struct uw_cm_event *e)
 		l->accepts = op->next;
 		if (!l->accepts)
 			l->accepts_tail = NULL;
-		exs_event_t ev = { .exs_evt_type = EXS_EVT_ACCEPT };
-		ev.exs_evt_union.accept.fd = s->fd;
-		ev.exs_evt_union.accept.addr = s->peer;
-		ev.exs_evt_union.accept.addrlen = s->peer.ss_family == AF_INET6
-							  ? sizeof(struct sockaddr_in6)
-							  : sizeof(struct sockaddr_in);
-		exs__op_complete_ev(op, &ev);
+		exs__complete_accept(op, s);
 	} else {
 		/* waits for exs_accept, in arrival order */
 		struct exs_sock **pp = &l->ready;

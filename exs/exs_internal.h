@@ -30,7 +30,8 @@ _Static_assert(EXS_MAX_CONNECTIONS * (EXS_SQ_DEPTH + EXS_CTL_RECVS) <= 65536,
 	       "the shared CQ cannot overflow");
 
 struct exs_queue {
-	exs_qhandle_t qh; /* an eventfd: unique, and readable while events wait */
+	exs_qhandle_t qh; /* an eventfd held open: a number no other descriptor
+			   * has (exs_poll answers from count, not from it) */
 	exs_event_t *ev;
 	int cap, head, count;
 	int reserved;	  /* slots promised to outstanding operations */
@@ -237,6 +238,9 @@ bool exs__can_xfer(const struct exs_sock *s);
 int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_t len,
 		   uint64_t raddr, uint32_t rkey, const struct exs_note *n);
 void exs__on_cm(struct uw_cm_event *e);
+/* an ACCEPT event bringing connected socket s */
+void exs__complete_accept(struct exs_op *op, const struct exs_sock *s);
+socklen_t exs__addr_len(const struct sockaddr_storage *ss);
 void exs__on_wc(struct uw_wc *wc);
 void exs__abort(struct exs_sock *s, int err); /* fail the connection */
 void exs__fail_ops(struct exs_sock *s, int err);

@@ -97,10 +97,6 @@ void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev)
 		q->ev[(q->head + q->count) % q->cap] = *ev;
 		q->count++;
 		q->reserved--;
-		uint64_t one = 1;
-		if (write(q->qh, &one, sizeof(one)) < 0) {
-			/* already readable */
-		}
 		pthread_cond_broadcast(&q->cv);
 		exs__changed();
 	}
@@ -191,12 +187,6 @@ int exs_qdequeue(exs_qhandle_t qh, exs_event_t *events, int count, const struct 
 		events[i] = q->ev[q->head];
 		q->head = (q->head + 1) % q->cap;
 		q->count--;
-	}
-	if (!q->count) {
-		uint64_t v;
-		if (read(q->qh, &v, sizeof(v)) < 0) {
-			/* nothing was signalled */
-		}
 	}
 	pthread_mutex_unlock(&exs_rt.lock);
 	return n;

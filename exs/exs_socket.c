@@ -130,7 +130,7 @@ int exs_bind(int fd, const struct sockaddr *addr, socklen_t addrlen)
 	if (s->bound || s->st != S_NEW || !addr_ok(s, addr, addrlen))
 		return unlock_err(EINVAL);
 	memcpy(&s->local, addr,
-	       addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	       exs__addr_len((const struct sockaddr_storage *)addr));
 	s->bound = true;
 	return unlock_err(0);
 }
@@ -175,8 +175,7 @@ static void fill_addr(const struct sockaddr_storage *ss, struct sockaddr *addr, 
 {
 	if (!addr || !len)
 		return;
-	socklen_t n = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-						: sizeof(struct sockaddr_in);
+	socklen_t n = exs__addr_len(ss);
 	memcpy(addr, ss, *len < n ? *len : n);
 	*len = n;
 }
@@ -217,32 +216,21 @@ int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t 
 	struct exs_sock *ready = l->ready;
 	if (ready && !l->accepts) {
 		/* one is waiting: no need to queue */
+		struct exs_op *op = NULL;
+		struct exs_sync w;
+		if (qh != EXS_QHANDLE_INVALID &&
+		    !(op = exs__op_new(fd, OP_ACCEPT, qh, ahandle, &w)))
+			return unlock_err(errno);
 		l->ready = ready->next_ready;
 		l->nready--;
 		ready->listener = NULL;
 		ready->next_ready = NULL;
-		if (qh == EXS_QHANDLE_INVALID) {
+		if (!op) {
 			fill_addr(&ready->peer, addr, addrlen);
 			pthread_mutex_unlock(&exs_rt.lock);
 			return ready->fd;
 		}
-		struct exs_sync w;
-		struct exs_op *op = exs__op_new(fd, OP_ACCEPT, qh, ahandle, &w);
-		if (!op) {
-			/* put it back first in line */
-			ready->next_ready = l->ready;
-			ready->listener = l;
-			l->ready = ready;
-			l->nready++;
-			return unlock_err(errno);
-		}
-		exs_event_t ev = { .exs_evt_type = EXS_EVT_ACCEPT };
-		ev.exs_evt_union.accept.fd = ready->fd;
-		ev.exs_evt_union.accept.addr = ready->peer;
-		ev.exs_evt_union.accept.addrlen = ready->peer.ss_family == AF_INET6
-							  ? sizeof(struct sockaddr_in6)
-							  : sizeof(struct sockaddr_in);
-		exs__op_complete_ev(op, &ev);
+		exs__complete_accept(op, ready);
 		exs__changed();
 		return unlock_err(0);
 	}
@@ -290,7 +278,7 @@ int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhan
 	if (!op)
 		return unlock_err(errno);
 	memcpy(&s->peer, addr,
-	       addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	       exs__addr_len((const struct sockaddr_storage *)addr));
 	if (s->type == SOCK_STREAM)
 		exs__stream_init(s, s->mode);
 	int rc = exs__connect_setup(s);
