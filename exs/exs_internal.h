@@ -92,7 +92,7 @@ struct exs_adv_where {
 	uint64_t addr; /* the receive's buffer (offset 0) */
 	uint32_t stag;
 	uint32_t len;
-	bool waitall, valid;
+	bool valid;
 };
 
 enum exs_sock_state {

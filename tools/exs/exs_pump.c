@@ -103,15 +103,6 @@ static size_t next_size(const struct opts *o)
 
 /* ---- server ---- */
 
-static int listen_on(int type, int port)
-{
-	int fd = exs_socket(AF_INET, type, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	if (fd < 0 || exs_bind(fd, (struct sockaddr *)&a, sizeof(a)) || exs_listen(fd, 8))
-		die("listen");
-	return fd;
-}
-
 static void serve(int fd, int type)
 {
 	exs_qhandle_t q = exs_qcreate(EXS_MAX_RECVS + 4);
@@ -178,6 +169,7 @@ static void serve(int fd, int type)
 	exs_qdelete(q);
 }
 
+/* a listener on port (0: any), or -1 when the port is taken */
 static int listen_try(int type, int port)
 {
 	int fd = exs_socket(AF_INET, type, 0);
@@ -188,6 +180,14 @@ static int listen_try(int type, int port)
 		exs_close(fd, EXS_QHANDLE_INVALID, NULL);
 		return -1;
 	}
+	return fd;
+}
+
+static int listen_on(int type, int port)
+{
+	int fd = listen_try(type, port);
+	if (fd < 0)
+		die("listen");
 	return fd;
 }
 
