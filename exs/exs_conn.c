@@ -212,6 +212,8 @@ static void hello_of(const struct exs_sock *s, uint8_t out[EXS_HELLO_LEN])
 	struct exs_hello h = { .version = 1,
 			       .type = s->type == SOCK_STREAM ? EXS_WIRE_STREAM : EXS_WIRE_SEQPACKET,
 			       .mode = (uint8_t)s->mode, .credits = EXS_CTL_RECVS };
+	if (s->type == SOCK_STREAM && s->flow == EXS_FLOW_CREDIT)
+		h.slot_log2 = (uint8_t)__builtin_ctz(s->credit_size);
 	if (s->ring) {
 		h.ring_stag = s->ring_mr->rkey;
 		h.ring_addr = (uintptr_t)s->ring;
@@ -226,8 +228,14 @@ static void take_hello(struct exs_sock *s, const struct exs_hello *h)
 	s->peer_ring_addr = h->ring_addr;
 	s->peer_ring_size = h->ring_size;
 	s->peer_ring_stag = h->ring_stag;
-	if (s->type == SOCK_STREAM)
+	if (s->type == SOCK_STREAM) {
 		s->tx.ring_size = h->ring_size;
+		if (s->flow == EXS_FLOW_CREDIT)
+			exs_sp_tx_slots(&s->tx, s->credit_size);
+		/* the peer's sends fill our ring as it said */
+		if (h->slot_log2)
+			exs_sp_rx_slots(&s->rx, 1u << h->slot_log2);
+	}
 }
 
 /* The initiator asks for peer-to-peer mode: its RTR is the first FPDU,
@@ -622,6 +630,8 @@ static struct exs_sock *accepted_socket(struct exs_sock *l, struct uw_cm_event *
 	s->ring_size = l->ring_size;
 	s->crc = l->crc;
 	s->no_imm = l->no_imm;
+	s->flow = l->flow;
+	s->credit_size = l->credit_size;
 	s->st = S_PENDING;
 	s->listener = l;
 	memcpy(&s->local, &e->id->local_addr, sizeof(s->local));

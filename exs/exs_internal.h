@@ -24,6 +24,12 @@
 #define EXS_SQ_DEPTH 512  /* WRs a QP may have outstanding */
 #define EXS_XFER_CAP (16u << 20) /* a stream transfer at most: keeps adverts moving */
 #define EXS_RING_DEFAULT (1u << 20)
+#define EXS_CREDIT_DEFAULT 8192u	/* EXS_FLOW_CREDIT's slot */
+#define EXS_COALESCE_MAX (16u << 10) /* a send copied into a coalescing buffer */
+#define EXS_COALESCE_BUF (256u << 10)
+#define EXS_COALESCE_BUFS 2
+/* transfers in flight from which small sends are coalesced */
+#define EXS_COALESCE_INFLIGHT 1
 /* the shared CQ (65536) holds every connection's sends and receives:
  * EXS_MAX_CONNECTIONS (exs.h) is 65536 / (EXS_SQ_DEPTH + EXS_CTL_RECVS) */
 _Static_assert(EXS_MAX_CONNECTIONS * (EXS_SQ_DEPTH + EXS_CTL_RECVS) <= 65536,
@@ -73,6 +79,7 @@ struct exs_op {
 	size_t done;	 /* bytes whose transfer completed (SEND), or arrived (RECV) */
 	int flags;	 /* RECV: MSG_WAITALL; result MSG_TRUNC */
 	uint32_t rid;	 /* RECV: the protocol's receive id */
+	bool *coal_busy; /* a coalescing buffer's send (no event): frees it */
 };
 
 struct exs_sync {
@@ -104,6 +111,13 @@ enum exs_sock_state {
 	S_CLOSED, /* the connection is gone; data already here can still be read */
 };
 
+/* a sender's coalescing buffer (EXS_FLOW_RDMA, EXS_FLOW_RDMA_AUTO) */
+struct exs_coal {
+	uint8_t *buf;
+	struct uw_mr *mr;
+	bool busy; /* its send is queued or in flight */
+};
+
 struct exs_sock {
 	int fd; /* an eventfd standing for the socket */
 	int type, domain;
@@ -118,6 +132,8 @@ struct exs_sock {
 	int mode;	/* enum exs_stream_mode */
 	uint32_t ring_size;
 	bool no_imm, crc;
+	int flow;		/* enum exs_flow: of our sends */
+	uint32_t credit_size;	/* EXS_FLOW_CREDIT's slot */
 	unsigned timeout_ms; /* SO_SNDTIMEO: the connection's MPA exchange; 0 uwarp's */
 	bool imm;	/* the connection uses Immediate Data */
 
@@ -163,6 +179,8 @@ struct exs_sock {
 	uint64_t sent_seq;  /* our stream bytes handed to transfers */
 	uint64_t linger_deadline; /* ms clock: when a close stops waiting */
 	uint64_t adverts_sent, rx_direct, rx_indirect;
+	struct exs_coal coal[EXS_COALESCE_BUFS];
+	uint64_t coalesced, flushes;
 
 	/* seqpacket: adverts held (sender), and receives' ids (receiver) */
 	struct exs_adv_where *sp_adv;
@@ -192,6 +210,8 @@ struct exs_rt {
 	/* exs_poll callers waiting for a change: their eventfds */
 	int pollers[64];
 	int npollers;
+	int app_inside; /* application threads waiting inside a call: while
+			 * any is, EXS_FLOW_RDMA sockets progress too */
 };
 
 extern struct exs_rt exs_rt;
@@ -207,6 +227,12 @@ uint64_t exs__now_ms(void);
 struct exs_sock *exs__sock(int fd); /* under the lock; NULL: EBADF */
 void exs__sock_free(struct exs_sock *s); /* out of the table; reaped later */
 void exs__drain_cq(void); /* handle every completion waiting */
+/* Whether a socket's sender may run now: EXS_FLOW_RDMA's only runs on an
+ * application thread, or while one waits inside a call. */
+bool exs__tx_may_run(const struct exs_sock *s);
+/* An application thread entered an ES-API call (a wait, a dequeue, a
+ * poll): EXS_FLOW_RDMA sockets make their progress. */
+void exs__app_progress(void);
 
 /* exs_queue.c */
 struct exs_queue *exs__queue(exs_qhandle_t qh);
@@ -256,6 +282,10 @@ int exs__connect_setup(struct exs_sock *s);
 void exs__stream_init(struct exs_sock *s, int mode);
 int exs__stream_recv_post(struct exs_sock *s, struct exs_op *op);
 void exs__stream_pump(struct exs_sock *s);
+/* A send that may be coalesced instead: true when it was (its bytes are
+ * in a coalescing buffer queued behind the waiting sends). */
+bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcnt, size_t len);
+void exs__stream_free(struct exs_sock *s);
 int exs__stream_ctl(struct exs_sock *s, const struct exs_ctl *m);
 int exs__stream_note(struct exs_sock *s, const struct exs_note *n, bool full);
 bool exs__stream_readable(struct exs_sock *s);

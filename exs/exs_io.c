@@ -74,7 +74,9 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	memcpy(op->iov, iov, (size_t)iovcnt * sizeof(*iov));
 	op->iovcnt = iovcnt;
 	op->len = total;
-	int rc = exs__op_mem(op, mh, EXS_ACCESS_READ);
+	/* a handle is checked first; memory without one is registered only
+	 * when the send is not copied */
+	int rc = mh ? exs__op_mem(op, mh, EXS_ACCESS_READ) : 0;
 	if (rc) {
 		exs__op_drop(op);
 		return fail(-rc);
@@ -83,6 +85,18 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		/* nothing to move: a byte stream has no empty messages */
 		exs__op_complete(op, 0, 0);
 		return finish(&w, qh);
+	}
+	if (s->type == SOCK_STREAM && exs__stream_coalesce(s, iov, iovcnt, total)) {
+		exs__op_complete(op, 0, (ssize_t)total);
+		/* nothing can go before a completion or room comes, which the
+		 * progress thread handles; without it, a call is the chance */
+		if (s->flow == EXS_FLOW_RDMA)
+			exs__progress(s);
+		return finish(&w, qh);
+	}
+	if (!mh && (rc = exs__op_mem(op, NULL, EXS_ACCESS_READ))) {
+		exs__op_drop(op);
+		return fail(-rc);
 	}
 	if (s->sends_tail)
 		s->sends_tail->next = op;

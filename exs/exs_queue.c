@@ -131,14 +131,28 @@ void exs__op_complete(struct exs_op *op, int status, ssize_t bytes)
 
 void exs__op_free(struct exs_op *op)
 {
+	if (op->coal_busy)
+		*op->coal_busy = false;
 	exs__op_mem_release(op);
 	free(op);
 }
 
+/* An application thread inside a call: EXS_FLOW_RDMA's senders move now
+ * and, through the progress thread, until it leaves. */
+static void app_enter(void)
+{
+	exs_rt.app_inside++;
+	exs__app_progress();
+}
+
+static void app_leave(void) { exs_rt.app_inside--; }
+
 void exs__sync_wait(struct exs_sync *w)
 {
+	app_enter();
 	while (!w->done)
 		pthread_cond_wait(&exs_rt.sync_cv, &exs_rt.lock);
+	app_leave();
 }
 
 static void deadline_of(const struct timespec *timeout, struct timespec *dl)
@@ -175,12 +189,14 @@ int exs_qdequeue(exs_qhandle_t qh, exs_event_t *events, int count, const struct 
 	if (want && timeout)
 		deadline_of(timeout, &dl);
 	q->waiters++; /* exs_qdelete leaves it alone meanwhile */
+	app_enter();
 	while (q->count < want) {
 		if (!timeout)
 			pthread_cond_wait(&q->cv, &exs_rt.lock);
 		else if (pthread_cond_timedwait(&q->cv, &exs_rt.lock, &dl) == ETIMEDOUT)
 			break;
 	}
+	app_leave();
 	q->waiters--;
 	int n = count < 0 ? (q->count < want ? q->count : want) : (q->count < count ? q->count : count);
 	for (int i = 0; i < n; i++) {
@@ -239,6 +255,7 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 	bool registered = exs_rt.npollers < (int)(sizeof(exs_rt.pollers) / sizeof(exs_rt.pollers[0]));
 	if (registered)
 		exs_rt.pollers[exs_rt.npollers++] = me;
+	app_enter();
 	for (;;) {
 		/* ES-API objects answer from their state; the rest go to poll(2)
 		 * together with our wake-up descriptor */
@@ -287,6 +304,7 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 		if (ready || (timeout_ms >= 0 && exs__now_ms() >= deadline))
 			break;
 	}
+	app_leave();
 	if (registered)
 		for (int i = 0; i < exs_rt.npollers; i++)
 			if (exs_rt.pollers[i] == me) {

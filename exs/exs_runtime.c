@@ -44,6 +44,22 @@ void exs__kick(void)
 		exs__wake(); /* the completions and the rest are the thread's */
 }
 
+bool exs__tx_may_run(const struct exs_sock *s)
+{
+	return s->flow != EXS_FLOW_RDMA || !on_progress_thread || exs_rt.app_inside > 0;
+}
+
+void exs__app_progress(void)
+{
+	struct exs_sock *next;
+	for (struct exs_sock *s = exs_rt.socks; s; s = next) {
+		next = s->next; /* progress may free s */
+		if (s->flow == EXS_FLOW_RDMA && s->type == SOCK_STREAM && s->st == S_CONNECTED &&
+		    s->sends_tail && !s->sends_tail->posted)
+			exs__progress(s);
+	}
+}
+
 void exs__wake(void)
 {
 	uint64_t one = 1;
@@ -108,6 +124,7 @@ static void reap(void)
 		free(s->ring);
 		free(s->fl);
 		free(s->sp_adv);
+		exs__stream_free(s);
 		close(s->fd);
 		free(s);
 	}

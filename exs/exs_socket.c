@@ -102,6 +102,7 @@ int exs_socket(int domain, int type, int protocol)
 	s->domain = domain;
 	s->type = type;
 	s->ring_size = EXS_RING_DEFAULT;
+	s->credit_size = EXS_CREDIT_DEFAULT;
 	s->crc = true;
 	s->st = S_NEW;
 	pthread_mutex_lock(&exs_rt.lock);
@@ -448,6 +449,22 @@ int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t
 			return unlock_err(EISCONN);
 		s->ring_size = (uint32_t)v;
 		break;
+	case EXS_SO_FLOW:
+		if (s->type != SOCK_STREAM)
+			return unlock_err(ENOPROTOOPT);
+		if (v < EXS_FLOW_RDMA_AUTO || v > EXS_FLOW_CREDIT)
+			return unlock_err(EINVAL);
+		if (!early)
+			return unlock_err(EISCONN);
+		s->flow = v;
+		break;
+	case EXS_SO_CREDIT_SIZE:
+		if (v < 512 || v > (1 << 20) || (v & (v - 1)))
+			return unlock_err(EINVAL);
+		if (!early)
+			return unlock_err(EISCONN);
+		s->credit_size = (uint32_t)v;
+		break;
 	case EXS_SO_NO_IMMEDIATE:
 	case EXS_SO_CRC:
 		if (!early)
@@ -513,6 +530,12 @@ int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optl
 	case EXS_SO_CRC:
 		v = s->crc;
 		break;
+	case EXS_SO_FLOW:
+		v = s->flow;
+		break;
+	case EXS_SO_CREDIT_SIZE:
+		v = (int)s->credit_size;
+		break;
 	case EXS_SO_COUNTERS: {
 		struct exs_stream_counters c = { .direct = s->tx.c.direct,
 						 .indirect = s->tx.c.indirect,
@@ -521,7 +544,10 @@ int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optl
 						 .adverts = s->adverts_sent,
 						 .copied = s->rx.c.copied,
 						 .rx_direct = s->rx_direct,
-						 .rx_indirect = s->rx_indirect };
+						 .rx_indirect = s->rx_indirect,
+						 .ring_used = s->rx.c.ring_used,
+						 .coalesced = s->coalesced,
+						 .flushes = s->flushes };
 		if (s->type == SOCK_SEQPACKET)
 			c.direct = s->sent_seq, c.rx_direct = s->rx_msgs;
 		return unlock_err(put_out(optval, optlen, &c, sizeof(c)));

@@ -5,6 +5,7 @@
  * with their notifications, copies out of the hidden ring.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "exs_internal.h"
@@ -113,10 +114,18 @@ static void rx_pump(struct exs_sock *s)
 /* the sender: transfers while adverts or ring space allow */
 static void tx_pump(struct exs_sock *s)
 {
+	if (!exs__tx_may_run(s))
+		return;
 	struct exs_op *op = s->sends;
 	while (op && op->posted)
 		op = op->next;
 	while (op && exs__can_xfer(s)) {
+		/* A coalescing buffer at the end fills while transfers are in
+		 * flight; their completions bring it out (Nagle's rule, with
+		 * the completion for the ACK). */
+		if (op->coal_busy && !op->assigned && op == s->sends_tail &&
+		    s->fl_count >= EXS_COALESCE_INFLIGHT && op->len + EXS_COALESCE_MAX <= EXS_COALESCE_BUF)
+			return;
 		size_t left = op->len - op->assigned;
 		struct exs_sp_xfer x;
 		if (!exs_sp_tx_next(&s->tx, left > EXS_XFER_CAP ? EXS_XFER_CAP : left, &x)) {
@@ -149,11 +158,88 @@ static void tx_pump(struct exs_sock *s)
 			exs__abort(s, ECONNRESET);
 			return;
 		}
+		if (op->coal_busy && !op->assigned)
+			s->flushes++;
 		op->assigned += x.len;
 		if (op->assigned == op->len) {
 			op->posted = true;
 			op = op->next;
 		}
+	}
+}
+
+static struct exs_op *coal_op(struct exs_sock *s)
+{
+	struct exs_coal *c = NULL;
+	for (int i = 0; i < EXS_COALESCE_BUFS && !c; i++)
+		if (!s->coal[i].busy)
+			c = &s->coal[i];
+	if (!c)
+		return NULL;
+	if (!c->buf) {
+		c->buf = malloc(EXS_COALESCE_BUF);
+		c->mr = c->buf ? uw_reg_mr(exs_rt.pd, c->buf, EXS_COALESCE_BUF, UW_ACCESS_LOCAL_WRITE)
+			       : NULL;
+		if (!c->mr) {
+			free(c->buf);
+			c->buf = NULL;
+			return NULL;
+		}
+	}
+	struct exs_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return NULL;
+	op->kind = OP_SEND;
+	op->fd = s->fd;
+	op->iov[0].iov_base = c->buf;
+	op->iovcnt = 1;
+	op->lkey[0] = c->mr->lkey;
+	op->coal_busy = &c->busy;
+	c->busy = true;
+	if (s->sends_tail)
+		s->sends_tail->next = op;
+	else
+		s->sends = op;
+	s->sends_tail = op;
+	s->nsends++;
+	return op;
+}
+
+/* The SDP paper's coalescing: a send behind one that waits would wait as
+ * well; a small one is copied instead, and the copies go out together
+ * (one transfer, one notification) when the sender moves again. Direct
+ * mode never copies: it waits for the receiver's buffers. */
+bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcnt, size_t len)
+{
+	struct exs_op *t = s->sends_tail;
+	if (s->flow == EXS_FLOW_CREDIT || s->mode == EXS_MODE_DIRECT || len > EXS_COALESCE_MAX ||
+	    s->st != S_CONNECTED)
+		return false;
+	/* it would wait behind a send, or the pipe is busy: it can wait in
+	 * the buffer as well, and the application has its buffer back */
+	if (!(t && !t->posted) && s->fl_count < EXS_COALESCE_INFLIGHT)
+		return false;
+	if (!t || t->posted || !t->coal_busy || t->len + len > EXS_COALESCE_BUF)
+		t = coal_op(s);
+	if (!t)
+		return false;
+	uint8_t *at = (uint8_t *)t->iov[0].iov_base + t->len;
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	t->len += len;
+	t->iov[0].iov_len = t->len;
+	s->coalesced++;
+	return true;
+}
+
+void exs__stream_free(struct exs_sock *s)
+{
+	for (int i = 0; i < EXS_COALESCE_BUFS; i++) {
+		if (s->coal[i].mr)
+			uw_dereg_mr(s->coal[i].mr);
+		free(s->coal[i].buf);
 	}
 }
 
@@ -212,7 +298,7 @@ int exs__stream_note(struct exs_sock *s, const struct exs_note *n, bool full)
 		s->rx_direct++;
 		return 0;
 	}
-	uint64_t ring_off = full ? n->ring_off : s->rx.ring_in % s->rx.ring_size;
+	uint64_t ring_off = full ? n->ring_off : exs_sp_rx_ring_next(&s->rx);
 	if (exs_sp_rx_indirect(&s->rx, phase, ring_off, n->len))
 		return -EPROTO;
 	s->rx_indirect++;

@@ -28,6 +28,7 @@ void exs_hello_encode(const struct exs_hello *h, uint8_t out[EXS_HELLO_LEN])
 	out[4] = h->version;
 	out[5] = h->type;
 	out[6] = h->mode;
+	out[7] = h->slot_log2;
 	put32(out + 8, h->credits);
 	put32(out + 12, h->ring_stag);
 	put64(out + 16, h->ring_addr);
@@ -39,11 +40,11 @@ int exs_hello_decode(const void *buf, uint32_t len, struct exs_hello *h)
 	const uint8_t *p = buf;
 	if (!buf || len < EXS_HELLO_LEN || get32(p) != EXS_HELLO_MAGIC || p[4] != 1)
 		return -EPROTO;
-	*h = (struct exs_hello){ .version = p[4], .type = p[5], .mode = p[6],
+	*h = (struct exs_hello){ .version = p[4], .type = p[5], .mode = p[6], .slot_log2 = p[7],
 				 .credits = get32(p + 8), .ring_stag = get32(p + 12),
 				 .ring_addr = get64(p + 16), .ring_size = get64(p + 24) };
 	if ((h->type != EXS_WIRE_STREAM && h->type != EXS_WIRE_SEQPACKET) || h->mode > 2 ||
-	    p[7] || !h->credits)
+	    (p[7] && (p[7] < 9 || p[7] > 20)) || !h->credits)
 		return -EPROTO;
 	/* a stream peer must have a ring we can write into */
 	if (h->type == EXS_WIRE_STREAM && (h->ring_size < 4096 || h->ring_size > (1u << 28)))

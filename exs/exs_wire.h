@@ -5,7 +5,10 @@
  *
  * Connection: the MPA Request's and Reply's private data carry a HELLO
  * (each side's socket type, the initiator's stream mode, how many control
- * receives it posted, and where its hidden ring is).
+ * receives it posted, where its hidden ring is, and whether its sends use
+ * credit slots and of which size):
+ *    0 magic(32)  4 version  5 type  6 mode  7 log2 slot (0: packed ring)
+ *    8 credits(32)  12 ring stag(32)  16 ring addr(64)  24 ring size(64)
  *
  * Control messages are RDMAP Sends of EXS_CTL_LEN bytes, big-endian:
  *    0 type   1 flags   2 credits(16)   4 phase(32)   8 id(32)   12 len(32)
@@ -39,6 +42,7 @@ struct exs_hello {
 	uint8_t version; /* 1 */
 	uint8_t type;	 /* enum exs_wire_type */
 	uint8_t mode;	 /* enum exs_stream_mode, the initiator's */
+	uint8_t slot_log2; /* its sends' credit slot, 9..20; 0: a packed ring */
 	uint32_t credits;
 	uint32_t ring_stag;
 	uint64_t ring_addr, ring_size;

@@ -21,6 +21,23 @@ void exs_sp_tx_init(struct exs_sp_tx *t, enum exs_sp_mode mode, uint64_t ring_si
 	t->ring_size = ring_size;
 }
 
+uint64_t exs_sp_slots(uint64_t ring_size, uint32_t slot, uint32_t *eff)
+{
+	if (!slot) {
+		*eff = 0;
+		return ring_size;
+	}
+	if (slot > ring_size)
+		slot = (uint32_t)ring_size;
+	*eff = slot;
+	return min64(ring_size / slot, EXS_SP_MAX_SLOTS) * slot;
+}
+
+void exs_sp_tx_slots(struct exs_sp_tx *t, uint32_t slot)
+{
+	t->ring_size = exs_sp_slots(t->ring_size, slot, &t->slot);
+}
+
 static void tx_pop(struct exs_sp_tx *t);
 
 int exs_sp_tx_advert(struct exs_sp_tx *t, const struct exs_sp_advert *a)
@@ -92,10 +109,12 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 	if (t->mode == EXS_SP_DIRECT_ONLY)
 		return 0;
 	uint64_t used = t->ring_written - t->ring_acked;
-	if (used >= t->ring_size)
+	if (used + (t->slot ? t->slot : 1) > t->ring_size)
 		return 0;
 	uint64_t woff = t->ring_written % t->ring_size;
 	uint32_t n = (uint32_t)min64(min64(avail, t->ring_size - used), t->ring_size - woff);
+	if (t->slot && n > t->slot)
+		n = t->slot; /* one credit carries one slot at most */
 	/* Leaving direct mode opens a new phase: an advert still on its way
 	 * was estimated before these bytes and must not be used after them. */
 	if (t->last == EXS_SP_DIRECT) {
@@ -104,7 +123,7 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 	}
 	*x = (struct exs_sp_xfer){ .kind = EXS_SP_INDIRECT, .phase = t->phase, .len = n,
 				   .ring_off = woff, .seq = t->seq };
-	t->ring_written += n;
+	t->ring_written += t->slot ? t->slot : n; /* a slot is used up whole */
 	t->seq += n;
 	t->last = EXS_SP_INDIRECT;
 	t->c.indirect++;
@@ -129,6 +148,13 @@ void exs_sp_rx_init(struct exs_sp_rx *r, enum exs_sp_mode mode, uint64_t ring_si
 	r->mode = mode;
 	r->ring_size = ring_size;
 }
+
+void exs_sp_rx_slots(struct exs_sp_rx *r, uint32_t slot)
+{
+	r->ring_size = exs_sp_slots(r->ring_size, slot, &r->slot);
+}
+
+uint64_t exs_sp_rx_ring_next(const struct exs_sp_rx *r) { return r->ring_in % r->ring_size; }
 
 static struct exs_sp_recv *rq(struct exs_sp_rx *r, unsigned i)
 {
@@ -175,7 +201,11 @@ static void kill_through(struct exs_sp_rx *r, uint32_t p)
 	r->probing = true;
 }
 
-static uint64_t ring_bytes(const struct exs_sp_rx *r) { return r->ring_in - r->ring_out; }
+/* data waiting in the ring */
+static uint64_t ring_bytes(const struct exs_sp_rx *r)
+{
+	return r->slot ? r->slot_data : r->ring_in - r->ring_out;
+}
 
 /* Full, or (without MSG_WAITALL) holding data with no more to come by its
  * advert: it completes with what it has. */
@@ -235,10 +265,15 @@ int exs_sp_rx_direct(struct exs_sp_rx *r, uint32_t phase, uint32_t id, uint32_t 
 int exs_sp_rx_indirect(struct exs_sp_rx *r, uint32_t phase, uint64_t ring_off, uint32_t len)
 {
 	uint64_t woff = r->ring_in % r->ring_size;
-	if (!len || ring_off != woff || len > r->ring_size - ring_bytes(r) ||
-	    woff + len > r->ring_size)
+	uint64_t takes = r->slot ? r->slot : len; /* ring bytes it uses up */
+	if (!len || ring_off != woff || takes > r->ring_size - (r->ring_in - r->ring_out) ||
+	    woff + len > r->ring_size || len > takes)
 		return -EPROTO;
-	r->ring_in += len;
+	if (r->slot) {
+		r->slot_len[(r->slot_head + r->slot_count++) % EXS_SP_MAX_SLOTS] = len;
+		r->slot_data += len;
+	}
+	r->ring_in += takes;
 	r->arrived += len;
 	heard(r, phase);
 	return 0;
@@ -269,10 +304,28 @@ int exs_sp_rx_drain(struct exs_sp_rx *r, struct exs_sp_copy *cp)
 		kill_through(r, h->adv_phase);
 	}
 	uint64_t roff = r->ring_out % r->ring_size;
-	uint32_t n = (uint32_t)min64(min64(avail, h->len - h->filled), r->ring_size - roff);
+	uint32_t n;
+	if (r->slot) {
+		/* the head slot's data, from where the last copy stopped */
+		uint32_t in_slot = r->slot_len[r->slot_head] - r->slot_off;
+		n = (uint32_t)min64(in_slot, h->len - h->filled);
+		roff += r->slot_off;
+		r->slot_off += n;
+		r->slot_data -= n;
+		if (n == in_slot) {
+			r->slot_head = (r->slot_head + 1) % EXS_SP_MAX_SLOTS;
+			r->slot_count--;
+			r->slot_off = 0;
+			r->ring_out += r->slot;
+			r->c.ring_used += r->slot;
+		}
+	} else {
+		n = (uint32_t)min64(min64(avail, h->len - h->filled), r->ring_size - roff);
+		r->ring_out += n;
+		r->c.ring_used += n;
+	}
 	*cp = (struct exs_sp_copy){ .id = h->id, .off = h->filled, .len = n, .ring_off = roff };
 	h->filled += n;
-	r->ring_out += n;
 	r->c.copied += n;
 	return 1;
 }

@@ -44,6 +44,9 @@
 /* Adverts a sender holds: a receive has at most one live advert, and the
  * dead ones of a phase go as the first of the next arrives. */
 #define EXS_SP_MAX_ADVERTS (2 * EXS_SP_MAX_RECVS)
+/* Credit-based flow control (the SDP paper's first scheme): the ring is
+ * cut into at most this many fixed slots, one credit each. */
+#define EXS_SP_MAX_SLOTS 256
 
 enum exs_sp_mode {
 	EXS_SP_DYNAMIC,       /* the paper's protocol */
@@ -80,6 +83,7 @@ struct exs_sp_counters {
 	uint64_t switches;	   /* changes between direct and indirect */
 	uint64_t copied;	   /* bytes copied out of the ring */
 	uint64_t discarded;	   /* adverts the sender could not use */
+	uint64_t ring_used;	   /* ring bytes the copied data took (whole slots) */
 };
 
 struct exs_sp_tx {
@@ -90,11 +94,19 @@ struct exs_sp_tx {
 	struct exs_sp_advert adv[EXS_SP_MAX_ADVERTS];
 	unsigned head, count;
 	uint64_t ring_size, ring_written, ring_acked;
+	uint32_t slot;	 /* credit-based: each indirect transfer takes one slot */
 	bool tell_phase; /* discards the receiver has not heard of */
 	struct exs_sp_counters c;
 };
 
 void exs_sp_tx_init(struct exs_sp_tx *t, enum exs_sp_mode mode, uint64_t ring_size);
+/* The ring as credit slots of at most @slot bytes (0: a packed ring, the
+ * default): *eff is the slot both ends use, the return value the part of
+ * the ring in use. Sender and receiver compute it from the same two
+ * numbers (the receiver's ring size, the sender's slot). */
+uint64_t exs_sp_slots(uint64_t ring_size, uint32_t slot, uint32_t *eff);
+/* Either side: switch to credit slots (before any data). */
+void exs_sp_tx_slots(struct exs_sp_tx *t, uint32_t slot);
 /* An ADVERT arrived: -ENOBUFS when the sender holds too many, -EPROTO
  * when it cannot be a real one (empty). */
 int exs_sp_tx_advert(struct exs_sp_tx *t, const struct exs_sp_advert *a);
@@ -128,12 +140,21 @@ struct exs_sp_rx {
 	struct exs_sp_recv q[EXS_SP_MAX_RECVS];
 	unsigned head, count;
 	bool probing; /* since adverts died: one at a time until one is used */
+	/* ring_in and ring_out count ring bytes, whole slots with credits */
 	uint64_t ring_size, ring_in, ring_out, ring_acked;
+	uint32_t slot;			  /* credit-based: the slot size */
+	uint32_t slot_len[EXS_SP_MAX_SLOTS]; /* data in each full slot, in order */
+	unsigned slot_head, slot_count;
+	uint32_t slot_off;  /* bytes of the head slot copied out */
+	uint64_t slot_data; /* data bytes in the slots, not yet copied */
 	uint32_t next_id;
 	struct exs_sp_counters c;
 };
 
 void exs_sp_rx_init(struct exs_sp_rx *r, enum exs_sp_mode mode, uint64_t ring_size);
+void exs_sp_rx_slots(struct exs_sp_rx *r, uint32_t slot);
+/* Where the next indirect transfer must land. */
+uint64_t exs_sp_rx_ring_next(const struct exs_sp_rx *r);
 /* A receive of len bytes (1..2^31) was posted: its id in *id; -ENOBUFS
  * when too many are. */
 int exs_sp_rx_post(struct exs_sp_rx *r, uint32_t len, bool waitall, uint32_t *id);

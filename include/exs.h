@@ -334,6 +334,11 @@ struct exs_stream_counters {
 	uint64_t copied;     /* bytes it copied out of its own ring */
 	uint64_t rx_direct;  /* direct transfers it received */
 	uint64_t rx_indirect;/* indirect transfers it received */
+	uint64_t ring_used;  /* bytes of its ring the copied data took up
+			      * (whole slots with EXS_FLOW_CREDIT): copied /
+			      * ring_used is the ring's utilisation */
+	uint64_t coalesced;  /* sends copied into a coalescing buffer */
+	uint64_t flushes;    /* coalescing buffers sent */
 };
 /* int, bytes, set before connect or listen: the hidden receive ring
  * (SOCK_STREAM; default 1 MiB, at least 4 KiB, at most 256 MiB). */
@@ -346,6 +351,34 @@ struct exs_stream_counters {
 #define EXS_SO_IMMEDIATE 5
 /* int, set before connect or listen: 1 asks for MPA CRC (default), 0 not. */
 #define EXS_SO_CRC 6
+/* int, SOCK_STREAM, set before connect or listen (accepted sockets take
+ * the listener's): the flow control of this socket's indirect sends, the
+ * three schemes of Balaji, Bhagvat, Panda, Thakur and Gropp's SDP paper.
+ * Each direction has its own; the receiver learns the sender's at
+ * connection time. */
+#define EXS_SO_FLOW 7
+enum exs_flow {
+	/* RDMA-based with asynchronous progress (default): the sender manages
+	 * the peer's ring as one packed buffer; while a send waits (no room,
+	 * no credit, no advert), small sends (at most 16 KiB) are copied into
+	 * a coalescing buffer (two of 64 KiB) and complete at once, and the
+	 * progress thread writes the buffer out as soon as room comes. */
+	EXS_FLOW_RDMA_AUTO = 0,
+	/* RDMA-based without it: as above, but the sending side of the
+	 * protocol (writing what waits when room comes) runs only while the
+	 * application is inside an ES-API call: posting, dequeueing, polling
+	 * or waiting. What a computing application left waiting stays put. */
+	EXS_FLOW_RDMA = 1,
+	/* Credit-based: the peer's ring is cut into fixed slots of
+	 * EXS_SO_CREDIT_SIZE bytes (at most 256 of them), one credit each;
+	 * every send of up to a slot takes one whole slot, longer ones one per
+	 * slot's worth; nothing is coalesced. */
+	EXS_FLOW_CREDIT = 2,
+};
+/* int, bytes, a power of two from 512 to 1 MiB, set before connect or
+ * listen: EXS_FLOW_CREDIT's slot size (default 8 KiB; a slot is never
+ * larger than the peer's ring). */
+#define EXS_SO_CREDIT_SIZE 8
 
 /*
  * exs_getsockopt, exs_setsockopt - the options above (level SOL_EXS), and

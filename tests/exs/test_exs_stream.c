@@ -268,6 +268,7 @@ static uint64_t pick(uint64_t *s, uint64_t lo, uint64_t hi) { return lo + rnd(s)
 
 struct run_stats {
 	uint64_t direct, indirect, switches, copied, partial;
+	uint64_t slotted; /* connections with credit slots */
 };
 
 /* One simulated connection of about `steps` steps; 0, or -1 with why. */
@@ -279,6 +280,9 @@ static int run_random(uint64_t seed, long steps, struct run_stats *st, char *why
 				: pick(&r, 0, 1)   ? EXS_SP_DIRECT_ONLY
 						   : EXS_SP_INDIRECT_ONLY;
 	uint64_t ring = rings[pick(&r, 0, 4)];
+	/* one in four with credit slots, some larger than the ring */
+	static const uint32_t slots[] = { 16, 64, 5000 };
+	uint32_t slot = pick(&r, 0, 3) == 0 ? slots[pick(&r, 0, 2)] : 0;
 	uint32_t maxsz = (uint32_t)pick(&r, 1, 3) == 1 ? (uint32_t)ring / 2
 			 : pick(&r, 0, 1)		? (uint32_t)ring * 2
 							: 3000;
@@ -286,6 +290,11 @@ static int run_random(uint64_t seed, long steps, struct run_stats *st, char *why
 	unsigned waitall_pct = (unsigned)pick(&r, 0, 3) * 33;
 	struct sim s;
 	sim_init(&s, mode, ring);
+	if (slot) {
+		exs_sp_tx_slots(&s.tx, slot);
+		exs_sp_rx_slots(&s.rx, slot);
+		st->slotted++;
+	}
 	uint64_t send_ends[64];
 	unsigned nsends = 0;
 	int rc = 0;
@@ -348,6 +357,10 @@ static int run_random(uint64_t seed, long steps, struct run_stats *st, char *why
 	st->switches += s.tx.c.switches;
 	st->copied += s.rx.c.copied;
 	st->partial += s.partial_completions;
+	if (!rc && s.rx.c.ring_used < s.rx.c.copied) {
+		snprintf(why, whylen, "the ring held more data than room (slot %u)", slot);
+		rc = -1;
+	}
 	sim_free(&s);
 	return rc;
 }
@@ -373,7 +386,57 @@ static void random_interleavings_keep_the_stream_whole_and_safe(void **state)
 	       (unsigned long long)st.indirect, (unsigned long long)st.switches,
 	       (unsigned long long)st.copied, (unsigned long long)st.partial);
 	/* the runs must have exercised both paths and the switches between */
-	assert_true(st.direct > 0 && st.indirect > 0 && st.switches > 0 && st.partial > 0);
+	assert_true(st.direct > 0 && st.indirect > 0 && st.switches > 0 && st.partial > 0 &&
+		    st.slotted > 0);
+}
+
+/* Credit-based flow control: a ring of 64 bytes as four slots of 16. Each
+ * send of up to a slot takes a whole one (5 bytes use 16 of the ring), a
+ * longer one is cut at the slot; a fifth slot waits for the ACK, which
+ * the receiver owes once a quarter of the ring is drained. The receiver
+ * copies each slot's data from its start and skips the rest. */
+static void credit_slots_take_a_whole_slot_each(void **state)
+{
+	(void)state;
+	struct pair p;
+	exs_sp_tx_init(&p.s, EXS_SP_INDIRECT_ONLY, 64);
+	exs_sp_rx_init(&p.r, EXS_SP_INDIRECT_ONLY, 64);
+	exs_sp_tx_slots(&p.s, 16);
+	exs_sp_rx_slots(&p.r, 16);
+	struct exs_sp_xfer a = xfer(&p, 5, EXS_SP_INDIRECT, 0, 5);
+	assert_int_equal(a.ring_off, 0);
+	struct exs_sp_xfer b = xfer(&p, 40, EXS_SP_INDIRECT, 0, 16);
+	assert_int_equal(b.ring_off, 16);
+	struct exs_sp_xfer c = xfer(&p, 24, EXS_SP_INDIRECT, 0, 16);
+	struct exs_sp_xfer d = xfer(&p, 8, EXS_SP_INDIRECT, 0, 8);
+	assert_int_equal(d.ring_off, 48);
+	struct exs_sp_xfer x;
+	assert_int_equal(exs_sp_tx_next(&p.s, 1, &x), 0); /* no credit left */
+	arrive(&p, &a);
+	/* a transfer longer than a slot, or not at the next slot, is a lie */
+	assert_int_equal(exs_sp_rx_indirect(&p.r, 0, 16, 17), -EPROTO);
+	assert_int_equal(exs_sp_rx_indirect(&p.r, 0, 20, 4), -EPROTO);
+	arrive(&p, &b);
+	arrive(&p, &c);
+	arrive(&p, &d);
+	uint32_t id = post(&p, 100, true);
+	copy(&p, id, 0, 5);
+	uint64_t drained;
+	assert_true(exs_sp_rx_ack_due(&p.r, &drained)); /* 16 of 64: a quarter */
+	assert_int_equal(drained, 16);
+	assert_int_equal(exs_sp_tx_ack(&p.s, drained), 0);
+	copy(&p, id, 5, 16);
+	copy(&p, id, 21, 16);
+	copy(&p, id, 37, 8);
+	assert_int_equal(p.r.c.copied, 45);
+	assert_int_equal(p.r.c.ring_used, 64);
+	struct exs_sp_xfer e = xfer(&p, 3, EXS_SP_INDIRECT, 0, 3);
+	assert_int_equal(e.ring_off, 0); /* round to the first slot */
+	/* a slot larger than the ring is the ring */
+	uint32_t eff;
+	assert_int_equal(exs_sp_slots(1000, 4096, &eff), 1000);
+	assert_int_equal(eff, 1000);
+	assert_int_equal(exs_sp_slots(1u << 20, 512, &eff), 256 * 512); /* 256 credits at most */
 }
 
 int main(void)
@@ -384,6 +447,7 @@ int main(void)
 		cmocka_unit_test(several_adverts_consumed_by_indirect_transfers),
 		cmocka_unit_test(small_ring_the_phase_must_jump),
 		cmocka_unit_test(receiver_refuses_what_the_protocol_cannot_produce),
+		cmocka_unit_test(credit_slots_take_a_whole_slot_each),
 		cmocka_unit_test(random_interleavings_keep_the_stream_whole_and_safe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

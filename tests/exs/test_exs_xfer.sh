@@ -3,7 +3,8 @@
 # processes over loopback, every byte checked by the receiving process:
 # SOCK_STREAM in the dynamic, direct and indirect modes, with Immediate
 # Data and with Write + Send notifications, with fixed and exponentially
-# distributed sizes; SOCK_SEQPACKET. A run fails unless the server says
+# distributed sizes; the three flow controls of the indirect path (credit
+# slots, coalescing with and without asynchronous progress); SOCK_SEQPACKET. A run fails unless the server says
 # the data was verified and the transfer counters fit the mode. Then many
 # short connections to the same server.
 set -u
@@ -40,6 +41,10 @@ if expect == "direct":
     ok = ok and r["indirect"] == 0 and r["direct"] > 0
 elif expect == "indirect":
     ok = ok and r["direct"] == 0 and r["indirect"] > 0 and r["switches"] == 0
+elif expect == "credit":  # slots partly filled: the ring holds less data than room
+    ok = ok and r["indirect"] > 0 and r["coalesced"] == 0 and 0 < r["ring_utilisation"] < 1
+elif expect == "coalesced":
+    ok = ok and r["coalesced"] > 0 and r["flushes"] > 0
 else:
     ok = ok and r["direct"] + r["indirect"] > 0
 sys.exit(0 if ok else 1)
@@ -55,6 +60,12 @@ run stream-direct direct --mode direct --size 1M --sends 8 --recvs 8
 run stream-indirect indirect --mode indirect --size 1M --sends 8 --recvs 8
 run stream-dynamic-no-imm any --mode dynamic --size 1M --sends 4 --recvs 8 --no-imm
 run stream-dynamic-exp any --mode dynamic --size exp:256K:1M --sends 4 --recvs 8
+# the three flow controls of the indirect path (fewer bytes: small sends)
+run stream-credit credit --mode indirect --flow credit --size exp:3000:20000 --sends 16 \
+	--rsize 64K --bytes 64M
+run stream-rdma-auto coalesced --mode dynamic --flow rdma-auto --size exp:700:8000 --sends 32 \
+	--bytes 64M
+run stream-rdma coalesced --mode indirect --flow rdma --size 2000 --sends 64 --bytes 32M
 run seqpacket direct --type seqpacket --size 1M --sends 8 --recvs 8
 run seqpacket-no-imm direct --type seqpacket --size 64K --sends 8 --recvs 16 --no-imm
 # Thirty short connections back to back against the same server, each

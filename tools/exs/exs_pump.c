@@ -5,10 +5,18 @@
  * and reports. Both ends print throughput, time per message, CPU use and
  * the transfer counts of the dynamic stream protocol.
  *
- *   exs-pump -s [-p PORT] [--loop]
+ *   exs-pump -s [-p PORT] [--loop] [--ring BYTES]
  *   exs-pump -c HOST [-p PORT] [--type stream|seqpacket]
  *            [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]
- *            [--sends N] [--recvs N] (--time SECONDS | --bytes N) [--json]
+ *            [--sends N] [--recvs N] [--rsize BYTES]
+ *            (--time SECONDS | --bytes N) [--flow credit|rdma|rdma-auto]
+ *            [--burst N --compute USEC] [--json]
+ *
+ * --burst: the SDP paper's progress test. The client posts N sends, then
+ * computes for USEC microseconds outside the library, then waits for the
+ * N sends to complete; it reports the time per round. With a flow control
+ * that makes progress by itself the waiting sends move during the
+ * computation; without it they wait for the next call.
  *
  * The server listens on PORT for SOCK_STREAM and PORT+1 for SOCK_SEQPACKET
  * (default 7480; 0 picks a free pair and prints it).
@@ -40,7 +48,9 @@ struct result {
 	uint32_t magic, ok;
 	uint64_t bytes, msgs, bad_at;
 	double cpu, secs;
+	uint64_t copied, ring_used; /* the server's ring: data and room it took */
 };
+_Static_assert(sizeof(struct result) <= HDR_LEN, "a result fits its header");
 
 struct opts {
 	bool server, loop, json, no_imm;
@@ -51,6 +61,11 @@ struct opts {
 	bool exp;
 	double time;
 	uint64_t bytes;
+	int flow;	   /* -1: the library's default */
+	size_t rsize;	   /* the server's receives (0: the largest message) */
+	size_t ring;	   /* server: its ring (0: the default) */
+	int burst;	   /* progress test: sends per round (0: off) */
+	double compute_us; /* ...and the computation between rounds */
 };
 
 static double now(void)
@@ -153,8 +168,12 @@ static void serve(int fd, int type)
 			out++;
 		}
 	}
+	struct exs_stream_counters c = { 0 };
+	socklen_t cl = sizeof(c);
+	if (type == SOCK_STREAM)
+		exs_getsockopt(fd, SOL_EXS, EXS_SO_COUNTERS, &c, &cl);
 	struct result r = { JOB_MAGIC, bad == UINT64_MAX && (!j.bytes || off == j.bytes), off, msgs,
-			    bad, cpu() - c0, now() - t0 };
+			    bad, cpu() - c0, now() - t0, c.copied, c.ring_used };
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, &r, sizeof(r));
 	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != HDR_LEN)
@@ -169,6 +188,8 @@ static void serve(int fd, int type)
 	exs_qdelete(q);
 }
 
+static size_t server_ring;
+
 /* a listener on port (0: any), or -1 when the port is taken */
 static int listen_try(int type, int port)
 {
@@ -176,6 +197,10 @@ static int listen_try(int type, int port)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	if (fd < 0 || exs_bind(fd, (struct sockaddr *)&a, sizeof(a)))
 		die("socket");
+	int ring = (int)server_ring;
+	if (ring && type == SOCK_STREAM &&
+	    exs_setsockopt(fd, SOL_EXS, EXS_SO_RING_SIZE, &ring, sizeof(ring)))
+		die("EXS_SO_RING_SIZE");
 	if (exs_listen(fd, 8)) {
 		exs_close(fd, EXS_QHANDLE_INVALID, NULL);
 		return -1;
@@ -231,6 +256,52 @@ static int run_server(const struct opts *o)
 
 /* ---- client ---- */
 
+static void compute(double us)
+{
+	double end = now() + us / 1e6;
+	while (now() < end) {
+		/* the application's work: no ES-API call */
+	}
+}
+
+/* The progress test's rounds until the time or the bytes are done;
+ * returns how many. */
+static uint64_t burst_rounds(const struct opts *o, int fd, exs_qhandle_t q, uint8_t *buf,
+			     exs_mhandle_t mh, uint64_t seed, uint64_t *off, uint64_t *msgs,
+			     double until)
+{
+	size_t max = o->exp ? o->max : o->size;
+	uint64_t rounds = 0;
+	for (bool more = true; more; rounds++) {
+		int posted = 0;
+		for (int i = 0; i < o->burst && more; i++) {
+			size_t n = next_size(o);
+			if (o->bytes && *off + n > o->bytes)
+				n = (size_t)(o->bytes - *off);
+			uint8_t *b = buf + (size_t)i * max;
+			pump_fill(b, n, *off, seed);
+			if (exs_send(fd, b, n, 0, q, NULL, mh))
+				die("exs_send");
+			*off += n;
+			(*msgs)++;
+			posted++;
+			more = !o->bytes || *off < o->bytes;
+		}
+		compute(o->compute_us);
+		exs_event_t ev[EXS_MAX_SENDS];
+		if (exs_qdequeue(q, ev, -posted, NULL) != posted)
+			die("exs_qdequeue");
+		for (int i = 0; i < posted; i++)
+			if (ev[i].exs_evt_errno) {
+				errno = ev[i].exs_evt_errno;
+				die("send");
+			}
+		if (!o->bytes && now() >= until)
+			more = false;
+	}
+	return rounds;
+}
+
 static int run_client(const struct opts *o)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
@@ -252,12 +323,14 @@ static int run_client(const struct opts *o)
 	int no_imm = o->no_imm;
 	if (exs_setsockopt(fd, SOL_EXS, EXS_SO_NO_IMMEDIATE, &no_imm, sizeof(no_imm)))
 		die("EXS_SO_NO_IMMEDIATE");
+	if (o->flow >= 0 && exs_setsockopt(fd, SOL_EXS, EXS_SO_FLOW, &o->flow, sizeof(o->flow)))
+		die("EXS_SO_FLOW");
 	if (exs_connect(fd, ai->ai_addr, ai->ai_addrlen, EXS_QHANDLE_INVALID, NULL))
 		die("exs_connect");
 	freeaddrinfo(ai);
 	size_t max = o->exp ? o->max : o->size;
-	struct job j = { JOB_MAGIC, (uint32_t)o->recvs, (uint32_t)max, 0, (uint64_t)time(NULL),
-			 o->bytes };
+	struct job j = { JOB_MAGIC, (uint32_t)o->recvs, (uint32_t)(o->rsize ? o->rsize : max), 0,
+			 (uint64_t)time(NULL), o->bytes };
 	uint8_t hdr[HDR_LEN] = { 0 };
 	memcpy(hdr, &j, sizeof(j));
 	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != HDR_LEN)
@@ -272,7 +345,11 @@ static int run_client(const struct opts *o)
 	uint64_t off = 0, msgs = 0;
 	int out = 0;
 	bool more = true;
-	for (int i = 0; i < o->sends || out;) {
+	uint64_t rounds = 0;
+	if (o->burst)
+		rounds = burst_rounds(o, fd, q, buf, mh, j.seed, &off, &msgs, until);
+	/* (the progress test has done its sends) */
+	for (int i = o->burst ? o->sends : 0; i < o->sends || out;) {
 		if (more && i < o->sends) {
 			size_t n = next_size(o);
 			if (o->bytes && off + n > o->bytes)
@@ -322,23 +399,33 @@ static int run_client(const struct opts *o)
 		die("result");
 	struct result r;
 	memcpy(&r, hdr, sizeof(r));
-	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
 	bool ok = r.magic == JOB_MAGIC && r.ok && r.bytes == off;
 	double gbps = (double)off * 8 / secs / 1e9;
 	double ratio = c.direct + c.indirect ? (double)c.direct / (double)(c.direct + c.indirect) : 0;
+	double util = r.ring_used ? (double)r.copied / (double)r.ring_used : 0;
+	double us_round = rounds ? secs * 1e6 / (double)rounds : 0;
 	static const char *modes[] = { "dynamic", "direct", "indirect" };
+	static const char *flows[] = { "rdma-auto", "rdma", "credit", "none" };
+	int flow = 3; /* messages have no indirect path */
+	socklen_t fl = sizeof(flow);
+	if (o->type == SOCK_STREAM)
+		exs_getsockopt(fd, SOL_EXS, EXS_SO_FLOW, &flow, &fl);
 	if (o->json) {
 		printf("{\"type\":\"%s\",\"mode\":\"%s\",\"bytes\":%llu,\"messages\":%llu,"
 		       "\"seconds\":%.6f,\"throughput_gbps\":%.4f,\"usec_per_msg\":%.3f,"
 		       "\"direct\":%llu,\"indirect\":%llu,\"direct_ratio\":%.4f,\"switches\":%llu,"
 		       "\"discarded\":%llu,\"cpu_client\":%.4f,\"cpu_server\":%.4f,"
-		       "\"sends\":%d,\"recvs\":%d,\"verified\":%s}\n",
+		       "\"sends\":%d,\"recvs\":%d,\"flow\":\"%s\",\"coalesced\":%llu,"
+		       "\"flushes\":%llu,\"ring_utilisation\":%.4f,\"rounds\":%llu,"
+		       "\"usec_per_round\":%.2f,\"verified\":%s}\n",
 		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[o->mode],
 		       (unsigned long long)off, (unsigned long long)msgs, secs, gbps,
 		       secs * 1e6 / (double)(msgs ? msgs : 1), (unsigned long long)c.direct,
 		       (unsigned long long)c.indirect, ratio, (unsigned long long)c.switches,
 		       (unsigned long long)c.discarded, ccpu / secs, r.cpu / (r.secs > 0 ? r.secs : 1),
-		       o->sends, o->recvs, ok ? "true" : "false");
+		       o->sends, o->recvs, flows[flow], (unsigned long long)c.coalesced,
+		       (unsigned long long)c.flushes, util, (unsigned long long)rounds, us_round,
+		       ok ? "true" : "false");
 	} else {
 		printf("client: %s %s, %llu bytes in %llu sends: %.3f Gbit/s, %.2f us/message\n",
 		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[o->mode],
@@ -348,10 +435,19 @@ static int run_client(const struct opts *o)
 		       "adverts discarded %llu\n",
 		       (unsigned long long)c.direct, (unsigned long long)c.indirect, ratio,
 		       (unsigned long long)c.switches, (unsigned long long)c.discarded);
+		printf("client: flow %s: %llu sends coalesced into %llu flushes; the server's "
+		       "ring held %.1f%% data\n",
+		       flows[flow], (unsigned long long)c.coalesced, (unsigned long long)c.flushes,
+		       100 * util);
+		if (rounds)
+			printf("client: %llu rounds of %d sends and %.0f us computing: %.1f us per "
+			       "round\n",
+			       (unsigned long long)rounds, o->burst, o->compute_us, us_round);
 		printf("client: cpu %.0f%% client, %.0f%% server; data %s\n", 100 * ccpu / secs,
 		       100 * r.cpu / (r.secs > 0 ? r.secs : 1),
 		       ok ? "verified by the server" : "WRONG");
 	}
+	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
 	exs_mderegister(&mh);
 	free(buf);
 	exs_qdelete(q);
@@ -374,10 +470,13 @@ static size_t parse_size(const char *s)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: exs-pump -s [-p PORT] [--loop]\n"
+		"usage: exs-pump -s [-p PORT] [--loop] [--ring BYTES]\n"
 		"       exs-pump -c HOST [-p PORT] [--type stream|seqpacket]\n"
 		"                [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]\n"
-		"                [--sends N] [--recvs N] (--time SECONDS | --bytes N) [--json]\n"
+		"                [--sends N] [--recvs N] [--rsize BYTES]\n"
+		"                (--time SECONDS | --bytes N) [--json]\n"
+		"                [--flow credit|rdma|rdma-auto]  (indirect flow control)\n"
+		"                [--burst N --compute USEC]  (progress test: N sends, then compute)\n"
 		"                [--no-imm]  (Write + Send instead of Immediate Data)\n"
 		"                [--crc on|off]  (ask for MPA CRC; default on)\n"
 		"  -p 0 on the server picks free ports\n");
@@ -387,7 +486,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	struct opts o = { .port = "7480", .type = SOCK_STREAM, .sends = 8, .recvs = 8, .crc = 1,
-			  .size = 1 << 20, .time = 5 };
+			  .size = 1 << 20, .time = 5, .flow = -1 };
 	static const struct option lo[] = {
 		{ "loop", no_argument, 0, 'L' },      { "type", required_argument, 0, 't' },
 		{ "mode", required_argument, 0, 'm' }, { "size", required_argument, 0, 'z' },
@@ -395,6 +494,9 @@ int main(int argc, char **argv)
 		{ "time", required_argument, 0, 'T' }, { "bytes", required_argument, 0, 'B' },
 		{ "json", no_argument, 0, 'j' },	{ "help", no_argument, 0, 'h' },
 		{ "no-imm", no_argument, 0, 'I' },   { "crc", required_argument, 0, 'C' },
+		{ "flow", required_argument, 0, 'F' }, { "rsize", required_argument, 0, 'r' },
+		{ "ring", required_argument, 0, 'g' }, { "burst", required_argument, 0, 'b' },
+		{ "compute", required_argument, 0, 'u' },
 		{ 0, 0, 0, 0 }
 	};
 	int c;
@@ -438,6 +540,18 @@ int main(int argc, char **argv)
 				o.size = parse_size(optarg);
 			}
 			break;
+		case 'F':
+			o.flow = !strcmp(optarg, "rdma-auto") ? EXS_FLOW_RDMA_AUTO
+				 : !strcmp(optarg, "rdma")    ? EXS_FLOW_RDMA
+				 : !strcmp(optarg, "credit")  ? EXS_FLOW_CREDIT
+							      : -2;
+			if (o.flow == -2)
+				usage();
+			break;
+		case 'r': o.rsize = parse_size(optarg); break;
+		case 'g': o.ring = parse_size(optarg); break;
+		case 'b': o.burst = atoi(optarg); break;
+		case 'u': o.compute_us = atof(optarg); break;
 		case 'S': o.sends = atoi(optarg); break;
 		case 'R': o.recvs = atoi(optarg); break;
 		case 'T': o.time = atof(optarg); o.bytes = 0; break;
@@ -446,8 +560,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (o.server == !!o.host || o.sends < 1 || o.sends > EXS_MAX_SENDS || o.recvs < 1 ||
-	    o.recvs > EXS_MAX_RECVS || (!o.exp && !o.size) || (o.exp ? o.max : o.size) > (1u << 30))
+	    o.recvs > EXS_MAX_RECVS || (!o.exp && !o.size) || (o.exp ? o.max : o.size) > (1u << 30) ||
+	    o.rsize > (1u << 30) || o.burst < 0 || o.burst > EXS_MAX_SENDS || o.compute_us < 0 ||
+	    (o.ring && (o.ring < 4096 || o.ring > (1u << 28))))
 		usage();
+	if (o.burst && o.sends < o.burst)
+		o.sends = o.burst; /* a round's sends are all outstanding */
+	server_ring = o.ring;
 	if (exs_init(EXS_VERSION))
 		die("exs_init");
 	return o.server ? run_server(&o) : run_client(&o);
