@@ -230,6 +230,8 @@ static void take_hello(struct exs_sock *s, const struct exs_hello *h)
 	s->peer_ring_stag = h->ring_stag;
 	if (s->type == SOCK_STREAM) {
 		s->tx.ring_size = h->ring_size;
+		s->coal_size = (uint32_t)(h->ring_size / 2 < EXS_COALESCE_BUF ? h->ring_size / 2
+									: EXS_COALESCE_BUF);
 		if (s->flow == EXS_FLOW_CREDIT)
 			exs_sp_tx_slots(&s->tx, s->credit_size);
 		/* the peer's sends fill our ring as it said */

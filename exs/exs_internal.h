@@ -26,6 +26,8 @@
 #define EXS_RING_DEFAULT (1u << 20)
 #define EXS_CREDIT_DEFAULT 8192u	/* EXS_FLOW_CREDIT's slot */
 #define EXS_COALESCE_MAX (16u << 10) /* a send copied into a coalescing buffer */
+/* Coalescing buffers: two, each half the peer's ring but at most this
+ * (the sender holds back no more than the receiver could take) */
 #define EXS_COALESCE_BUF (256u << 10)
 #define EXS_COALESCE_BUFS 2
 /* transfers in flight from which small sends are coalesced */
@@ -180,6 +182,7 @@ struct exs_sock {
 	uint64_t linger_deadline; /* ms clock: when a close stops waiting */
 	uint64_t adverts_sent, rx_direct, rx_indirect;
 	struct exs_coal coal[EXS_COALESCE_BUFS];
+	uint32_t coal_size; /* each one's */
 	uint64_t coalesced, flushes;
 
 	/* seqpacket: adverts held (sender), and receives' ids (receiver) */

@@ -124,7 +124,7 @@ static void tx_pump(struct exs_sock *s)
 		 * flight; their completions bring it out (Nagle's rule, with
 		 * the completion for the ACK). */
 		if (op->coal_busy && !op->assigned && op == s->sends_tail &&
-		    s->fl_count >= EXS_COALESCE_INFLIGHT && op->len + EXS_COALESCE_MAX <= EXS_COALESCE_BUF)
+		    s->fl_count >= EXS_COALESCE_INFLIGHT && op->len < s->coal_size / 2)
 			return;
 		size_t left = op->len - op->assigned;
 		struct exs_sp_xfer x;
@@ -177,8 +177,8 @@ static struct exs_op *coal_op(struct exs_sock *s)
 	if (!c)
 		return NULL;
 	if (!c->buf) {
-		c->buf = malloc(EXS_COALESCE_BUF);
-		c->mr = c->buf ? uw_reg_mr(exs_rt.pd, c->buf, EXS_COALESCE_BUF, UW_ACCESS_LOCAL_WRITE)
+		c->buf = malloc(s->coal_size);
+		c->mr = c->buf ? uw_reg_mr(exs_rt.pd, c->buf, s->coal_size, UW_ACCESS_LOCAL_WRITE)
 			       : NULL;
 		if (!c->mr) {
 			free(c->buf);
@@ -213,13 +213,14 @@ bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcn
 {
 	struct exs_op *t = s->sends_tail;
 	if (s->flow == EXS_FLOW_CREDIT || s->mode == EXS_MODE_DIRECT || len > EXS_COALESCE_MAX ||
+	    len > s->coal_size ||
 	    s->st != S_CONNECTED)
 		return false;
 	/* it would wait behind a send, or the pipe is busy: it can wait in
 	 * the buffer as well, and the application has its buffer back */
 	if (!(t && !t->posted) && s->fl_count < EXS_COALESCE_INFLIGHT)
 		return false;
-	if (!t || t->posted || !t->coal_busy || t->len + len > EXS_COALESCE_BUF)
+	if (!t || t->posted || !t->coal_busy || t->len + len > s->coal_size)
 		t = coal_op(s);
 	if (!t)
 		return false;

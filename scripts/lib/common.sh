@@ -5,7 +5,7 @@ UWARP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 UWARP_JOBS=$(nproc 2>/dev/null || echo 2)
 
 # The Debian packages the build, the tests and the demo need.
-UWARP_PACKAGES=(cmake make gcc clang pkg-config binutils libuv1-dev libisal-dev libcmocka-dev tshark)
+UWARP_PACKAGES=(cmake make gcc clang pkg-config binutils libuv1-dev libisal-dev libcmocka-dev tshark python3)
 
 uwarp_missing() {
 	local p

@@ -784,14 +784,15 @@ static void credit_flow_takes_a_slot_per_send(void **state)
 	close_pair(c, s);
 }
 
-/* RDMA-based: a 4 KiB send fills the peer's 4 KiB ring, so the sends
- * behind it wait; 50 small ones are copied into a coalescing buffer and
- * complete before the receiver has taken a byte, then go out together. */
+/* RDMA-based: a 16 KiB send fills the peer's 16 KiB ring, so the sends
+ * behind it wait; 50 small ones are copied into the coalescing buffers
+ * (two of half the ring) and complete before the receiver has taken a
+ * byte, then go out together. */
 static void small_sends_behind_a_waiting_one_are_coalesced(void **state)
 {
 	int c, s;
-	flow_pair(EXS_FLOW_RDMA_AUTO, 0, 4096, &c, &s);
-	enum { BIG = 4096, N = 50, LEN = 100, TOTAL = BIG + N * LEN };
+	flow_pair(EXS_FLOW_RDMA_AUTO, 0, 16384, &c, &s);
+	enum { BIG = 16384, N = 50, LEN = 100, TOTAL = BIG + N * LEN };
 	static uint8_t src[TOTAL], dst[TOTAL];
 	for (size_t i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 13 + (i >> 9));

@@ -5,17 +5,18 @@
  * and reports. Both ends print throughput, time per message, CPU use and
  * the transfer counts of the dynamic stream protocol.
  *
- *   exs-pump -s [-p PORT] [--loop] [--ring BYTES]
+ *   exs-pump -s [-p PORT] [--loop] [--ring BYTES] [--crc on|off]
  *   exs-pump -c HOST [-p PORT] [--type stream|seqpacket]
  *            [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]
  *            [--sends N] [--recvs N] [--rsize BYTES]
  *            (--time SECONDS | --bytes N) [--flow credit|rdma|rdma-auto]
- *            [--burst N --compute USEC] [--json]
+ *            [--burst N (--compute USEC | --idle USEC)] [--json]
  *
  * --burst: the SDP paper's progress test. The client posts N sends, then
- * computes for USEC microseconds outside the library, then waits for the
- * N sends to complete; it reports the time per round. With a flow control
- * that makes progress by itself the waiting sends move during the
+ * computes for USEC microseconds outside the library (--idle: sleeps
+ * instead, the application busy elsewhere than this CPU), then waits for
+ * the N sends to complete; it reports the time per round. With a flow
+ * control that makes progress by itself the waiting sends move during the
  * computation; without it they wait for the next call.
  *
  * The server listens on PORT for SOCK_STREAM and PORT+1 for SOCK_SEQPACKET
@@ -39,8 +40,10 @@
 #define JOB_MAGIC 0x50554d50u /* "PUMP" */
 #define HDR_LEN 64
 
+#define JOB_NO_VERIFY 1u /* job flags */
+
 struct job {
-	uint32_t magic, recvs, rsize, pad;
+	uint32_t magic, recvs, rsize, flags;
 	uint64_t seed, bytes; /* bytes: 0 when sending for a time */
 };
 
@@ -53,7 +56,7 @@ struct result {
 _Static_assert(sizeof(struct result) <= HDR_LEN, "a result fits its header");
 
 struct opts {
-	bool server, loop, json, no_imm;
+	bool server, loop, json, no_imm, no_verify;
 	int crc;
 	const char *host, *port;
 	int type, mode, sends, recvs;
@@ -66,6 +69,7 @@ struct opts {
 	size_t ring;	   /* server: its ring (0: the default) */
 	int burst;	   /* progress test: sends per round (0: off) */
 	double compute_us; /* ...and the computation between rounds */
+	bool idle;	   /* ...spent asleep, not spinning */
 };
 
 static double now(void)
@@ -157,7 +161,9 @@ static void serve(int fd, int type)
 			continue;
 		}
 		uint32_t i = (uint32_t)(uintptr_t)ev.exs_evt_ahandle;
-		uint64_t b = pump_check(buf + (size_t)i * j.rsize, (size_t)n, off, j.seed);
+		uint64_t b = j.flags & JOB_NO_VERIFY
+				     ? UINT64_MAX
+				     : pump_check(buf + (size_t)i * j.rsize, (size_t)n, off, j.seed);
 		if (b != UINT64_MAX && bad == UINT64_MAX)
 			bad = b;
 		off += (uint64_t)n;
@@ -180,7 +186,9 @@ static void serve(int fd, int type)
 		die("result");
 	printf("server: %s %llu bytes in %llu receives, %s, %.3f s, cpu %.3f s\n",
 	       type == SOCK_STREAM ? "stream" : "seqpacket", (unsigned long long)off,
-	       (unsigned long long)msgs, r.ok ? "data verified" : "DATA WRONG", r.secs, r.cpu);
+	       (unsigned long long)msgs,
+	       !r.ok ? "DATA WRONG" : j.flags & JOB_NO_VERIFY ? "data not checked" : "data verified",
+	       r.secs, r.cpu);
 	fflush(stdout);
 	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
 	exs_mderegister(&mh);
@@ -189,6 +197,7 @@ static void serve(int fd, int type)
 }
 
 static size_t server_ring;
+static int server_crc = 1;
 
 /* a listener on port (0: any), or -1 when the port is taken */
 static int listen_try(int type, int port)
@@ -197,6 +206,8 @@ static int listen_try(int type, int port)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	if (fd < 0 || exs_bind(fd, (struct sockaddr *)&a, sizeof(a)))
 		die("socket");
+	if (exs_setsockopt(fd, SOL_EXS, EXS_SO_CRC, &server_crc, sizeof(server_crc)))
+		die("EXS_SO_CRC");
 	int ring = (int)server_ring;
 	if (ring && type == SOCK_STREAM &&
 	    exs_setsockopt(fd, SOL_EXS, EXS_SO_RING_SIZE, &ring, sizeof(ring)))
@@ -256,8 +267,14 @@ static int run_server(const struct opts *o)
 
 /* ---- client ---- */
 
-static void compute(double us)
+static void compute(double us, bool idle)
 {
+	if (idle) {
+		struct timespec ts = { (time_t)(us / 1e6), (long)(fmod(us, 1e6) * 1e3) };
+		while (nanosleep(&ts, &ts) && errno == EINTR) {
+		}
+		return;
+	}
 	double end = now() + us / 1e6;
 	while (now() < end) {
 		/* the application's work: no ES-API call */
@@ -279,7 +296,8 @@ static uint64_t burst_rounds(const struct opts *o, int fd, exs_qhandle_t q, uint
 			if (o->bytes && *off + n > o->bytes)
 				n = (size_t)(o->bytes - *off);
 			uint8_t *b = buf + (size_t)i * max;
-			pump_fill(b, n, *off, seed);
+			if (!o->no_verify)
+				pump_fill(b, n, *off, seed);
 			if (exs_send(fd, b, n, 0, q, NULL, mh))
 				die("exs_send");
 			*off += n;
@@ -287,7 +305,7 @@ static uint64_t burst_rounds(const struct opts *o, int fd, exs_qhandle_t q, uint
 			posted++;
 			more = !o->bytes || *off < o->bytes;
 		}
-		compute(o->compute_us);
+		compute(o->compute_us, o->idle);
 		exs_event_t ev[EXS_MAX_SENDS];
 		if (exs_qdequeue(q, ev, -posted, NULL) != posted)
 			die("exs_qdequeue");
@@ -329,8 +347,8 @@ static int run_client(const struct opts *o)
 		die("exs_connect");
 	freeaddrinfo(ai);
 	size_t max = o->exp ? o->max : o->size;
-	struct job j = { JOB_MAGIC, (uint32_t)o->recvs, (uint32_t)(o->rsize ? o->rsize : max), 0,
-			 (uint64_t)time(NULL), o->bytes };
+	struct job j = { JOB_MAGIC, (uint32_t)o->recvs, (uint32_t)(o->rsize ? o->rsize : max),
+			 o->no_verify ? JOB_NO_VERIFY : 0, (uint64_t)time(NULL), o->bytes };
 	uint8_t hdr[HDR_LEN] = { 0 };
 	memcpy(hdr, &j, sizeof(j));
 	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != HDR_LEN)
@@ -355,7 +373,8 @@ static int run_client(const struct opts *o)
 			if (o->bytes && off + n > o->bytes)
 				n = (size_t)(o->bytes - off);
 			uint8_t *b = buf + (size_t)i * max;
-			pump_fill(b, n, off, j.seed);
+			if (!o->no_verify)
+				pump_fill(b, n, off, j.seed);
 			if (exs_send(fd, b, n, 0, q, (void *)(uintptr_t)i, mh))
 				die("exs_send");
 			off += n;
@@ -380,7 +399,8 @@ static int run_client(const struct opts *o)
 		size_t n = next_size(o);
 		if (o->bytes && off + n > o->bytes)
 			n = (size_t)(o->bytes - off);
-		pump_fill(buf + slot * max, n, off, j.seed);
+		if (!o->no_verify)
+			pump_fill(buf + slot * max, n, off, j.seed);
 		if (exs_send(fd, buf + slot * max, n, 0, q, ev.exs_evt_ahandle, mh))
 			die("exs_send");
 		off += n;
@@ -417,7 +437,7 @@ static int run_client(const struct opts *o)
 		       "\"discarded\":%llu,\"cpu_client\":%.4f,\"cpu_server\":%.4f,"
 		       "\"sends\":%d,\"recvs\":%d,\"flow\":\"%s\",\"coalesced\":%llu,"
 		       "\"flushes\":%llu,\"ring_utilisation\":%.4f,\"rounds\":%llu,"
-		       "\"usec_per_round\":%.2f,\"verified\":%s}\n",
+		       "\"usec_per_round\":%.2f,\"checked\":%s,\"verified\":%s}\n",
 		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[o->mode],
 		       (unsigned long long)off, (unsigned long long)msgs, secs, gbps,
 		       secs * 1e6 / (double)(msgs ? msgs : 1), (unsigned long long)c.direct,
@@ -425,7 +445,7 @@ static int run_client(const struct opts *o)
 		       (unsigned long long)c.discarded, ccpu / secs, r.cpu / (r.secs > 0 ? r.secs : 1),
 		       o->sends, o->recvs, flows[flow], (unsigned long long)c.coalesced,
 		       (unsigned long long)c.flushes, util, (unsigned long long)rounds, us_round,
-		       ok ? "true" : "false");
+		       o->no_verify ? "false" : "true", ok && !o->no_verify ? "true" : "false");
 	} else {
 		printf("client: %s %s, %llu bytes in %llu sends: %.3f Gbit/s, %.2f us/message\n",
 		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[o->mode],
@@ -440,12 +460,12 @@ static int run_client(const struct opts *o)
 		       flows[flow], (unsigned long long)c.coalesced, (unsigned long long)c.flushes,
 		       100 * util);
 		if (rounds)
-			printf("client: %llu rounds of %d sends and %.0f us computing: %.1f us per "
-			       "round\n",
-			       (unsigned long long)rounds, o->burst, o->compute_us, us_round);
+			printf("client: %llu rounds of %d sends and %.0f us %s: %.1f us per round\n",
+			       (unsigned long long)rounds, o->burst, o->compute_us,
+			       o->idle ? "asleep" : "computing", us_round);
 		printf("client: cpu %.0f%% client, %.0f%% server; data %s\n", 100 * ccpu / secs,
 		       100 * r.cpu / (r.secs > 0 ? r.secs : 1),
-		       ok ? "verified by the server" : "WRONG");
+		       !ok ? "WRONG" : o->no_verify ? "not checked" : "verified by the server");
 	}
 	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
 	exs_mderegister(&mh);
@@ -470,15 +490,18 @@ static size_t parse_size(const char *s)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: exs-pump -s [-p PORT] [--loop] [--ring BYTES]\n"
+		"usage: exs-pump -s [-p PORT] [--loop] [--ring BYTES] [--crc on|off]\n"
 		"       exs-pump -c HOST [-p PORT] [--type stream|seqpacket]\n"
 		"                [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]\n"
 		"                [--sends N] [--recvs N] [--rsize BYTES]\n"
 		"                (--time SECONDS | --bytes N) [--json]\n"
 		"                [--flow credit|rdma|rdma-auto]  (indirect flow control)\n"
-		"                [--burst N --compute USEC]  (progress test: N sends, then compute)\n"
+		"                [--burst N (--compute USEC | --idle USEC)]  (progress test: N\n"
+		"                 sends, then compute or sleep, then wait for them)\n"
 		"                [--no-imm]  (Write + Send instead of Immediate Data)\n"
-		"                [--crc on|off]  (ask for MPA CRC; default on)\n"
+		"                [--no-verify]  (neither write nor check the data pattern)\n"
+		"                [--crc on|off]  (ask for MPA CRC; default on; CRC is off\n"
+		"                 only when both ends ask for that)\n"
 		"  -p 0 on the server picks free ports\n");
 	exit(2);
 }
@@ -496,7 +519,8 @@ int main(int argc, char **argv)
 		{ "no-imm", no_argument, 0, 'I' },   { "crc", required_argument, 0, 'C' },
 		{ "flow", required_argument, 0, 'F' }, { "rsize", required_argument, 0, 'r' },
 		{ "ring", required_argument, 0, 'g' }, { "burst", required_argument, 0, 'b' },
-		{ "compute", required_argument, 0, 'u' },
+		{ "compute", required_argument, 0, 'u' }, { "idle", required_argument, 0, 'i' },
+		{ "no-verify", no_argument, 0, 'V' },
 		{ 0, 0, 0, 0 }
 	};
 	int c;
@@ -508,6 +532,7 @@ int main(int argc, char **argv)
 		case 'L': o.loop = true; break;
 		case 'j': o.json = true; break;
 		case 'I': o.no_imm = true; break;
+		case 'V': o.no_verify = true; break;
 		case 'C': o.crc = strcmp(optarg, "off") != 0; break;
 		case 't':
 			if (!strcmp(optarg, "stream"))
@@ -551,7 +576,8 @@ int main(int argc, char **argv)
 		case 'r': o.rsize = parse_size(optarg); break;
 		case 'g': o.ring = parse_size(optarg); break;
 		case 'b': o.burst = atoi(optarg); break;
-		case 'u': o.compute_us = atof(optarg); break;
+		case 'u': o.compute_us = atof(optarg); o.idle = false; break;
+		case 'i': o.compute_us = atof(optarg); o.idle = true; break;
 		case 'S': o.sends = atoi(optarg); break;
 		case 'R': o.recvs = atoi(optarg); break;
 		case 'T': o.time = atof(optarg); o.bytes = 0; break;
@@ -567,6 +593,7 @@ int main(int argc, char **argv)
 	if (o.burst && o.sends < o.burst)
 		o.sends = o.burst; /* a round's sends are all outstanding */
 	server_ring = o.ring;
+	server_crc = o.crc;
 	if (exs_init(EXS_VERSION))
 		die("exs_init");
 	return o.server ? run_server(&o) : run_client(&o);
