@@ -97,7 +97,8 @@ static void rx_pump(struct exs_sock *s)
 	while (exs__can_ctl(s) && exs_sp_rx_advert(&s->rx, &a)) {
 		struct exs_op *op = recv_by_id(s, a.id);
 		struct exs_ctl m = { .type = EXS_CTL_ADVERT,
-				     .flags = a.waitall ? EXS_CTL_F_WAITALL : 0,
+				     .flags = (uint8_t)((a.waitall ? EXS_CTL_F_WAITALL : 0) |
+							(a.chain ? EXS_CTL_F_CHAIN : 0)),
 				     .phase = a.phase, .id = a.id, .len = a.len, .seq = a.seq,
 				     .addr = (uintptr_t)op_buf(op), .stag = exs__op_rkey(op),
 				     .off = a.off };
@@ -257,7 +258,8 @@ int exs__stream_ctl(struct exs_sock *s, const struct exs_ctl *m)
 	case EXS_CTL_ADVERT: {
 		struct exs_sp_advert a = { .id = m->id, .phase = m->phase, .seq = m->seq,
 					   .off = m->off, .len = m->len,
-					   .waitall = (m->flags & EXS_CTL_F_WAITALL) != 0 };
+					   .waitall = (m->flags & EXS_CTL_F_WAITALL) != 0,
+					   .chain = (m->flags & EXS_CTL_F_CHAIN) != 0 };
 		int rc = exs_sp_tx_advert(&s->tx, &a);
 		if (rc)
 			return -EPROTO;

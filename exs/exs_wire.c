@@ -68,7 +68,7 @@ void exs_ctl_encode(const struct exs_ctl *m, uint8_t out[EXS_CTL_LEN])
 
 /* the flags each type may carry */
 static const uint8_t ctl_flags[EXS_CTL_MAX_] = {
-	[EXS_CTL_ADVERT] = EXS_CTL_F_WAITALL,
+	[EXS_CTL_ADVERT] = EXS_CTL_F_WAITALL | EXS_CTL_F_CHAIN,
 	[EXS_CTL_DATA] = EXS_CTL_F_TRUNC | EXS_CTL_F_KIND,
 };
 

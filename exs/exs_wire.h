@@ -66,6 +66,7 @@ enum exs_ctl_type {
 };
 
 #define EXS_CTL_F_WAITALL 0x01 /* ADVERT */
+#define EXS_CTL_F_CHAIN 0x10   /* ADVERT: begins where the previous receive's ends */
 #define EXS_CTL_F_TRUNC 0x02   /* DATA of a seqpacket message cut short */
 #define EXS_CTL_F_KIND 0x0c    /* DATA: enum exs_xfer_kind << 2 */
 

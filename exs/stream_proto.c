@@ -81,14 +81,22 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 	avail = min64(avail, SP_MAX_XFER);
 	while (t->count) {
 		struct exs_sp_advert *a = &t->adv[t->head];
-		if (a->phase >= t->phase && a->seq + a->used == t->seq) {
+		bool usable = a->phase >= t->phase &&
+			      (a->chain && !a->used
+				       ? t->consumed_last && t->consumed_id + 1 == a->id
+				       : a->seq + a->used == t->seq);
+		if (usable) {
+			if (a->chain && !a->used)
+				a->seq = t->seq; /* it begins where that transfer ended */
 			uint32_t n = (uint32_t)min64(avail, a->len - a->used);
 			*x = (struct exs_sp_xfer){ .kind = EXS_SP_DIRECT, .phase = a->phase, .len = n,
 						   .id = a->id, .off = a->off + a->used, .seq = t->seq };
 			t->phase = a->phase;
 			a->used += n;
 			/* a receive without MSG_WAITALL completes with what came */
-			if (!a->waitall || a->used == a->len)
+			t->consumed_last = !a->waitall || a->used == a->len;
+			t->consumed_id = a->id;
+			if (t->consumed_last)
 				tx_pop(t);
 			if (t->last == EXS_SP_INDIRECT)
 				t->c.switches++;
@@ -105,6 +113,7 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 		tx_pop(t);
 		t->c.discarded++;
 		t->tell_phase = true;
+		t->consumed_last = false;
 	}
 	if (t->mode == EXS_SP_DIRECT_ONLY)
 		return 0;
@@ -123,6 +132,7 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 	}
 	*x = (struct exs_sp_xfer){ .kind = EXS_SP_INDIRECT, .phase = t->phase, .len = n,
 				   .ring_off = woff, .seq = t->seq };
+	t->consumed_last = false;
 	t->ring_written += t->slot ? t->slot : n; /* a slot is used up whole */
 	t->seq += n;
 	t->last = EXS_SP_INDIRECT;
@@ -218,14 +228,17 @@ int exs_sp_rx_advert(struct exs_sp_rx *r, struct exs_sp_advert *a)
 {
 	if (r->mode == EXS_SP_INDIRECT_ONLY || ring_bytes(r))
 		return 0;
-	/* the stream position after every live advert is filled */
+	/* the stream position after every live advert is filled, unless
+	 * one of them may complete short (then the next one is chained) */
 	uint64_t est = r->arrived;
+	bool chain = false;
 	for (unsigned i = 0; i < r->count; i++) {
 		struct exs_sp_recv *v = rq(r, i);
 		if (v->adv == EXS_SP_ADV_LIVE) {
 			if (v->adv_phase < r->phase || r->probing)
 				return 0; /* an earlier phase is still out */
 			est += v->adv_off + v->adv_len - v->filled;
+			chain = chain || !v->waitall || (v->adv_chain && v->adv_seq == UINT64_MAX);
 			continue;
 		}
 		/* the first receive without a live advert: advertise what is
@@ -236,10 +249,11 @@ int exs_sp_rx_advert(struct exs_sp_rx *r, struct exs_sp_advert *a)
 		v->adv_phase = r->phase;
 		v->adv_off = v->filled;
 		v->adv_len = v->len - v->filled;
-		v->adv_seq = est;
+		v->adv_chain = chain;
+		v->adv_seq = chain ? UINT64_MAX : est; /* known once its chain is */
 		*a = (struct exs_sp_advert){ .id = v->id, .phase = v->adv_phase, .seq = est,
 					     .off = v->adv_off, .len = v->adv_len,
-					     .waitall = v->waitall };
+					     .waitall = v->waitall, .chain = chain };
 		return 1;
 	}
 	return 0;
@@ -256,8 +270,13 @@ int exs_sp_rx_direct(struct exs_sp_rx *r, uint32_t phase, uint32_t id, uint32_t 
 	h->filled += len;
 	r->arrived += len;
 	r->probing = false; /* the sender is taking adverts again */
-	if (!h->waitall || h->filled == h->adv_off + h->adv_len)
+	if (!h->waitall || h->filled == h->adv_off + h->adv_len) {
 		h->adv = EXS_SP_ADV_DEAD; /* consumed */
+		/* the advert chained to this one begins exactly here */
+		struct exs_sp_recv *nx = r->count > 1 ? rq(r, 1) : NULL;
+		if (nx && nx->adv == EXS_SP_ADV_LIVE && nx->adv_chain && nx->adv_seq == UINT64_MAX)
+			nx->adv_seq = r->arrived;
+	}
 	heard(r, phase);
 	return 0;
 }
@@ -299,7 +318,7 @@ int exs_sp_rx_drain(struct exs_sp_rx *r, struct exs_sp_copy *cp)
 		 * sender went round it, and so all of its phase are gone. One
 		 * further on might still be used: wait (estimates are exact
 		 * while adverts are live, so this is a guard). */
-		if (h->adv_seq + (h->filled - h->adv_off) >= r->arrived)
+		if (h->adv_seq != UINT64_MAX && h->adv_seq + (h->filled - h->adv_off) >= r->arrived)
 			return 0;
 		kill_through(r, h->adv_phase);
 	}
@@ -343,7 +362,8 @@ int exs_sp_rx_complete(struct exs_sp_rx *r, uint32_t *id, uint32_t *bytes)
 		 * match the first of them: they are all gone (kill_through). */
 		for (unsigned i = 1; i < r->count; i++) {
 			struct exs_sp_recv *v = rq(r, i);
-			if (v->adv == EXS_SP_ADV_LIVE)
+			/* (a chained one was fixed when this one's transfer came) */
+			if (v->adv == EXS_SP_ADV_LIVE && !v->adv_chain)
 				kill_through(r, v->adv_phase);
 		}
 	}

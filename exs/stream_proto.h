@@ -30,6 +30,18 @@
  * adverts died the receiver advertises one receive at a time until the
  * sender uses one: a sender that is ahead would only go round the rest.
  *
+ * Chained adverts (ours, not the paper's). An advert's sequence number
+ * assumes that every advertised receive before it fills completely; a
+ * receive without MSG_WAITALL completes with whatever one transfer brings,
+ * so behind one the estimate is a guess that fails whenever a send is
+ * shorter than the receive (with exponentially distributed sizes, almost
+ * always). Such adverts are sent CHAINED instead: "my space begins where
+ * the transfer that consumes the previous receive's advert ends". The
+ * sender may use one only if its last transfer was exactly that (direct,
+ * into the advert of receive id - 1, consuming it); the receiver fixes its
+ * sequence number when that transfer lands. Anything else (an indirect
+ * transfer in between, a discard) makes it stale as before.
+ *
  * Safety (the paper's theorem, checked by exs_sp_rx_direct): a direct
  * transfer always lands in the receive at the head of the receiver's
  * queue, at the offset where its next byte belongs.
@@ -61,6 +73,7 @@ struct exs_sp_advert {
 	uint32_t off;	/* where in the receive's buffer that space begins */
 	uint32_t len;
 	bool waitall;	/* consumed only when full */
+	bool chain;	/* seq is unknown: it follows the advert of receive id - 1 */
 	uint32_t used;	/* the sender's: bytes it has written into it */
 };
 
@@ -91,6 +104,8 @@ struct exs_sp_tx {
 	uint32_t phase;
 	uint64_t seq;
 	enum exs_sp_kind last; /* 0 before the first transfer */
+	bool consumed_last;	/* the last transfer was direct and used up... */
+	uint32_t consumed_id;	/* ...the advert of this receive */
 	struct exs_sp_advert adv[EXS_SP_MAX_ADVERTS];
 	unsigned head, count;
 	uint64_t ring_size, ring_written, ring_acked;
@@ -131,6 +146,8 @@ struct exs_sp_recv {
 	enum exs_sp_adv_state adv;
 	uint32_t adv_phase, adv_off, adv_len;
 	uint64_t adv_seq;
+	bool adv_chain; /* a chained advert: adv_seq is known once the previous
+			 * receive's advert has been consumed */
 };
 
 struct exs_sp_rx {

@@ -390,6 +390,58 @@ static void random_interleavings_keep_the_stream_whole_and_safe(void **state)
 		    st.slotted > 0);
 }
 
+/* Chained adverts: receives A and B of 100 bytes without MSG_WAITALL.
+ * B's space begins wherever the transfer that takes A ends (A completes
+ * with whatever one transfer brings), so B goes CHAINED. Sends of 30 and
+ * 50 bytes both go direct: 30 into A, 50 into B at its start; A completes
+ * short with 30 and B stays live. Without the chain B's estimate (100)
+ * would be wrong and the 50 bytes would go through the ring. */
+static void chained_advert_follows_a_short_receive(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_init(&p, 4096);
+	uint32_t a = post(&p, 100, false), b = post(&p, 100, false);
+	struct exs_sp_advert adv_a = advert(&p, a, 0, 0);
+	assert_false(adv_a.chain);
+	struct exs_sp_advert adv_b;
+	assert_int_equal(exs_sp_rx_advert(&p.r, &adv_b), 1);
+	assert_int_equal(adv_b.id, b);
+	assert_true(adv_b.chain);
+	assert_int_equal(exs_sp_tx_advert(&p.s, &adv_a), 0);
+	assert_int_equal(exs_sp_tx_advert(&p.s, &adv_b), 0);
+	struct exs_sp_xfer x1 = xfer(&p, 30, EXS_SP_DIRECT, 0, 30);
+	assert_int_equal(x1.id, a);
+	struct exs_sp_xfer x2 = xfer(&p, 50, EXS_SP_DIRECT, 0, 50);
+	assert_int_equal(x2.id, b);
+	assert_int_equal(x2.off, 0);
+	arrive(&p, &x1);
+	completes(&p, a, 30);
+	arrive(&p, &x2);
+	completes(&p, b, 50);
+	assert_int_equal(p.s.c.discarded, 0);
+
+	/* a transfer through the ring between the two makes the chain stale */
+	uint32_t c = post(&p, 100, false), d = post(&p, 100, false);
+	struct exs_sp_advert adv_c, adv_d;
+	assert_int_equal(exs_sp_rx_advert(&p.r, &adv_c), 1);
+	assert_int_equal(exs_sp_rx_advert(&p.r, &adv_d), 1);
+	assert_int_equal(adv_c.id, c);
+	assert_int_equal(adv_d.id, d);
+	assert_true(adv_d.chain);
+	assert_int_equal(exs_sp_tx_advert(&p.s, &adv_c), 0);
+	struct exs_sp_xfer x3 = xfer(&p, 10, EXS_SP_DIRECT, 0, 10);
+	struct exs_sp_xfer x4 = xfer(&p, 20, EXS_SP_INDIRECT, 1, 20); /* D not here yet */
+	assert_int_equal(exs_sp_tx_advert(&p.s, &adv_d), 0);
+	struct exs_sp_xfer x5 = xfer(&p, 5, EXS_SP_INDIRECT, 1, 5); /* D is discarded */
+	assert_int_equal(p.s.c.discarded, 1);
+	arrive(&p, &x3);
+	completes(&p, c, 10);
+	arrive(&p, &x4);
+	arrive(&p, &x5);
+	copy(&p, d, 0, 25); /* D takes the ring's bytes; its advert is dead */
+}
+
 /* Credit-based flow control: a ring of 64 bytes as four slots of 16. Each
  * send of up to a slot takes a whole one (5 bytes use 16 of the ring), a
  * longer one is cut at the slot; a fifth slot waits for the ACK, which
@@ -447,6 +499,7 @@ int main(void)
 		cmocka_unit_test(several_adverts_consumed_by_indirect_transfers),
 		cmocka_unit_test(small_ring_the_phase_must_jump),
 		cmocka_unit_test(receiver_refuses_what_the_protocol_cannot_produce),
+		cmocka_unit_test(chained_advert_follows_a_short_receive),
 		cmocka_unit_test(credit_slots_take_a_whole_slot_each),
 		cmocka_unit_test(random_interleavings_keep_the_stream_whole_and_safe),
 	};
