@@ -98,12 +98,7 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		exs__op_drop(op);
 		return fail(-rc);
 	}
-	if (s->sends_tail)
-		s->sends_tail->next = op;
-	else
-		s->sends = op;
-	s->sends_tail = op;
-	s->nsends++;
+	exs__send_append(s, op);
 	exs__progress(s);
 	return finish(&w, qh);
 }

@@ -65,6 +65,16 @@ struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void
 }
 
 /* An operation that could not be started: give back its queue slot. */
+void exs__send_append(struct exs_sock *s, struct exs_op *op)
+{
+	if (s->sends_tail)
+		s->sends_tail->next = op;
+	else
+		s->sends = op;
+	s->sends_tail = op;
+	s->nsends++;
+}
+
 void exs__op_drop(struct exs_op *op)
 {
 	if (op->q)

@@ -197,12 +197,7 @@ static struct exs_op *coal_op(struct exs_sock *s)
 	op->lkey[0] = c->mr->lkey;
 	op->coal_busy = &c->busy;
 	c->busy = true;
-	if (s->sends_tail)
-		s->sends_tail->next = op;
-	else
-		s->sends = op;
-	s->sends_tail = op;
-	s->nsends++;
+	exs__send_append(s, op);
 	return op;
 }
 
