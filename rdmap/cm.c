@@ -309,7 +309,9 @@ int uw_cm_destroy_id(struct uw_cm_id *i)
 		((struct uw_qp_impl *)i->qp)->id = NULL;
 		i->qp = NULL;
 	}
-	if (id->listening) {
+	if (id->listening && id->listen_fd < 0) {
+		id->listening = false; /* handed sockets only: nothing to close */
+	} else if (id->listening) {
 		id->listening = false;
 		uv_poll_stop(&id->listen_poll);
 		close(id->listen_fd);
@@ -483,25 +485,90 @@ static void setup_terminate(struct uw_conn *c, uint8_t ecode, bool crc)
 
 /* ---- listening and accepting ---- */
 
+/* An accepted TCP connection: read its MPA Request (ctx locked). */
+static int take_accepted(struct uw_cm_id_impl *id, int fd)
+{
+	struct uw_context *ctx = id->pub.context;
+	struct uw_conn *c = uw__conn_new(ctx, fd, false);
+	if (!c)
+		return ENOMEM;
+	mpa_policy_default(&c->pol);
+	c->listener = id;
+	id->refs++;
+	uw__conn_poll(c, UV_READABLE);
+	uw__conn_timer(c, ctx->request_timeout_ms);
+	return 0;
+}
+
 static void listen_cb(uv_poll_t *h, int status, int events)
 {
 	struct uw_cm_id_impl *id = h->data;
-	struct uw_context *ctx = id->pub.context;
 	for (int i = 0; i < 64 && id->listening && status >= 0; i++) {
 		int fd = accept4(id->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		struct uw_conn *c = uw__conn_new(ctx, fd, false);
-		if (!c) {
+		if (take_accepted(id, fd))
 			close(fd);
-			continue;
-		}
-		mpa_policy_default(&c->pol);
-		c->listener = id;
-		id->refs++;
-		uw__conn_poll(c, UV_READABLE);
-		uw__conn_timer(c, ctx->request_timeout_ms);
 	}
+}
+
+/* Whether @fd is a TCP socket a caller may hand over; nothing changes. */
+static int check_fd(int fd)
+{
+	int type = 0;
+	socklen_t tl = sizeof(type);
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_STREAM)
+		return EINVAL;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+		return EINVAL;
+	return 0;
+}
+
+/* ...and once it is taken: non-blocking, close-on-exec (the engine's). */
+static int adopt_fd(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) || fcntl(fd, F_SETFD, FD_CLOEXEC))
+		return errno;
+	return 0;
+}
+
+int uw_cm_listen_handoff(struct uw_cm_id *i)
+{
+	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
+	if (!id)
+		return EINVAL;
+	struct uw_context *ctx = i->context;
+	pthread_mutex_lock(&ctx->lock);
+	int rc = id->listening || id->conn || id->destroyed ? EBUSY : 0;
+	if (!rc) {
+		id->listen_fd = -1;
+		id->listening = true;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+int uw_cm_request_fd(struct uw_cm_id *i, int fd)
+{
+	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
+	if (!id)
+		return EINVAL;
+	int rc = check_fd(fd);
+	if (rc)
+		return rc;
+	struct uw_context *ctx = i->context;
+	pthread_mutex_lock(&ctx->lock);
+	rc = !id->listening ? EINVAL : adopt_fd(fd);
+	if (!rc)
+		rc = take_accepted(id, fd);
+	if (!rc)
+		uw__kick(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
 }
 
 int uw_cm_listen(struct uw_cm_id *i, const struct sockaddr *addr, int backlog)
@@ -565,15 +632,23 @@ void uw__cm_request_arrived(struct uw_conn *c)
 	uw__cm_event(id, UW_CM_EVENT_CONNECT_REQUEST, 0, l, c);
 }
 
+/* The defaults for NULL; NULL when @p's private data cannot be sent. */
+static const struct uw_conn_param *param_or_default(const struct uw_conn_param *p)
+{
+	if (!p)
+		return &default_param;
+	if (p->private_data_len > MPA_PD_MAX_RFC - MPA_V2_BLOCK_LEN ||
+	    (p->private_data_len && !p->private_data))
+		return NULL;
+	return p;
+}
+
 int uw_cm_accept(struct uw_cm_id *i, const struct uw_conn_param *param)
 {
 	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
 	if (!id)
 		return EINVAL;
-	if (!param)
-		param = &default_param;
-	if (param->private_data_len > MPA_PD_MAX_RFC - MPA_V2_BLOCK_LEN ||
-	    (param->private_data_len && !param->private_data))
+	if (!(param = param_or_default(param)))
 		return EINVAL;
 	struct uw_context *ctx = i->context;
 	pthread_mutex_lock(&ctx->lock);
@@ -653,23 +728,47 @@ int uw_cm_reject(struct uw_cm_id *i, const void *private_data, uint16_t len)
 
 /* ---- connecting ---- */
 
+static bool can_connect(const struct uw_cm_id_impl *id)
+{
+	const struct uw_qp_impl *qp = (const struct uw_qp_impl *)id->pub.qp;
+	return qp && qp->pub.state == UW_QPS_INIT && !id->conn && !id->listening && !id->destroyed;
+}
+
+/* A connection on @fd (connected or connecting) that sends the MPA
+ * Request once it is writable (ctx locked); it owns @fd on 0. */
+static int start_connect(struct uw_cm_id_impl *id, int fd, const struct uw_conn_param *param)
+{
+	struct uw_context *ctx = id->pub.context;
+	struct uw_conn *c = uw__conn_new(ctx, fd, true);
+	if (!c)
+		return ENOMEM;
+	c->param = *param;
+	if (param->private_data_len)
+		memcpy(c->param_pdata, param->private_data, param->private_data_len);
+	c->param.private_data = c->param_pdata;
+	c->id = id;
+	c->qp = (struct uw_qp_impl *)id->pub.qp;
+	id->conn = c;
+	policy_from(&c->param, false, &c->pol);
+	uw__conn_poll(c, UV_WRITABLE);
+	uw__conn_timer(c, param->mpa_timeout_ms ? param->mpa_timeout_ms : ctx->reply_timeout_ms);
+	uw__kick(ctx);
+	return 0;
+}
+
 int uw_cm_connect(struct uw_cm_id *i, const struct sockaddr *addr, const struct uw_conn_param *param)
 {
 	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
 	if (!id || !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
 		return EINVAL;
-	if (!param)
-		param = &default_param;
-	if (param->private_data_len > MPA_PD_MAX_RFC - MPA_V2_BLOCK_LEN ||
-	    (param->private_data_len && !param->private_data))
+	if (!(param = param_or_default(param)))
 		return EINVAL;
 	socklen_t len = addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
 						   : sizeof(struct sockaddr_in6);
 	struct uw_context *ctx = i->context;
 	pthread_mutex_lock(&ctx->lock);
 	int rc = 0, fd = -1;
-	struct uw_qp_impl *qp = (struct uw_qp_impl *)i->qp;
-	if (!qp || qp->pub.state != UW_QPS_INIT || id->conn || id->listening) {
+	if (!can_connect(id)) {
 		rc = EINVAL;
 		goto out;
 	}
@@ -678,26 +777,37 @@ int uw_cm_connect(struct uw_cm_id *i, const struct sockaddr *addr, const struct 
 		rc = errno;
 		goto out;
 	}
-	struct uw_conn *c = uw__conn_new(ctx, fd, true);
-	if (!c) {
-		rc = ENOMEM;
-		goto out;
+	if (!(rc = start_connect(id, fd, param))) {
+		fd = -1;
+		memcpy(&i->peer_addr, addr, len);
 	}
-	fd = -1;
-	c->param = *param;
-	if (param->private_data_len)
-		memcpy(c->param_pdata, param->private_data, param->private_data_len);
-	c->param.private_data = c->param_pdata;
-	memcpy(&i->peer_addr, addr, len);
-	c->id = id;
-	c->qp = qp;
-	id->conn = c;
-	policy_from(&c->param, false, &c->pol);
-	uw__conn_poll(c, UV_WRITABLE);
-	uw__conn_timer(c, param->mpa_timeout_ms ? param->mpa_timeout_ms : ctx->reply_timeout_ms);
 out:
 	if (fd >= 0)
 		close(fd);
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+int uw_cm_connect_fd(struct uw_cm_id *i, int fd, const struct uw_conn_param *param)
+{
+	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
+	if (!id)
+		return EINVAL;
+	if (!(param = param_or_default(param)))
+		return EINVAL;
+	int rc = check_fd(fd);
+	if (rc)
+		return rc;
+	struct uw_context *ctx = i->context;
+	pthread_mutex_lock(&ctx->lock);
+	rc = !can_connect(id) ? EINVAL : adopt_fd(fd);
+	if (!rc)
+		rc = start_connect(id, fd, param);
+	if (!rc) {
+		/* (still connecting: uw__cm_connected reads it) */
+		socklen_t sl = sizeof(i->peer_addr);
+		getpeername(fd, (struct sockaddr *)&i->peer_addr, &sl);
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;
 }
@@ -713,6 +823,8 @@ void uw__cm_connected(struct uw_conn *c)
 	if (c->id) {
 		socklen_t sl = sizeof(c->id->pub.local_addr);
 		getsockname(c->fd, (struct sockaddr *)&c->id->pub.local_addr, &sl);
+		sl = sizeof(c->id->pub.peer_addr);
+		getpeername(c->fd, (struct sockaddr *)&c->id->pub.peer_addr, &sl);
 	}
 	uint8_t pd[MPA_PD_MAX_RFC];
 	size_t len = pdata_with_offer(&c->param, true, pd);

@@ -597,6 +597,28 @@ UW_EXTERN int uw_cm_migrate_id(struct uw_cm_id *id, struct uw_cm_channel *ch);
  * port: read it from id->local_addr). Returns 0 or an errno value. */
 UW_EXTERN int uw_cm_listen(struct uw_cm_id *id, const struct sockaddr *addr, int backlog);
 
+/*
+ * uw_cm_listen_handoff - make @id a listener without a socket of its own:
+ * it takes the TCP connections handed to it with uw_cm_request_fd (a
+ * program that accepts TCP itself, and looks at a peer's first bytes
+ * before it decides that the peer speaks MPA). Its requests come as
+ * CONNECT_REQUEST events, as a listening id's. Returns 0, EINVAL or
+ * EBUSY (already listening or connected).
+ */
+UW_EXTERN int uw_cm_listen_handoff(struct uw_cm_id *id);
+
+/*
+ * uw_cm_request_fd - hand an accepted, connected TCP socket to a listener
+ * (uw_cm_listen or uw_cm_listen_handoff): uwarp reads the peer's MPA
+ * Request from it (bytes the caller only peeked at are still there) and
+ * the listener's channel gets CONNECT_REQUEST, or nothing when the peer
+ * sends something else or nothing within the request timeout (the socket
+ * is then closed). On 0 uwarp owns @fd (it makes it non-blocking and
+ * closes it); on an error the caller keeps it. Returns 0 or EINVAL (not a
+ * listener, or @fd not a TCP socket).
+ */
+UW_EXTERN int uw_cm_request_fd(struct uw_cm_id *listener, int fd);
+
 /* uw_cm_attach_qp - the QP this id's connection will drive. */
 UW_EXTERN int uw_cm_attach_qp(struct uw_cm_id *id, struct uw_qp *qp);
 /* uw_cm_create_qp - uw_create_qp and uw_cm_attach_qp in one. */
@@ -610,6 +632,16 @@ UW_EXTERN struct uw_qp *uw_cm_create_qp(struct uw_cm_id *id, struct uw_pd *pd,
  */
 UW_EXTERN int uw_cm_connect(struct uw_cm_id *id, const struct sockaddr *addr,
 			    const struct uw_conn_param *param);
+
+/*
+ * uw_cm_connect_fd - as uw_cm_connect, over a TCP socket the caller has
+ * connected, or is connecting without blocking (the MPA Request goes once
+ * it is connected): an ordinary socket turning into an iWARP connection.
+ * On 0 uwarp owns @fd (it makes it non-blocking and closes it with the
+ * connection); on an error the caller keeps it. Returns 0 or an errno
+ * value: EINVAL (no QP in INIT, or @fd not a TCP socket), EBUSY.
+ */
+UW_EXTERN int uw_cm_connect_fd(struct uw_cm_id *id, int fd, const struct uw_conn_param *param);
 
 /*
  * uw_cm_accept - accept a CONNECT_REQUEST: the MPA Reply goes out and the

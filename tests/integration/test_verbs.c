@@ -9,6 +9,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -712,6 +713,111 @@ static void reads_beyond_ord_wait_their_turn(void **state)
 	pair_close(&p);
 }
 
+/* ---- ordinary TCP sockets handed to the CM ---- */
+
+/* A plain TCP pair over loopback: *c connected to *a (accepted). */
+static void tcp_pair(int *c, int *a)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &sl), 0);
+	*c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(*c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	*a = accept(l, NULL, NULL);
+	assert_true(*a >= 0);
+	close(l);
+}
+
+/* A connection made with connect(2) and accept(2) becomes an iWARP one:
+ * the client hands its socket to uw_cm_connect_fd, the server peeks at
+ * the first bytes (the MPA Request's key, as a program that also serves
+ * plain TCP would), hands its socket to a handoff listener, and accepts
+ * the CONNECT_REQUEST; a Send then crosses. */
+static void an_ordinary_tcp_connection_becomes_iwarp(void **state)
+{
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	int cfd, afd;
+	tcp_pair(&cfd, &afd);
+	struct sockaddr_in ca;
+	socklen_t cl = sizeof(ca);
+	assert_int_equal(getsockname(cfd, (struct sockaddr *)&ca, &cl), 0);
+	p.s.lid = uw_cm_create_id(p.s.ch, NULL);
+	assert_int_equal(uw_cm_listen_handoff(p.s.lid), 0);
+	assert_int_equal(uw_cm_listen_handoff(p.s.lid), EBUSY);
+	p.c.id = uw_cm_create_id(p.c.ch, NULL);
+	struct uw_qp_init_attr qa = { .send_cq = p.c.cq, .recv_cq = p.c.cq, .cap = { 64, 64, 4, 4, 64 } };
+	p.c.qp = uw_cm_create_qp(p.c.id, p.c.pd, &qa);
+	assert_int_equal(uw_cm_connect_fd(p.c.id, cfd, NULL), 0);
+	char key[16];
+	assert_int_equal(recv(afd, key, sizeof(key), MSG_PEEK | MSG_WAITALL), (ssize_t)sizeof(key));
+	assert_memory_equal(key, "MPA ID Req Frame", 16);
+	assert_int_equal(uw_cm_request_fd(p.s.lid, afd), 0);
+	struct uw_cm_event *e = expect_event(p.s.ch, UW_CM_EVENT_CONNECT_REQUEST);
+	p.s.id = e->id;
+	assert_int_equal(((struct sockaddr_in *)&e->id->peer_addr)->sin_port, ca.sin_port);
+	uw_cm_ack_event(e);
+	struct uw_qp_init_attr sa = { .send_cq = p.s.cq, .recv_cq = p.s.cq, .cap = { 64, 64, 4, 4, 64 } };
+	p.s.qp = uw_cm_create_qp(p.s.id, p.s.pd, &sa);
+	struct uw_sge g = { (uintptr_t)p.s.buf, 1024, p.s.mr->lkey };
+	struct uw_recv_wr r = { .wr_id = 7, .sg_list = &g, .num_sge = 1 };
+	assert_int_equal(uw_post_recv(p.s.qp, &r, NULL), 0);
+	assert_int_equal(uw_cm_accept(p.s.id, NULL), 0);
+	uw_cm_ack_event(expect_event(p.c.ch, UW_CM_EVENT_ESTABLISHED));
+	uw_cm_ack_event(expect_event(p.s.ch, UW_CM_EVENT_ESTABLISHED));
+	assert_int_equal(((struct sockaddr_in *)&p.c.id->local_addr)->sin_port, ca.sin_port);
+	memcpy(p.c.buf, "handed over", 11);
+	assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 11, p.c.mr->lkey, 0, 0, UW_SEND_SIGNALED), 0);
+	assert_int_equal(wait_wc(p.c.cq).status, UW_WC_SUCCESS);
+	struct uw_wc wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 11);
+	assert_memory_equal(p.s.buf, "handed over", 11);
+	pair_close(&p);
+}
+
+/* What may be handed over, and a handed socket whose peer speaks
+ * something else: it is closed, and the listener hears nothing. */
+static void handed_sockets_are_checked(void **state)
+{
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	p.s.lid = uw_cm_create_id(p.s.ch, NULL);
+	int cfd, afd;
+	tcp_pair(&cfd, &afd);
+	assert_int_equal(uw_cm_request_fd(p.s.lid, afd), EINVAL); /* not a listener */
+	assert_int_equal(uw_cm_listen_handoff(p.s.lid), 0);
+	assert_int_equal(uw_cm_request_fd(p.s.lid, -1), EINVAL);
+	int udp = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_int_equal(uw_cm_request_fd(p.s.lid, udp), EINVAL);
+	p.c.id = uw_cm_create_id(p.c.ch, NULL);
+	assert_int_equal(uw_cm_connect_fd(p.c.id, cfd, NULL), EINVAL); /* no QP */
+	assert_false(fcntl(cfd, F_GETFL) & O_NONBLOCK);		   /* and left as it was */
+	struct uw_qp_init_attr qa = { .send_cq = p.c.cq, .recv_cq = p.c.cq, .cap = { 64, 64, 4, 4, 64 } };
+	p.c.qp = uw_cm_create_qp(p.c.id, p.c.pd, &qa);
+	assert_int_equal(uw_cm_connect_fd(p.c.id, udp, NULL), EINVAL);
+	close(udp);
+	/* the caller kept cfd: it speaks HTTP to the handed socket */
+	assert_int_equal(uw_cm_request_fd(p.s.lid, afd), 0);
+	static const char http[] = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
+	assert_int_equal(write(cfd, http, sizeof(http) - 1), (ssize_t)sizeof(http) - 1);
+	struct timeval tv = { 5, 0 };
+	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	char b[64];
+	ssize_t n;
+	while ((n = read(cfd, b, sizeof(b))) > 0) {
+		/* whatever uwarp says before it closes */
+	}
+	assert_true(n == 0 || (n < 0 && errno == ECONNRESET)); /* closed, not timed out */
+	struct uw_cm_event *e;
+	assert_int_not_equal(uw_cm_get_event_timeout(p.s.ch, &e, 200), 0);
+	close(cfd);
+	pair_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -724,6 +830,8 @@ int main(void)
 		cmocka_unit_test(completion_channels_work_in_epoll_and_libuv),
 		cmocka_unit_test(qp_states_reset_init_sqd_and_error),
 		cmocka_unit_test(peer_to_peer_with_each_rtr_type),
+		cmocka_unit_test(an_ordinary_tcp_connection_becomes_iwarp),
+		cmocka_unit_test(handed_sockets_are_checked),
 		cmocka_unit_test(reads_beyond_ord_wait_their_turn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
