@@ -75,6 +75,8 @@ struct exs_op {
 	int iovcnt;
 	void *bounce;			  /* a scattered receive's contiguous buffer */
 	struct uw_mr *bounce_mr;
+	struct uw_mw *mw; /* RECV: the window its adverts name (this receive's
+			   * bytes only, this connection only; dies with it) */
 	size_t len;
 	size_t assigned; /* SEND: bytes handed to transfers */
 	bool posted;	 /* SEND: all of it handed (a message: its transfer posted) */
@@ -258,6 +260,8 @@ void exs__send_append(struct exs_sock *s, struct exs_op *op); /* to the send que
 /* Keys for the op's buffers (registering what has no handle): 0 or -errno */
 int exs__op_mem(struct exs_op *op, const exs_mhandle_t *mh, int access);
 void exs__op_mem_release(struct exs_op *op);
+/* A window over a receive's buffer for the socket's peer: 0 or -errno. */
+int exs__op_window(struct exs_sock *s, struct exs_op *op);
 /* the peer's key to a one-buffer receive */
 uint32_t exs__op_rkey(const struct exs_op *op);
 

@@ -153,7 +153,8 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		/* the peer writes into one contiguous buffer: scatter later */
 		op->bounce = malloc(total);
 		op->bounce_mr = op->bounce ? uw_reg_mr(exs_rt.pd, op->bounce, total,
-						       UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE)
+						       UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE |
+							       UW_ACCESS_MW_BIND)
 					   : NULL;
 		if (!op->bounce_mr)
 			rc = -ENOMEM;
@@ -165,6 +166,10 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		exs__op_complete(op, 0, 0);
 		return finish(&w, qh);
 	}
+	/* a receive the peer may write into gets its own window (before the
+	 * protocol knows of it: nothing to undo there when this fails) */
+	if (!rc && s->st == S_CONNECTED && (s->type == SOCK_SEQPACKET || s->mode != EXS_MODE_INDIRECT))
+		rc = exs__op_window(s, op);
 	if (!rc)
 		rc = s->type == SOCK_STREAM ? exs__stream_recv_post(s, op) : exs__seq_recv_post(s, op);
 	if (rc) {

@@ -9,8 +9,10 @@
 static int uw_access(int access)
 {
 	int a = UW_ACCESS_LOCAL_WRITE;
+	/* the peer writes a receive through a window bound over it; the
+	 * region's own key never leaves this process */
 	if (access & EXS_ACCESS_WRITE)
-		a |= UW_ACCESS_REMOTE_WRITE;
+		a |= UW_ACCESS_REMOTE_WRITE | UW_ACCESS_MW_BIND;
 	return a;
 }
 
@@ -91,6 +93,10 @@ int exs__op_mem(struct exs_op *op, const exs_mhandle_t *mh, int access)
 
 void exs__op_mem_release(struct exs_op *op)
 {
+	if (op->mw) {
+		uw_dealloc_mw(op->mw); /* its key dies before the memory goes */
+		op->mw = NULL;
+	}
 	for (int i = 0; i < op->iovcnt; i++) {
 		if (op->mem[i])
 			op->mem[i]->users--;
@@ -106,8 +112,23 @@ void exs__op_mem_release(struct exs_op *op)
 	op->bounce = NULL;
 }
 
+int exs__op_window(struct exs_sock *s, struct exs_op *op)
+{
+	struct uw_mr *mr = op->bounce_mr ? op->bounce_mr : op->mem[0] ? op->mem[0]->mr : op->own[0];
+	void *buf = op->bounce ? op->bounce : op->iov[0].iov_base;
+	if (!op->len || !mr)
+		return 0;
+	op->mw = uw_alloc_mw(exs_rt.pd);
+	if (!op->mw)
+		return -errno;
+	int rc = uw_bind_mw(op->mw, s->qp, mr, buf, op->len, UW_ACCESS_REMOTE_WRITE);
+	return -rc;
+}
+
 uint32_t exs__op_rkey(const struct exs_op *op)
 {
+	if (op->mw)
+		return op->mw->rkey;
 	if (op->bounce_mr)
 		return op->bounce_mr->rkey;
 	return op->mem[0] ? op->mem[0]->mr->rkey : op->own[0]->rkey;

@@ -680,6 +680,69 @@ static void malformed_control_messages_abort_and_complete_everything(void **stat
 	bad_control_message(m, EXS_CTL_LEN, EXS_WIRE_STREAM);
 }
 
+/* The key an ADVERT carries opens that receive's bytes and nothing else:
+ * a peer that writes one byte past the advertised receive, inside the
+ * same registered region, is refused (the connection ends) and the bytes
+ * there stay as they were; inside the receive the key works. */
+static void an_advert_key_reaches_only_its_receive(void **state)
+{
+	int port;
+	int l = listener(SOCK_STREAM, EXS_MODE_DYNAMIC, &port);
+	struct uw_ep *ep = raw_peer(port, EXS_WIRE_STREAM);
+	assert_non_null(ep);
+	static uint8_t ctl[4][EXS_CTL_LEN], junk[16];
+	struct uw_mr *cmr = uw_reg_mr(uw_ep_pd(ep), ctl, sizeof(ctl), UW_ACCESS_LOCAL_WRITE);
+	struct uw_mr *jmr = uw_reg_mr(uw_ep_pd(ep), junk, sizeof(junk), 0);
+	assert_non_null(cmr);
+	assert_non_null(jmr);
+	for (int i = 0; i < 4; i++) {
+		struct uw_sge g = { (uintptr_t)ctl[i], EXS_CTL_LEN, cmr->lkey };
+		struct uw_recv_wr r = { .wr_id = (uint64_t)i, .sg_list = &g, .num_sge = 1 };
+		assert_int_equal(uw_post_recv(uw_ep_qp(ep), &r, NULL), 0);
+	}
+	int s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+	assert_true(s >= 0);
+	uint8_t *slab = aligned_alloc(4096, 8192);
+	memset(slab, 0, 8192);
+	exs_mhandle_t mh = exs_mregister(slab, 8192, EXS_ACCESS_WRITE);
+	assert_non_null(mh);
+	assert_int_equal(exs_recv(s, slab, 4096, MSG_WAITALL, Q, (void *)9, mh), 0);
+	struct uw_wc wc;
+	struct exs_ctl adv = { 0 };
+	while (adv.type != EXS_CTL_ADVERT) {
+		assert_int_equal(uw_ep_wait(ep, &wc, 10000), 1);
+		assert_int_equal(wc.status, UW_WC_SUCCESS);
+		if (wc.opcode == UW_WC_RECV)
+			assert_int_equal(exs_ctl_decode(ctl[wc.wr_id], wc.byte_len, &adv), 0);
+	}
+	assert_int_equal(adv.len, 4096);
+	memset(junk, 0x5a, sizeof(junk));
+	for (int past = 0; past <= 1; past++) {
+		struct uw_sge g = { (uintptr_t)junk, sizeof(junk), jmr->lkey };
+		struct uw_send_wr w = { .wr_id = 50 + (uint64_t)past, .sg_list = &g, .num_sge = 1,
+					.opcode = UW_WR_RDMA_WRITE, .send_flags = UW_SEND_SIGNALED,
+					.rdma = { adv.addr + (past ? 4096 : 0), adv.stag } };
+		assert_int_equal(uw_post_send(uw_ep_qp(ep), &w, NULL), 0);
+	}
+	/* the receive fails with the connection; the bytes past it are as
+	 * they were, the ones inside got the first Write */
+	exs_event_t ev = ev1();
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_RECV);
+	assert_int_not_equal(ev.exs_evt_errno, 0);
+	static const uint8_t zero[4096];
+	assert_memory_equal(slab + 4096, zero, 4096);
+	assert_memory_equal(slab, junk, sizeof(junk));
+	while (uw_qp_get_state(uw_ep_qp(ep)) != UW_QPS_ERR)
+		uw_ep_wait(ep, &wc, 100);
+	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_mderegister(&mh), 0);
+	free(slab);
+	uw_dereg_mr(cmr);
+	uw_dereg_mr(jmr);
+	uw_ep_close(ep);
+}
+
 /* ---- indirect flow control (EXS_SO_FLOW) ---- */
 
 static void set_int(int fd, int opt, int v)
@@ -900,6 +963,7 @@ int main(void)
 		cmocka_unit_test(a_queue_being_waited_on_is_busy),
 		cmocka_unit_test(malformed_control_messages_abort_and_complete_everything),
 		cmocka_unit_test(a_peer_of_the_wrong_type_is_refused),
+		cmocka_unit_test(an_advert_key_reaches_only_its_receive),
 		cmocka_unit_test(flow_options_are_checked),
 		cmocka_unit_test(credit_flow_takes_a_slot_per_send),
 		cmocka_unit_test(small_sends_behind_a_waiting_one_are_coalesced),
