@@ -527,14 +527,7 @@ static int check_fd(int fd)
 	return 0;
 }
 
-/* ...and once it is taken: non-blocking, close-on-exec (the engine's). */
-static int adopt_fd(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) || fcntl(fd, F_SETFD, FD_CLOEXEC))
-		return errno;
-	return 0;
-}
+static int hand_over(struct uw_cm_id_impl *id, int fd, const struct uw_conn_param *param);
 
 int uw_cm_listen_handoff(struct uw_cm_id *i)
 {
@@ -555,20 +548,7 @@ int uw_cm_listen_handoff(struct uw_cm_id *i)
 int uw_cm_request_fd(struct uw_cm_id *i, int fd)
 {
 	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
-	if (!id)
-		return EINVAL;
-	int rc = check_fd(fd);
-	if (rc)
-		return rc;
-	struct uw_context *ctx = i->context;
-	pthread_mutex_lock(&ctx->lock);
-	rc = !id->listening ? EINVAL : adopt_fd(fd);
-	if (!rc)
-		rc = take_accepted(id, fd);
-	if (!rc)
-		uw__kick(ctx);
-	pthread_mutex_unlock(&ctx->lock);
-	return rc;
+	return id ? hand_over(id, fd, NULL) : EINVAL;
 }
 
 int uw_cm_listen(struct uw_cm_id *i, const struct sockaddr *addr, int backlog)
@@ -752,8 +732,39 @@ static int start_connect(struct uw_cm_id_impl *id, int fd, const struct uw_conn_
 	policy_from(&c->param, false, &c->pol);
 	uw__conn_poll(c, UV_WRITABLE);
 	uw__conn_timer(c, param->mpa_timeout_ms ? param->mpa_timeout_ms : ctx->reply_timeout_ms);
-	uw__kick(ctx);
 	return 0;
+}
+
+/* A caller's TCP socket becomes a connection of @id: an initiator's with
+ * @param, else a request for the listener @id. uwarp makes it
+ * non-blocking and close-on-exec (the engine's way) and owns it on 0; on
+ * any error the socket is as the caller gave it. */
+static int hand_over(struct uw_cm_id_impl *id, int fd, const struct uw_conn_param *param)
+{
+	int rc = check_fd(fd);
+	if (rc)
+		return rc;
+	struct uw_context *ctx = id->pub.context;
+	pthread_mutex_lock(&ctx->lock);
+	int fl = fcntl(fd, F_GETFL), fdfl = fcntl(fd, F_GETFD);
+	if (!(param ? can_connect(id) : id->listening))
+		rc = EINVAL;
+	else if (fl < 0 || fdfl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
+		 fcntl(fd, F_SETFD, fdfl | FD_CLOEXEC))
+		rc = errno;
+	else if ((rc = param ? start_connect(id, fd, param) : take_accepted(id, fd))) {
+		fcntl(fd, F_SETFL, fl);
+		fcntl(fd, F_SETFD, fdfl);
+	}
+	if (!rc && param) {
+		/* (still connecting: uw__cm_connected reads it again) */
+		socklen_t sl = sizeof(id->pub.peer_addr);
+		getpeername(fd, (struct sockaddr *)&id->pub.peer_addr, &sl);
+	}
+	if (!rc)
+		uw__kick(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
 }
 
 int uw_cm_connect(struct uw_cm_id *i, const struct sockaddr *addr, const struct uw_conn_param *param)
@@ -795,21 +806,7 @@ int uw_cm_connect_fd(struct uw_cm_id *i, int fd, const struct uw_conn_param *par
 		return EINVAL;
 	if (!(param = param_or_default(param)))
 		return EINVAL;
-	int rc = check_fd(fd);
-	if (rc)
-		return rc;
-	struct uw_context *ctx = i->context;
-	pthread_mutex_lock(&ctx->lock);
-	rc = !can_connect(id) ? EINVAL : adopt_fd(fd);
-	if (!rc)
-		rc = start_connect(id, fd, param);
-	if (!rc) {
-		/* (still connecting: uw__cm_connected reads it) */
-		socklen_t sl = sizeof(i->peer_addr);
-		getpeername(fd, (struct sockaddr *)&i->peer_addr, &sl);
-	}
-	pthread_mutex_unlock(&ctx->lock);
-	return rc;
+	return hand_over(id, fd, param);
 }
 
 void uw__cm_connected(struct uw_conn *c)

@@ -789,6 +789,7 @@ static void handed_sockets_are_checked(void **state)
 	int cfd, afd;
 	tcp_pair(&cfd, &afd);
 	assert_int_equal(uw_cm_request_fd(p.s.lid, afd), EINVAL); /* not a listener */
+	assert_false(fcntl(afd, F_GETFL) & O_NONBLOCK);		 /* left as it was */
 	assert_int_equal(uw_cm_listen_handoff(p.s.lid), 0);
 	assert_int_equal(uw_cm_request_fd(p.s.lid, -1), EINVAL);
 	int udp = socket(AF_INET, SOCK_DGRAM, 0);
