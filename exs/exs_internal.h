@@ -254,7 +254,8 @@ struct exs_sock *exs__lock_sock(int fd); /* locked, or NULL with errno */
 struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void *ahandle,
 			   struct exs_sync *sync);
 void exs__op_drop(struct exs_op *op);
-void exs__send_append(struct exs_sock *s, struct exs_op *op); /* to the send queue */
+/* to the end of a socket's list of sends, receives or accepts */
+void exs__op_append(struct exs_op **head, struct exs_op **tail, struct exs_op *op);
 
 /* exs_mem.c */
 /* Keys for the op's buffers (registering what has no handle): 0 or -errno */

@@ -98,7 +98,8 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		exs__op_drop(op);
 		return fail(-rc);
 	}
-	exs__send_append(s, op);
+	exs__op_append(&s->sends, &s->sends_tail, op);
+	s->nsends++;
 	exs__progress(s);
 	return finish(&w, qh);
 }
@@ -176,11 +177,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		exs__op_drop(op);
 		return fail(-rc);
 	}
-	if (s->recvs_tail)
-		s->recvs_tail->next = op;
-	else
-		s->recvs = op;
-	s->recvs_tail = op;
+	exs__op_append(&s->recvs, &s->recvs_tail, op);
 	s->nrecvs++;
 	if (!s->adv_next && s->type == SOCK_SEQPACKET)
 		s->adv_next = op;

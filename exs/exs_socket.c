@@ -64,16 +64,16 @@ struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void
 	return op;
 }
 
-/* An operation that could not be started: give back its queue slot. */
-void exs__send_append(struct exs_sock *s, struct exs_op *op)
+void exs__op_append(struct exs_op **head, struct exs_op **tail, struct exs_op *op)
 {
-	if (s->sends_tail)
-		s->sends_tail->next = op;
+	if (*tail)
+		(*tail)->next = op;
 	else
-		s->sends = op;
-	s->sends_tail = op;
-	s->nsends++;
+		*head = op;
+	*tail = op;
 }
+
+/* An operation that could not be started: give back its queue slot. */
 
 void exs__op_drop(struct exs_op *op)
 {
@@ -254,11 +254,7 @@ int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t 
 	struct exs_op *op = exs__op_new(fd, OP_ACCEPT, qh, ahandle, &w);
 	if (!op)
 		return unlock_err(errno);
-	if (l->accepts_tail)
-		l->accepts_tail->next = op;
-	else
-		l->accepts = op;
-	l->accepts_tail = op;
+	exs__op_append(&l->accepts, &l->accepts_tail, op);
 	if (qh != EXS_QHANDLE_INVALID)
 		return unlock_err(0);
 	int rc = sync_result(&w);

@@ -197,7 +197,8 @@ static struct exs_op *coal_op(struct exs_sock *s)
 	op->lkey[0] = c->mr->lkey;
 	op->coal_busy = &c->busy;
 	c->busy = true;
-	exs__send_append(s, op);
+	exs__op_append(&s->sends, &s->sends_tail, op);
+	s->nsends++;
 	return op;
 }
 
@@ -208,15 +209,15 @@ static struct exs_op *coal_op(struct exs_sock *s)
 bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcnt, size_t len)
 {
 	struct exs_op *t = s->sends_tail;
-	if (s->flow == EXS_FLOW_CREDIT || s->mode == EXS_MODE_DIRECT || len > EXS_COALESCE_MAX ||
-	    len > s->coal_size ||
-	    s->st != S_CONNECTED)
+	bool behind = t && !t->posted; /* a send still waits */
+	if (s->flow == EXS_FLOW_CREDIT || s->mode == EXS_MODE_DIRECT || s->st != S_CONNECTED ||
+	    len > EXS_COALESCE_MAX || len > s->coal_size)
 		return false;
 	/* it would wait behind a send, or the pipe is busy: it can wait in
 	 * the buffer as well, and the application has its buffer back */
-	if (!(t && !t->posted) && s->fl_count < EXS_COALESCE_INFLIGHT)
+	if (!behind && s->fl_count < EXS_COALESCE_INFLIGHT)
 		return false;
-	if (!t || t->posted || !t->coal_busy || t->len + len > s->coal_size)
+	if (!behind || !t->coal_busy || t->len + len > s->coal_size)
 		t = coal_op(s);
 	if (!t)
 		return false;

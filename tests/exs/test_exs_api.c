@@ -743,6 +743,32 @@ static void an_advert_key_reaches_only_its_receive(void **state)
 	uw_ep_close(ep);
 }
 
+/* The HELLO's credit slot and ADVERT's CHAIN flag: what the wire may say.
+ * A slot outside 2^9..2^20 is no ES-API peer's (the connection is
+ * refused); CHAIN belongs to ADVERT only. */
+static void hello_slot_and_chain_flag_are_checked(void **state)
+{
+	uint8_t b[EXS_HELLO_LEN];
+	struct exs_hello h = { .version = 1, .type = EXS_WIRE_STREAM, .credits = 16,
+			       .ring_size = 65536 }, got;
+	for (unsigned k = 0; k <= 24; k++) {
+		h.slot_log2 = (uint8_t)k;
+		exs_hello_encode(&h, b);
+		bool valid = k == 0 || (k >= 9 && k <= 20);
+		assert_int_equal(exs_hello_decode(b, sizeof(b), &got), valid ? 0 : -EPROTO);
+		if (valid)
+			assert_int_equal(got.slot_log2, k);
+	}
+	uint8_t m[EXS_CTL_LEN];
+	struct exs_ctl c = { .type = EXS_CTL_ADVERT, .flags = EXS_CTL_F_CHAIN, .len = 10 }, back;
+	exs_ctl_encode(&c, m);
+	assert_int_equal(exs_ctl_decode(m, sizeof(m), &back), 0);
+	assert_int_equal(back.flags, EXS_CTL_F_CHAIN);
+	c = (struct exs_ctl){ .type = EXS_CTL_ACK, .flags = EXS_CTL_F_CHAIN };
+	exs_ctl_encode(&c, m);
+	assert_int_equal(exs_ctl_decode(m, sizeof(m), &back), -EPROTO);
+}
+
 /* ---- indirect flow control (EXS_SO_FLOW) ---- */
 
 static void set_int(int fd, int opt, int v)
@@ -964,6 +990,7 @@ int main(void)
 		cmocka_unit_test(malformed_control_messages_abort_and_complete_everything),
 		cmocka_unit_test(a_peer_of_the_wrong_type_is_refused),
 		cmocka_unit_test(an_advert_key_reaches_only_its_receive),
+		cmocka_unit_test(hello_slot_and_chain_flag_are_checked),
 		cmocka_unit_test(flow_options_are_checked),
 		cmocka_unit_test(credit_flow_takes_a_slot_per_send),
 		cmocka_unit_test(small_sends_behind_a_waiting_one_are_coalesced),

@@ -281,33 +281,50 @@ static void compute(double us, bool idle)
 	}
 }
 
+/* the client's sending side */
+struct sender {
+	const struct opts *o;
+	int fd;
+	exs_qhandle_t q;
+	uint8_t *buf; /* one slot of the largest message per outstanding send */
+	size_t max;
+	exs_mhandle_t mh;
+	uint64_t seed, off, msgs;
+};
+
+/* The next message, from buffer slot @slot (its ahandle): its size drawn
+ * and cut to --bytes, its pattern written (unless --no-verify), posted. */
+static void send_next(struct sender *t, size_t slot)
+{
+	const struct opts *o = t->o;
+	size_t n = next_size(o);
+	if (o->bytes && t->off + n > o->bytes)
+		n = (size_t)(o->bytes - t->off);
+	uint8_t *b = t->buf + slot * t->max;
+	if (!o->no_verify)
+		pump_fill(b, n, t->off, t->seed);
+	if (exs_send(t->fd, b, n, 0, t->q, (void *)(uintptr_t)slot, t->mh))
+		die("exs_send");
+	t->off += n;
+	t->msgs++;
+}
+
 /* The progress test's rounds until the time or the bytes are done;
  * returns how many. */
-static uint64_t burst_rounds(const struct opts *o, int fd, exs_qhandle_t q, uint8_t *buf,
-			     exs_mhandle_t mh, uint64_t seed, uint64_t *off, uint64_t *msgs,
-			     double until)
+static uint64_t burst_rounds(struct sender *t, double until)
 {
-	size_t max = o->exp ? o->max : o->size;
+	const struct opts *o = t->o;
 	uint64_t rounds = 0;
 	for (bool more = true; more; rounds++) {
 		int posted = 0;
 		for (int i = 0; i < o->burst && more; i++) {
-			size_t n = next_size(o);
-			if (o->bytes && *off + n > o->bytes)
-				n = (size_t)(o->bytes - *off);
-			uint8_t *b = buf + (size_t)i * max;
-			if (!o->no_verify)
-				pump_fill(b, n, *off, seed);
-			if (exs_send(fd, b, n, 0, q, NULL, mh))
-				die("exs_send");
-			*off += n;
-			(*msgs)++;
+			send_next(t, (size_t)i);
 			posted++;
-			more = !o->bytes || *off < o->bytes;
+			more = !o->bytes || t->off < o->bytes;
 		}
 		compute(o->compute_us, o->idle);
 		exs_event_t ev[EXS_MAX_SENDS];
-		if (exs_qdequeue(q, ev, -posted, NULL) != posted)
+		if (exs_qdequeue(t->q, ev, -posted, NULL) != posted)
 			die("exs_qdequeue");
 		for (int i = 0; i < posted; i++)
 			if (ev[i].exs_evt_errno) {
@@ -360,28 +377,19 @@ static int run_client(const struct opts *o)
 		die("buffers");
 	exs_qhandle_t q = exs_qcreate(o->sends + 4);
 	double t0 = now(), c0 = cpu(), until = t0 + o->time;
-	uint64_t off = 0, msgs = 0;
+	struct sender t = { o, fd, q, buf, max, mh, j.seed, 0, 0 };
 	int out = 0;
 	bool more = true;
 	uint64_t rounds = 0;
 	if (o->burst)
-		rounds = burst_rounds(o, fd, q, buf, mh, j.seed, &off, &msgs, until);
+		rounds = burst_rounds(&t, until);
 	/* (the progress test has done its sends) */
 	for (int i = o->burst ? o->sends : 0; i < o->sends || out;) {
 		if (more && i < o->sends) {
-			size_t n = next_size(o);
-			if (o->bytes && off + n > o->bytes)
-				n = (size_t)(o->bytes - off);
-			uint8_t *b = buf + (size_t)i * max;
-			if (!o->no_verify)
-				pump_fill(b, n, off, j.seed);
-			if (exs_send(fd, b, n, 0, q, (void *)(uintptr_t)i, mh))
-				die("exs_send");
-			off += n;
-			msgs++;
+			send_next(&t, (size_t)i);
 			out++;
 			i++;
-			more = o->bytes ? off < o->bytes : now() < until;
+			more = o->bytes ? t.off < o->bytes : now() < until;
 			continue;
 		}
 		exs_event_t ev = next_event(q);
@@ -390,23 +398,15 @@ static int run_client(const struct opts *o)
 			errno = ev.exs_evt_errno;
 			die("send");
 		}
-		more = o->bytes ? off < o->bytes : now() < until;
+		more = o->bytes ? t.off < o->bytes : now() < until;
 		if (!more) {
 			i = o->sends; /* drain */
 			continue;
 		}
-		size_t slot = (uintptr_t)ev.exs_evt_ahandle;
-		size_t n = next_size(o);
-		if (o->bytes && off + n > o->bytes)
-			n = (size_t)(o->bytes - off);
-		if (!o->no_verify)
-			pump_fill(buf + slot * max, n, off, j.seed);
-		if (exs_send(fd, buf + slot * max, n, 0, q, ev.exs_evt_ahandle, mh))
-			die("exs_send");
-		off += n;
-		msgs++;
+		send_next(&t, (uintptr_t)ev.exs_evt_ahandle);
 		out++;
 	}
+	uint64_t off = t.off, msgs = t.msgs;
 	/* the peer has every byte when the shutdown completes */
 	if (exs_shutdown(fd, SHUT_WR, EXS_QHANDLE_INVALID, NULL))
 		die("exs_shutdown");
