@@ -95,7 +95,11 @@ int pt_link_connect(struct pt_link *l, struct uw_pd *pd, const struct sockaddr *
 		if (!rc)
 			return 0;
 		drop(l);
-		if ((rc != -ECONNREFUSED && rc != -ECONNRESET) || perf_now() >= give_up)
+		/* Not listening yet. Through a port forward (QEMU's, any TCP
+		 * proxy) that is a connection taken and then closed: the MPA
+		 * Request's write meets EPIPE, or its reply ECONNRESET. */
+		if ((rc != -ECONNREFUSED && rc != -ECONNRESET && rc != -EPIPE) ||
+		    perf_now() >= give_up)
 			return rc;
 		nanosleep(&(struct timespec){ 0, PT_RETRY_GAP_NS }, NULL);
 	}
