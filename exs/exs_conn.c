@@ -252,7 +252,7 @@ static struct uw_conn_param conn_param(const struct exs_sock *s, const uint8_t *
 				       .mpa_timeout_ms = s->timeout_ms };
 }
 
-int exs__connect_setup(struct exs_sock *s)
+int exs__connect_setup(struct exs_sock *s, int tcp_fd)
 {
 	struct uw_cm_id *id = uw_cm_create_id(exs_rt.cm, s);
 	if (!id)
@@ -263,7 +263,8 @@ int exs__connect_setup(struct exs_sock *s)
 	uint8_t hello[EXS_HELLO_LEN];
 	hello_of(s, hello);
 	struct uw_conn_param p = conn_param(s, hello);
-	rc = uw_cm_connect(id, (struct sockaddr *)&s->peer, &p);
+	rc = tcp_fd < 0 ? uw_cm_connect(id, (struct sockaddr *)&s->peer, &p)
+			: uw_cm_connect_fd(id, tcp_fd, &p);
 	return -rc;
 }
 
@@ -707,6 +708,7 @@ static void on_established(struct exs_sock *s, struct uw_cm_event *e)
 		take_hello(s, &h);
 		s->st = S_CONNECTED;
 		memcpy(&s->local, &s->id->local_addr, sizeof(s->local));
+		memcpy(&s->peer, &s->id->peer_addr, sizeof(s->peer));
 		if (s->connect_op) {
 			exs__op_complete(s->connect_op, 0, 0);
 			s->connect_op = NULL;

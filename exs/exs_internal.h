@@ -285,7 +285,8 @@ void exs__cancel_recvs(struct exs_sock *s); /* SHUT_RD, close */
 void exs__maybe_finish_close(struct exs_sock *s);
 void exs__progress(struct exs_sock *s); /* run the socket's protocol */
 void exs__progress_pending(void);	/* ...for each socket with new completions */
-int exs__connect_setup(struct exs_sock *s);
+/* uw_cm_connect to s->peer, or over @tcp_fd (>= 0): 0 or -errno */
+int exs__connect_setup(struct exs_sock *s, int tcp_fd);
 
 /* exs_stream.c */
 void exs__stream_init(struct exs_sock *s, int mode);

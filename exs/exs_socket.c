@@ -146,12 +146,13 @@ int exs_bind(int fd, const struct sockaddr *addr, socklen_t addrlen)
 	return unlock_err(0);
 }
 
-int exs_listen(int fd, int backlog)
+/* exs_listen, or exs_listen_handoff (@handoff: no socket of its own) */
+static int listen_common(int fd, int backlog, bool handoff)
 {
 	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
-	if (s->st == S_LISTENING) {
+	if (s->st == S_LISTENING && !handoff) {
 		s->backlog = backlog > 0 ? backlog : 1;
 		return unlock_err(0);
 	}
@@ -169,7 +170,8 @@ int exs_listen(int fd, int backlog)
 	s->id = uw_cm_create_id(exs_rt.cm, s);
 	if (!s->id)
 		return unlock_err(ENOMEM);
-	int rc = uw_cm_listen(s->id, (struct sockaddr *)&s->local, backlog > 0 ? backlog : 1);
+	int rc = handoff ? uw_cm_listen_handoff(s->id)
+			 : uw_cm_listen(s->id, (struct sockaddr *)&s->local, backlog > 0 ? backlog : 1);
 	if (rc) {
 		uw_cm_destroy_id(s->id);
 		s->id = NULL;
@@ -180,6 +182,23 @@ int exs_listen(int fd, int backlog)
 	s->st = S_LISTENING;
 	exs__kick();
 	return unlock_err(0);
+}
+
+int exs_listen(int fd, int backlog) { return listen_common(fd, backlog, false); }
+
+int exs_listen_handoff(int fd, int backlog) { return listen_common(fd, backlog, true); }
+
+int exs_accept_fd(int fd, int tcp_fd)
+{
+	struct exs_sock *l = exs__lock_sock(fd);
+	if (!l)
+		return -1;
+	if (l->st != S_LISTENING)
+		return unlock_err(EINVAL);
+	int rc = uw_cm_request_fd(l->id, tcp_fd);
+	if (!rc)
+		exs__kick();
+	return unlock_err(rc);
 }
 
 static void fill_addr(const struct sockaddr_storage *ss, struct sockaddr *addr, socklen_t *len)
@@ -268,8 +287,9 @@ int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t 
 	return w.ev.exs_evt_union.accept.fd;
 }
 
-int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhandle_t qh,
-		void *ahandle)
+/* exs_connect, or exs_connect_fd over @tcp_fd (>= 0) */
+static int connect_common(int fd, int tcp_fd, const struct sockaddr *addr, socklen_t addrlen,
+			  exs_qhandle_t qh, void *ahandle)
 {
 	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
@@ -278,17 +298,17 @@ int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhan
 		return unlock_err(EALREADY);
 	if (s->st != S_NEW)
 		return unlock_err(s->st == S_LISTENING ? EINVAL : EISCONN);
-	if (!addr_ok(s, addr, addrlen))
+	if (addr && !addr_ok(s, addr, addrlen))
 		return unlock_err(EINVAL);
 	struct exs_sync w;
 	struct exs_op *op = exs__op_new(fd, OP_CONNECT, qh, ahandle, &w);
 	if (!op)
 		return unlock_err(errno);
-	memcpy(&s->peer, addr,
-	       exs__addr_len((const struct sockaddr_storage *)addr));
+	if (addr)
+		memcpy(&s->peer, addr, exs__addr_len((const struct sockaddr_storage *)addr));
 	if (s->type == SOCK_STREAM)
 		exs__stream_init(s, s->mode);
-	int rc = exs__connect_setup(s);
+	int rc = exs__connect_setup(s, tcp_fd);
 	if (rc) {
 		exs__op_drop(op);
 		s->st = S_CLOSED;
@@ -301,6 +321,25 @@ int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhan
 	/* (the socket may be gone when a wait ends: the local address was
 	 * taken at establishment) */
 	return finish_call(&w, qh);
+}
+
+int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhandle_t qh,
+		void *ahandle)
+{
+	if (!addr) {
+		errno = EINVAL;
+		return -1;
+	}
+	return connect_common(fd, -1, addr, addrlen, qh, ahandle);
+}
+
+int exs_connect_fd(int fd, int tcp_fd, exs_qhandle_t qh, void *ahandle)
+{
+	if (tcp_fd < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return connect_common(fd, tcp_fd, NULL, 0, qh, ahandle);
 }
 
 int exs_shutdown(int fd, int how, exs_qhandle_t qh, void *ahandle)

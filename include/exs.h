@@ -229,6 +229,33 @@ EXS_EXTERN int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrle
 			   exs_qhandle_t qhandle, void *ahandle);
 
 /*
+ * uwarp extensions: ES-API connections over TCP sockets the program made
+ * itself (what esock, the extended sockets library, is built on).
+ *
+ * exs_connect_fd - as exs_connect, over @tcp_fd: a TCP socket that is
+ * connected, or connecting without blocking. On success (the call
+ * returned 0, whatever the connection's outcome) uwarp owns @tcp_fd and
+ * closes it with the connection; on a failure returned at once the caller
+ * keeps it. The peer must be an ES-API socket that takes it with
+ * exs_listen/exs_accept or exs_accept_fd.
+ *
+ * exs_listen_handoff - make @fd a listener with no TCP socket of its own:
+ * its connections are the accepted TCP sockets given to exs_accept_fd,
+ * and they are taken with exs_accept as usual (in the order their
+ * negotiation finishes). @backlog as exs_listen.
+ *
+ * exs_accept_fd - give an accepted TCP socket whose peer sends an MPA
+ * Request (the program may have peeked at its first bytes) to listener
+ * @fd. On 0 uwarp owns @tcp_fd: a peer that does not complete the
+ * negotiation within the MPA timeout is closed and never accepted; on -1
+ * the caller keeps it. Errors: EBADF, EINVAL (not listening, or not a TCP
+ * socket).
+ */
+EXS_EXTERN int exs_connect_fd(int fd, int tcp_fd, exs_qhandle_t qhandle, void *ahandle);
+EXS_EXTERN int exs_listen_handoff(int fd, int backlog);
+EXS_EXTERN int exs_accept_fd(int fd, int tcp_fd);
+
+/*
  * exs_send - send @len bytes from @buf.
  * @flags: 0 (MSG_NOSIGNAL and MSG_DONTWAIT are accepted and change nothing:
  *         ES-API calls never raise SIGPIPE and never block with a queue).

@@ -1,0 +1,703 @@
+/*
+ * esock_calls.c: the socket calls, replaced. Each looks its descriptor up
+ * first; one that names no DDP socket goes straight to the C library.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/sendfile.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/sockios.h>
+
+#include "esock_internal.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* the C library's checked variants (_FORTIFY_SOURCE programs call them) */
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+		       struct sockaddr *addr, socklen_t *alen);
+
+static bool in_range(int fd) { return fd >= 0 && fd < ESOCK_FD_MAX; }
+
+/* a number the kernel just gave out: whatever the table said of it is old */
+static void fresh(int fd, uint8_t flags)
+{
+	if (!in_range(fd))
+		return;
+	if (esock__get(fd))
+		esock__forget(fd);
+	esock_fdflags[fd] = flags;
+}
+
+static void copy_name(int from, int to)
+{
+	if (!in_range(to))
+		return;
+	esock__forget(to);
+	if (!in_range(from))
+		return;
+	struct esock *e = esock__get(from);
+	if (e)
+		esock__set(to, e);
+	esock_fdflags[to] = esock_fdflags[from];
+}
+
+static bool is_tcp(int domain, int type, int protocol)
+{
+	return (domain == AF_INET || domain == AF_INET6) && (type & 0xff) == SOCK_STREAM &&
+	       (protocol == 0 || protocol == IPPROTO_TCP);
+}
+
+EXPORT int socket(int domain, int type, int protocol)
+{
+	int fd = REAL(socket)(domain, type, protocol);
+	if (fd >= 0)
+		fresh(fd, !esock_inside && is_tcp(domain, type, protocol) ? FD_TCP : 0);
+	return fd;
+}
+
+/* ---- connecting ---- */
+
+static unsigned ms_of(const struct timeval *tv)
+{
+	unsigned long ms = (unsigned long)tv->tv_sec * 1000 + (unsigned long)tv->tv_usec / 1000;
+	if (!ms && tv->tv_usec)
+		ms = 1;
+	return ms > 0x7fffffff ? 0x7fffffff : (unsigned)ms;
+}
+
+/* wait for a DDP socket's connection: 0, or -1 with its errno */
+static int wait_connected(struct esock *e, unsigned ms)
+{
+	pthread_mutex_lock(&e->mu);
+	int rc = 0;
+	while (e->st == ES_CONNECTING)
+		if (esock__wait(e, ms) == ETIMEDOUT) {
+			rc = EINPROGRESS;
+			break;
+		}
+	if (!rc && e->st == ES_FAILED) {
+		rc = e->conn_err;
+		e->so_error = 0; /* reported here, as connect(2) does */
+	}
+	pthread_mutex_unlock(&e->mu);
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
+}
+
+/* the plain connect's result when a DDP one could not be set up after
+ * the TCP connection was started: the socket stays what it is */
+static int plain_result(int fd, int r, int fl)
+{
+	REAL(fcntl)(fd, F_SETFL, fl);
+	if (r == 0 || (fl & O_NONBLOCK)) {
+		errno = EINPROGRESS;
+		return r == 0 ? 0 : -1;
+	}
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	int err = 0;
+	socklen_t l = sizeof(err);
+	REAL(getsockopt)(fd, SOL_SOCKET, SO_ERROR, &err, &l);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct esock *e = esock__get(fd);
+	if (e) {
+		pthread_mutex_lock(&e->mu);
+		int err = e->st == ES_CONNECTING ? EALREADY : EISCONN;
+		pthread_mutex_unlock(&e->mu);
+		errno = esock__foreign(e) ? ENOTCONN : err;
+		return -1;
+	}
+	if (!in_range(fd) || esock_inside || !(esock_fdflags[fd] & FD_TCP) ||
+	    (esock_fdflags[fd] & FD_NO_DDP) || !addr ||
+	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+		return REAL(connect)(fd, addr, len);
+	bool want = esock_fdflags[fd] & FD_WANT_DDP;
+#ifdef ESOCK_PRELOAD
+	want = want || esock__env_selects(fd, addr);
+#endif
+	if (!want)
+		return REAL(connect)(fd, addr, len);
+	int fl = REAL(fcntl)(fd, F_GETFL);
+	int t = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
+	if (fl < 0 || t < 0)
+		return REAL(connect)(fd, addr, len);
+	REAL(fcntl)(t, F_SETFL, fl | O_NONBLOCK);
+	int r = REAL(connect)(t, addr, len);
+	if (r < 0 && errno != EINPROGRESS) {
+		int err = errno;
+		REAL(fcntl)(fd, F_SETFL, fl);
+		REAL(close)(t);
+		errno = err;
+		return -1;
+	}
+	REAL(fcntl)(t, F_SETFL, fl); /* the caller's until uwarp takes it */
+	e = esock__switch(fd, true, t);
+	if (!e) {
+		REAL(close)(t);
+		return plain_result(fd, r, fl);
+	}
+	if (fl & O_NONBLOCK) {
+		errno = EINPROGRESS;
+		return -1;
+	}
+	return wait_connected(e, e->sndtimeo_ms);
+}
+
+EXPORT int listen(int fd, int backlog)
+{
+	int r = REAL(listen)(fd, backlog);
+	if (r || !in_range(fd) || esock_inside || !(esock_fdflags[fd] & FD_TCP) ||
+	    (esock_fdflags[fd] & FD_NO_DDP))
+		return r;
+	bool want = esock_fdflags[fd] & FD_WANT_DDP;
+#ifdef ESOCK_PRELOAD
+	want = want || esock__env_selects(fd, NULL);
+#endif
+	if (want)
+		esock_fdflags[fd] |= FD_DDP_LISTEN;
+	return r;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Does the client on @c speak MPA? Its first 16 bytes tell; a client that
+ * sends nothing for the peek time is a plain one (its server speaks
+ * first). */
+static bool speaks_mpa(int c)
+{
+	uint64_t deadline = now_ms() + esock__peek_ms();
+	uint8_t b[16];
+	for (;;) {
+		ssize_t n = REAL(recv)(c, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return false;
+		if (n > 0 && !esock__mpa_prefix(b, (size_t)n))
+			return false;
+		if (n == (ssize_t)sizeof(b))
+			return true;
+		uint64_t now = now_ms();
+		if (now >= deadline)
+			return false;
+		if (n > 0) {
+			/* a prefix so far: the rest is on its way */
+			struct timespec ts = { 0, 200000 };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		struct pollfd p = { .fd = c, .events = POLLIN };
+		poll(&p, 1, (int)(deadline - now));
+	}
+}
+
+EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	if (!in_range(fd) || esock_inside || !(esock_fdflags[fd] & FD_DDP_LISTEN)) {
+		int c = REAL(accept4)(fd, addr, len, flags);
+		if (c >= 0)
+			fresh(c, in_range(fd) ? (esock_fdflags[fd] & FD_TCP) : 0);
+		return c;
+	}
+	int c = REAL(accept4)(fd, addr, len, flags);
+	if (c < 0)
+		return c;
+	fresh(c, FD_TCP);
+	if (!speaks_mpa(c))
+		return c;
+	esock_fdflags[c] = 0;
+	return esock__adopt_accepted(c, flags);
+}
+
+EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return accept4(fd, addr, len, 0);
+}
+
+/* ---- options ---- */
+
+/* setsockopt(ESOCK_DDPMODE) */
+static int set_ddpmode(int fd, const void *val, socklen_t len)
+{
+	if (!val || len < (socklen_t)sizeof(int)) {
+		errno = EINVAL;
+		return -1;
+	}
+	int on = *(const int *)val != 0;
+	struct esock *e = esock__get(fd);
+	if (e) {
+		if (on)
+			return 0;
+		errno = EOPNOTSUPP; /* a DDP connection cannot turn back */
+		return -1;
+	}
+	int proto = 0, dom = 0;
+	socklen_t l = sizeof(int);
+	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l))
+		return -1;
+	l = sizeof(int);
+	REAL(getsockopt)(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l);
+	if (proto != IPPROTO_TCP || (dom != AF_INET && dom != AF_INET6)) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	if (!in_range(fd)) {
+		errno = EMFILE;
+		return -1;
+	}
+	if (!on) {
+		esock_fdflags[fd] = (uint8_t)((esock_fdflags[fd] & ~(FD_WANT_DDP | FD_DDP_LISTEN)) |
+					      FD_NO_DDP);
+		return 0;
+	}
+	esock_fdflags[fd] = (uint8_t)((esock_fdflags[fd] & ~FD_NO_DDP) | FD_WANT_DDP | FD_TCP);
+	int listening = 0;
+	l = sizeof(int);
+	REAL(getsockopt)(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l);
+	if (listening) {
+		esock_fdflags[fd] |= FD_DDP_LISTEN;
+		return 0;
+	}
+	struct sockaddr_storage me, peer;
+	socklen_t ml = sizeof(me), pl = sizeof(peer);
+	if (REAL(getpeername)(fd, (struct sockaddr *)&peer, &pl))
+		return 0; /* not connected: connect or listen will switch */
+	REAL(getsockname)(fd, (struct sockaddr *)&me, &ml);
+	/* both ends agree who sends the MPA Request: the lower (address, port) */
+	bool initiator = memcmp(&me, &peer, sizeof(struct sockaddr_in6)) < 0;
+	int t = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
+	if (t < 0)
+		return -1;
+	e = esock__switch(fd, initiator, t);
+	if (!e) {
+		int err = errno;
+		REAL(close)(t);
+		errno = err;
+		return -1;
+	}
+	return wait_connected(e, ESOCK_SETUP_MS);
+}
+
+EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	if (level == SOL_ESOCK) {
+		if (name != ESOCK_DDPMODE) {
+			errno = ENOPROTOOPT;
+			return -1;
+		}
+		return set_ddpmode(fd, val, len);
+	}
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(setsockopt)(fd, level, name, val, len);
+	if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)) {
+		if (!val || len < (socklen_t)sizeof(struct timeval)) {
+			errno = EINVAL;
+			return -1;
+		}
+		pthread_mutex_lock(&e->mu);
+		*(name == SO_RCVTIMEO ? &e->rcvtimeo_ms : &e->sndtimeo_ms) = ms_of(val);
+		pthread_mutex_unlock(&e->mu);
+		return 0;
+	}
+	/* TCP's options and buffer sizes: the connection underneath */
+	return REAL(setsockopt)(e->tcp, level, name, val, len);
+}
+
+static int put_int(void *val, socklen_t *len, int v)
+{
+	if (!val || !len || *len < (socklen_t)sizeof(int)) {
+		errno = EINVAL;
+		return -1;
+	}
+	*(int *)val = v;
+	*len = sizeof(int);
+	return 0;
+}
+
+EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct esock *e = esock__get(fd);
+	if (level == SOL_ESOCK) {
+		if (name != ESOCK_DDPMODE) {
+			errno = ENOPROTOOPT;
+			return -1;
+		}
+		if (REAL(fcntl)(fd, F_GETFD) < 0)
+			return -1;
+		return put_int(val, len,
+			       e || (in_range(fd) && (esock_fdflags[fd] & (FD_WANT_DDP | FD_DDP_LISTEN))));
+	}
+	if (!e)
+		return REAL(getsockopt)(fd, level, name, val, len);
+	if (level == SOL_SOCKET) {
+		switch (name) {
+		case SO_ERROR: {
+			pthread_mutex_lock(&e->mu);
+			int err = e->so_error;
+			e->so_error = 0;
+			pthread_mutex_unlock(&e->mu);
+			return put_int(val, len, err);
+		}
+		case SO_DOMAIN:
+			return put_int(val, len, e->domain);
+		case SO_TYPE:
+			return put_int(val, len, SOCK_STREAM);
+		case SO_PROTOCOL:
+			return put_int(val, len, IPPROTO_TCP);
+		case SO_ACCEPTCONN:
+			return put_int(val, len, 0);
+		case SO_RCVTIMEO:
+		case SO_SNDTIMEO: {
+			if (!val || !len || *len < (socklen_t)sizeof(struct timeval)) {
+				errno = EINVAL;
+				return -1;
+			}
+			unsigned ms = name == SO_RCVTIMEO ? e->rcvtimeo_ms : e->sndtimeo_ms;
+			*(struct timeval *)val = (struct timeval){ ms / 1000, (ms % 1000) * 1000 };
+			*len = sizeof(struct timeval);
+			return 0;
+		}
+		}
+	}
+	return REAL(getsockopt)(e->tcp, level, name, val, len);
+}
+
+EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct esock *e = esock__get(fd);
+	return REAL(getsockname)(e ? e->tcp : fd, addr, len);
+}
+
+EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct esock *e = esock__get(fd);
+	return REAL(getpeername)(e ? e->tcp : fd, addr, len);
+}
+
+/* ---- descriptors ---- */
+
+EXPORT int close(int fd)
+{
+	if (in_range(fd) && (esock_fdflags[fd] || esock__get(fd)))
+		esock__forget(fd);
+	return REAL(close)(fd);
+}
+
+EXPORT int dup(int fd)
+{
+	int r = REAL(dup)(fd);
+	if (r >= 0)
+		copy_name(fd, r);
+	return r;
+}
+
+EXPORT int dup2(int fd, int to)
+{
+	int r = REAL(dup2)(fd, to);
+	if (r >= 0 && fd != to)
+		copy_name(fd, r);
+	return r;
+}
+
+EXPORT int dup3(int fd, int to, int flags)
+{
+	int r = REAL(dup3)(fd, to, flags);
+	if (r >= 0)
+		copy_name(fd, r);
+	return r;
+}
+
+static int fcntl_common(int fd, int cmd, va_list ap)
+{
+	long arg = va_arg(ap, long);
+	int r = REAL(fcntl)(fd, cmd, arg);
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		copy_name(fd, r);
+	return r;
+}
+
+EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	int r = fcntl_common(fd, cmd, ap);
+	va_end(ap);
+	return r;
+}
+
+EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	int r = fcntl_common(fd, cmd, ap);
+	va_end(ap);
+	return r;
+}
+
+EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	struct esock *e = esock__get(fd);
+	if (e && (req == FIONREAD || req == SIOCOUTQ)) {
+		if (!arg) {
+			errno = EFAULT;
+			return -1;
+		}
+		pthread_mutex_lock(&e->mu);
+		*(int *)arg = (int)(req == FIONREAD ? esock__readable_bytes(e) : e->sout);
+		pthread_mutex_unlock(&e->mu);
+		return 0;
+	}
+	/* FIONBIO and the rest act on the descriptor itself */
+	return REAL(ioctl)(fd, req, arg);
+}
+
+EXPORT int shutdown(int fd, int how)
+{
+	struct esock *e = esock__get(fd);
+	return e ? esock__shutdown(e, how) : REAL(shutdown)(fd, how);
+}
+
+/* ---- data ---- */
+
+EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(read)(fd, buf, n);
+	struct iovec v = { buf, n };
+	return esock__recv(e, &v, 1, 0);
+}
+
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(read_chk)(fd, buf, n, buflen);
+	if (n > buflen)
+		abort(); /* what the C library's check does */
+	struct iovec v = { buf, n };
+	return esock__recv(e, &v, 1, 0);
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(write)(fd, buf, n);
+	struct iovec v = { (void *)buf, n };
+	return esock__send(e, &v, 1, 0);
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(readv)(fd, iov, cnt);
+	if (cnt < 0 || cnt > IOV_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	return esock__recv(e, iov, cnt, 0);
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(writev)(fd, iov, cnt);
+	if (cnt < 0 || cnt > IOV_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	return esock__send(e, iov, cnt, 0);
+}
+
+EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(recv)(fd, buf, n, flags);
+	struct iovec v = { buf, n };
+	return esock__recv(e, &v, 1, flags);
+}
+
+EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(recv_chk)(fd, buf, n, buflen, flags);
+	if (n > buflen)
+		abort();
+	struct iovec v = { buf, n };
+	return esock__recv(e, &v, 1, flags);
+}
+
+EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(send)(fd, buf, n, flags);
+	struct iovec v = { (void *)buf, n };
+	return esock__send(e, &v, 1, flags);
+}
+
+/* a connected stream: the address is filled as TCP's recvfrom leaves it */
+static ssize_t recvfrom_esock(struct esock *e, void *buf, size_t n, int flags,
+			      struct sockaddr *addr, socklen_t *alen)
+{
+	struct iovec v = { buf, n };
+	ssize_t r = esock__recv(e, &v, 1, flags);
+	if (r >= 0 && addr && alen)
+		REAL(getpeername)(e->tcp, addr, alen);
+	return r;
+}
+
+EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+			socklen_t *alen)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(recvfrom)(fd, buf, n, flags, addr, alen);
+	return recvfrom_esock(e, buf, n, flags, addr, alen);
+}
+
+EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+			      struct sockaddr *addr, socklen_t *alen)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(recvfrom_chk)(fd, buf, n, buflen, flags, addr, alen);
+	if (n > buflen)
+		abort();
+	return recvfrom_esock(e, buf, n, flags, addr, alen);
+}
+
+EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
+		      socklen_t alen)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(sendto)(fd, buf, n, flags, addr, alen);
+	struct iovec v = { (void *)buf, n };
+	return esock__send(e, &v, 1, flags); /* connected: TCP ignores the address */
+}
+
+EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(recvmsg)(fd, m, flags);
+	if (!m || m->msg_iovlen > IOV_MAX) {
+		errno = m ? EMSGSIZE : EFAULT;
+		return -1;
+	}
+	ssize_t r = esock__recv(e, m->msg_iov, (int)m->msg_iovlen, flags);
+	if (r >= 0) {
+		m->msg_flags = 0;
+		m->msg_controllen = 0;
+		if (m->msg_name && m->msg_namelen)
+			REAL(getpeername)(e->tcp, m->msg_name, &m->msg_namelen);
+	}
+	return r;
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(sendmsg)(fd, m, flags);
+	if (!m || m->msg_iovlen > IOV_MAX) {
+		errno = m ? EMSGSIZE : EFAULT;
+		return -1;
+	}
+	return esock__send(e, m->msg_iov, (int)m->msg_iovlen, flags);
+}
+
+/* sendfile(2) to a DDP socket: read and send, taking from @in no more
+ * than the socket takes (a non-blocking socket: what fits now) */
+static ssize_t sendfile_esock(struct esock *e, int in, off_t *off, size_t count)
+{
+	static __thread uint8_t buf[64 << 10];
+	size_t done = 0;
+	bool nb = esock__nonblocking(e);
+	while (done < count) {
+		size_t n = count - done < sizeof(buf) ? count - done : sizeof(buf);
+		if (nb) {
+			pthread_mutex_lock(&e->mu);
+			size_t space = e->st == ES_CONNECTED ? ESOCK_SBUF - e->sout : 0;
+			pthread_mutex_unlock(&e->mu);
+			if (space < n)
+				n = space;
+			if (!n)
+				break;
+		}
+		ssize_t r = off ? pread(in, buf, n, *off) : REAL(read)(in, buf, n);
+		if (r <= 0) {
+			if (r < 0 && !done)
+				return -1;
+			break;
+		}
+		struct iovec v = { buf, (size_t)r };
+		ssize_t w = esock__send(e, &v, 1, 0);
+		if (w < 0)
+			return done ? (ssize_t)done : -1;
+		if (off)
+			*off += w;
+		done += (size_t)w;
+		if (w < r) {
+			if (!off) /* read but not taken: the file position goes back */
+				lseek(in, (off_t)w - r, SEEK_CUR);
+			break;
+		}
+	}
+	if (!done && nb && count) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return (ssize_t)done;
+}
+
+EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	struct esock *e = esock__get(out);
+	if (!e)
+		return REAL(sendfile)(out, in, off, count);
+	return sendfile_esock(e, in, off, count);
+}
+
+EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
+{
+	return sendfile(out, in, off, count);
+}

@@ -1,0 +1,356 @@
+/*
+ * esock_engine.c: the ES-API runtime under DDP sockets. One event queue
+ * takes every exs operation's completion; one thread dequeues them,
+ * updates the socket they belong to and drives its readiness. Accepted
+ * DDP clients are given to one exs listener without a socket of its own.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "esock_internal.h"
+
+exs_qhandle_t esock_q = EXS_QHANDLE_INVALID;
+static pthread_mutex_t eng_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t eng_cv;
+static pid_t eng_pid;	/* the process that started it */
+static int eng_err;	/* a start that failed: for every later call */
+static int handoff = -1;
+static pthread_t thread;
+
+/* accepted exs sockets not yet claimed by the accept that handed them */
+#define ARRIVED_MAX 256
+static struct {
+	int fd;
+	struct sockaddr_storage peer;
+} arrived[ARRIVED_MAX];
+static int narrived;
+static struct esock_tag accept_tag = { NULL, TAG_CONNECT, -1 };
+#define ACCEPTS_POSTED 16
+
+#define QUEUE_DEPTH (EXS_MAX_CONNECTIONS * (ESOCK_RCHUNKS + ESOCK_SENDS_MAX + 4) + 2 * ACCEPTS_POSTED)
+
+static void drain(int fd)
+{
+	char buf[4096];
+	while (REAL(recv)(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+}
+
+static bool hup_rd(const struct esock *e)
+{
+	return e->eof || e->rd_shut || e->conn_err || e->st == ES_FAILED;
+}
+
+static bool readable(const struct esock *e)
+{
+	if (e->st == ES_CONNECTING)
+		return false;
+	return e->rstate[e->rhead] != RC_POSTED || hup_rd(e);
+}
+
+static bool writable(const struct esock *e)
+{
+	if (e->wr_shut || e->conn_err || e->st == ES_FAILED)
+		return true;
+	return e->st == ES_CONNECTED && ESOCK_SBUF - e->sout >= ESOCK_SBUF / 4 &&
+	       e->scount < ESOCK_SENDS_MAX;
+}
+
+void esock__update(struct esock *e, bool arrived_data)
+{
+	if (e->b < 0)
+		return;
+	if (hup_rd(e) && e->st != ES_CONNECTING) {
+		if (!e->rdhup_done) {
+			/* the program's end: POLLIN|POLLRDHUP from now on */
+			REAL(shutdown)(e->b, SHUT_WR);
+			e->rdhup_done = true;
+		}
+	} else if (readable(e)) {
+		/* a byte per arrival: edge-triggered epoll fires on each, as
+		 * TCP's does for each segment */
+		if ((!e->rsig || arrived_data) &&
+		    REAL(send)(e->b, "r", 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
+			e->rsig = true;
+	} else if (e->rsig) {
+		drain(e->a);
+		e->rsig = false;
+	}
+	bool w = writable(e);
+	if (w && e->oblock) {
+		drain(e->b);
+		e->oblock = false;
+	} else if (!w && !e->oblock) {
+		/* over a quarter of its (minimum) send buffer in use: the
+		 * kernel reports the program's end unwritable */
+		static const char fill[1500];
+		if (REAL(send)(e->a, fill, sizeof(fill), MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+			e->oblock = true;
+	}
+	bool hup_wr = e->wr_shut || e->conn_err || e->st == ES_FAILED;
+	if (hup_wr && hup_rd(e) && !e->wrhup_done && e->rdhup_done) {
+		/* both directions over: POLLHUP, as TCP reports it */
+		REAL(shutdown)(e->b, SHUT_RD);
+		e->wrhup_done = true;
+	}
+}
+
+int esock__wait(struct esock *e, unsigned ms)
+{
+	if (!ms) {
+		pthread_cond_wait(&e->cv, &e->mu);
+		return 0;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+}
+
+static int post_recv(struct esock *e, int i)
+{
+	esock_inside++;
+	ssize_t rc = exs_recv(e->exs, e->rbuf + (size_t)i * ESOCK_RCHUNK, ESOCK_RCHUNK, 0,
+			      esock_q, &e->tag_recv[i], e->rmh);
+	esock_inside--;
+	if (rc < 0)
+		return -errno;
+	e->rstate[i] = RC_POSTED;
+	return 0;
+}
+
+int esock__post_recvs(struct esock *e)
+{
+	/* from the chunk the stream continues in, in order */
+	for (int k = 0; k < ESOCK_RCHUNKS; k++) {
+		int rc = post_recv(e, (e->rhead + k) % ESOCK_RCHUNKS);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+void esock__repost(struct esock *e, int i)
+{
+	int rc = post_recv(e, i);
+	if (rc) {
+		e->rstate[i] = RC_END;
+		if (!e->conn_err)
+			e->conn_err = e->so_error = -rc;
+	}
+}
+
+static void fail(struct esock *e, int err)
+{
+	if (!e->conn_err) {
+		e->conn_err = err;
+		e->so_error = err;
+	}
+}
+
+static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
+{
+	struct esock *e = t->e;
+	int err = ev->exs_evt_errno;
+	if (t->kind == TAG_CLOSE) {
+		esock__engine_done(e);
+		return;
+	}
+	pthread_mutex_lock(&e->mu);
+	bool arrived_data = false;
+	switch (t->kind) {
+	case TAG_CONNECT:
+		if (err) {
+			e->st = ES_FAILED;
+			e->so_error = e->conn_err = err;
+			break;
+		}
+		e->st = ES_CONNECTED;
+		int rc = esock__post_recvs(e);
+		if (rc)
+			fail(e, -rc);
+		break;
+	case TAG_RECV: {
+		int i = t->idx;
+		ssize_t n = ev->exs_evt_union.xfer.bytes;
+		if (!err && n > 0) {
+			e->rstate[i] = RC_FILLED;
+			e->rlen[i] = (size_t)n;
+			e->roff[i] = 0;
+			arrived_data = true;
+		} else {
+			e->rstate[i] = RC_END;
+			if (!err)
+				e->eof = true;
+			else if (err != ECANCELED)
+				fail(e, err);
+		}
+		break;
+	}
+	case TAG_SEND:
+		if (e->scount > 0) {
+			e->sout -= e->slen[e->shead];
+			e->shead = (e->shead + 1) % ESOCK_SENDS_MAX;
+			e->scount--;
+		}
+		if (err && err != ECANCELED)
+			fail(e, err);
+		break;
+	case TAG_SHUT:
+		break;
+	}
+	esock__update(e, arrived_data);
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void post_accept(void)
+{
+	esock_inside++;
+	exs_accept(handoff, NULL, NULL, esock_q, &accept_tag);
+	esock_inside--;
+}
+
+static void on_accept(const exs_event_t *ev)
+{
+	if (ev->exs_evt_errno)
+		return; /* cancelled: the process is going */
+	pthread_mutex_lock(&eng_mu);
+	if (narrived < ARRIVED_MAX) {
+		arrived[narrived].fd = ev->exs_evt_union.accept.fd;
+		arrived[narrived].peer = ev->exs_evt_union.accept.addr;
+		narrived++;
+	} else {
+		esock_inside++;
+		exs_close(ev->exs_evt_union.accept.fd, EXS_QHANDLE_INVALID, NULL);
+		esock_inside--;
+	}
+	pthread_cond_broadcast(&eng_cv);
+	pthread_mutex_unlock(&eng_mu);
+	post_accept();
+}
+
+static void *dispatch(void *arg)
+{
+	(void)arg;
+	esock_inside = 1; /* every call this thread makes is the library's */
+	exs_event_t ev[64];
+	for (;;) {
+		int n = exs_qdequeue(esock_q, ev, -1, NULL);
+		if (n > 0) {
+			int more = exs_qdequeue(esock_q, ev + 1, 63, NULL);
+			if (more > 0)
+				n += more;
+		}
+		for (int i = 0; i < n; i++) {
+			struct esock_tag *t = ev[i].exs_evt_ahandle;
+			if (t == &accept_tag)
+				on_accept(&ev[i]);
+			else if (t)
+				on_socket_event(t, &ev[i]);
+		}
+	}
+	return NULL;
+}
+
+static int start(void)
+{
+	if (exs_init(EXS_VERSION))
+		return -errno;
+	esock_q = exs_qcreate(QUEUE_DEPTH);
+	if (esock_q == EXS_QHANDLE_INVALID)
+		return -errno;
+	handoff = exs_socket(AF_INET6, SOCK_STREAM, 0);
+	if (handoff < 0)
+		return -errno;
+	const char *crc = getenv("ESOCK_CRC");
+	if (crc && !strcmp(crc, "off")) {
+		int off = 0;
+		exs_setsockopt(handoff, SOL_EXS, EXS_SO_CRC, &off, sizeof(off));
+	}
+	if (exs_listen_handoff(handoff, 1024))
+		return -errno;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&eng_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	for (int i = 0; i < ACCEPTS_POSTED; i++)
+		post_accept();
+	int rc = pthread_create(&thread, NULL, dispatch, NULL);
+	if (rc)
+		return -rc;
+	pthread_detach(thread);
+	atexit(esock__at_exit);
+	return 0;
+}
+
+int esock__engine(void)
+{
+	pthread_mutex_lock(&eng_mu);
+	int rc;
+	if (eng_pid && eng_pid != getpid()) {
+		rc = -ENOTCONN; /* the parent's engine: its threads are not here */
+	} else if (eng_pid) {
+		rc = -eng_err;
+	} else {
+		esock_inside++;
+		rc = start();
+		esock_inside--;
+		eng_pid = getpid();
+		eng_err = -rc;
+	}
+	pthread_mutex_unlock(&eng_mu);
+	return rc;
+}
+
+int esock__handoff_fd(void) { return handoff; }
+
+static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+	return x->sin6_port == y->sin6_port &&
+	       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+}
+
+int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&eng_mu);
+	for (;;) {
+		for (int i = 0; i < narrived; i++) {
+			if (!same_peer(&arrived[i].peer, peer))
+				continue;
+			int fd = arrived[i].fd;
+			arrived[i] = arrived[--narrived];
+			pthread_mutex_unlock(&eng_mu);
+			return fd;
+		}
+		if (pthread_cond_timedwait(&eng_cv, &eng_mu, &ts) == ETIMEDOUT) {
+			pthread_mutex_unlock(&eng_mu);
+			return -ETIMEDOUT;
+		}
+	}
+}

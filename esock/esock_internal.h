@@ -1,0 +1,183 @@
+/*
+ * esock_internal.h: extended sockets' objects (esock.h is the API).
+ *
+ * A TCP socket in DDP mode is an ES-API stream socket (exs) carried over
+ * the TCP connection the program made. The program's descriptor number
+ * then names one end of a private AF_UNIX socket pair whose readiness the
+ * library drives, so poll, select and epoll (every mode) work unchanged:
+ *   - readable: one byte per arrival waits at the program's end (drained
+ *     when nothing is left to read); end of stream shuts our end's
+ *     writing, so the program's end reports POLLIN|POLLRDHUP for ever;
+ *   - writable: the program's end is made unwritable by filling its tiny
+ *     send buffer into our end, and writable again by draining it.
+ * Data moves through two registered buffers per socket: a send ring whose
+ * bytes are posted as exs sends (write returns at once, as TCP's socket
+ * buffer does) and receive chunks kept posted as exs receives (read,
+ * MSG_PEEK, FIONREAD and non-blocking calls are served from them).
+ */
+#ifndef UWARP_ESOCK_INTERNAL_H
+#define UWARP_ESOCK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <esock.h>
+#include <exs.h>
+
+#define ESOCK_FD_MAX 65536	   /* descriptors above this are never DDP */
+#define ESOCK_RCHUNKS 4		   /* receive chunks kept posted */
+#define ESOCK_RCHUNK (128u << 10)  /* each one's size */
+#define ESOCK_SBUF (512u << 10)	   /* the send ring */
+#define ESOCK_SENDS_MAX 64	   /* exs sends outstanding per socket */
+#define ESOCK_PEEK_MS_DEFAULT 200  /* a DDP server's wait for a client's first bytes */
+#define ESOCK_SETUP_MS 10000	   /* the MPA negotiation at most */
+
+/* the real calls (libc's, or whatever the next library provides) */
+struct esock_libc {
+	int (*socket)(int, int, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*shutdown)(int, int);
+	int (*close)(int);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	ssize_t (*read_chk)(int, void *, size_t, size_t);
+	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
+	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *,
+				socklen_t *);
+};
+extern struct esock_libc esock_libc;
+void esock__libc_init(void);
+#define REAL(f) (esock_libc.f ? esock_libc.f : (esock__libc_init(), esock_libc.f))
+
+/* What the library knows of a descriptor number (esock_table.c). */
+enum {
+	FD_TCP = 0x1,	    /* a TCP socket the program made or accepted */
+	FD_WANT_DDP = 0x2,  /* setsockopt(ESOCK_DDPMODE, 1) before connect/listen */
+	FD_DDP_LISTEN = 0x4, /* a listener whose MPA clients become DDP sockets */
+	FD_NO_DDP = 0x8,    /* setsockopt(ESOCK_DDPMODE, 0): never */
+};
+
+enum esock_state { ES_CONNECTING, ES_CONNECTED, ES_FAILED };
+
+enum { RC_POSTED, RC_FILLED, RC_END };
+
+struct esock;
+
+/* an exs operation's handle: which socket, which kind, which chunk */
+struct esock_tag {
+	struct esock *e;
+	int kind; /* TAG_* */
+	int idx;
+};
+enum { TAG_CONNECT, TAG_RECV, TAG_SEND, TAG_SHUT, TAG_CLOSE };
+
+struct esock {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pid_t owner;	  /* the process whose engine carries it */
+	int fds;	  /* program descriptors naming it */
+	bool engine_ref;  /* the exs socket is still open (its CLOSE is due) */
+	int exs;	  /* the ES-API socket */
+	int tcp;	  /* a copy of the TCP socket: names, TCP options */
+	int a, b;	  /* the program's end (a copy), our end */
+	int domain;
+	enum esock_state st;
+	int so_error;	  /* SO_ERROR: read once */
+	int conn_err;	  /* the connection's failure, for every later call */
+	unsigned rcvtimeo_ms, sndtimeo_ms;
+
+	/* receiving */
+	uint8_t *rbuf;
+	exs_mhandle_t rmh;
+	int rstate[ESOCK_RCHUNKS];
+	size_t rlen[ESOCK_RCHUNKS], roff[ESOCK_RCHUNKS];
+	int rhead;	 /* the chunk the stream continues in */
+	bool eof, rd_shut;
+
+	/* sending */
+	uint8_t *sbuf;
+	exs_mhandle_t smh;
+	size_t stail, sout;		 /* where the next bytes go; bytes outstanding */
+	uint32_t slen[ESOCK_SENDS_MAX]; /* outstanding sends' lengths, in order */
+	int shead, scount;
+	bool wr_shut;
+
+	/* readiness of the program's end */
+	bool rsig;	/* a byte waits there */
+	bool oblock;	/* made unwritable */
+	bool rdhup_done, wrhup_done;
+
+	struct esock_tag tag_conn, tag_send, tag_shut, tag_close, tag_recv[ESOCK_RCHUNKS];
+};
+
+/* esock_table.c */
+extern uint8_t esock_fdflags[ESOCK_FD_MAX];
+struct esock *esock__get(int fd);     /* NULL: not a DDP socket */
+void esock__set(int fd, struct esock *e); /* names it (a reference) */
+void esock__forget(int fd);	      /* the number closed: drops its reference */
+struct esock *esock__new(int domain);
+void esock__unref_fd(struct esock *e); /* a descriptor naming it went */
+void esock__engine_live(void);		  /* an exs socket opened for one */
+void esock__engine_done(struct esock *e); /* its exs socket is closed */
+void esock__at_exit(void);
+bool esock__foreign(const struct esock *e); /* inherited across fork */
+extern __thread int esock_inside; /* calls made by the library itself */
+
+/* esock_policy.c */
+bool esock__env_selects(int fd, const struct sockaddr *peer);
+unsigned esock__peek_ms(void);
+
+/* esock_engine.c */
+int esock__engine(void); /* start (once): 0 or -errno */
+extern exs_qhandle_t esock_q;
+int esock__handoff_fd(void); /* the exs listener accepted sockets are given to */
+/* wait for the accepted exs socket whose peer is @peer (ms): fd or -errno */
+int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms);
+int esock__post_recvs(struct esock *e);	  /* under e->mu */
+void esock__repost(struct esock *e, int chunk); /* a chunk read to its end */
+void esock__update(struct esock *e, bool arrived); /* readiness: under e->mu */
+int esock__wait(struct esock *e, unsigned ms);	   /* under e->mu: 0 or ETIMEDOUT */
+
+/* esock_setup.c: a TCP socket becoming a DDP socket */
+/* @fd (a connecting or connected TCP socket, the program's number) is
+ * carried over exs from now on; @initiator: this end sends the MPA Request.
+ * Returns the esock, or NULL with errno (the number is unchanged then). */
+struct esock *esock__switch(int fd, bool initiator, int tcp_copy);
+/* an accepted socket @c whose peer sent an MPA Request: the number the
+ * program gets, or -1 with errno (ECONNABORTED; @c is closed either way) */
+int esock__adopt_accepted(int c, int flags);
+bool esock__mpa_prefix(const uint8_t *b, size_t n); /* could be an MPA Request */
+
+/* esock_io.c */
+ssize_t esock__recv(struct esock *e, const struct iovec *iov, int cnt, int flags);
+ssize_t esock__send(struct esock *e, const struct iovec *iov, int cnt, int flags);
+size_t esock__readable_bytes(struct esock *e);
+int esock__shutdown(struct esock *e, int how);
+bool esock__nonblocking(const struct esock *e);
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * esock_setup.c: a TCP socket becoming a DDP socket, on the connecting
+ * side (connect, or setsockopt on a connected socket) and on the accepting
+ * side (a client that sent an MPA Request). The TCP socket goes to uwarp;
+ * the program's descriptor number goes to one end of a socket pair.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "esock_internal.h"
+
+/* RFC 5044 7.1: the key that opens an MPA Request */
+#define MPA_REQ_KEY "MPA ID Req Frame"
+
+bool esock__mpa_prefix(const uint8_t *b, size_t n)
+{
+	size_t k = sizeof(MPA_REQ_KEY) - 1;
+	return !memcmp(b, MPA_REQ_KEY, n < k ? n : k);
+}
+
+/* buffers, registrations, the socket pair and the exs socket */
+static int prepare(struct esock *e)
+{
+	e->rbuf = calloc(ESOCK_RCHUNKS, ESOCK_RCHUNK);
+	e->sbuf = calloc(1, ESOCK_SBUF);
+	if (!e->rbuf || !e->sbuf)
+		return -ENOMEM;
+	esock_inside++;
+	e->rmh = exs_mregister(e->rbuf, (size_t)ESOCK_RCHUNK * ESOCK_RCHUNKS, EXS_ACCESS_WRITE);
+	e->smh = exs_mregister(e->sbuf, ESOCK_SBUF, EXS_ACCESS_READ);
+	esock_inside--;
+	if (e->rmh == EXS_MHANDLE_INVALID || e->smh == EXS_MHANDLE_INVALID)
+		return -ENOMEM;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	e->a = sv[0];
+	e->b = sv[1];
+	/* the smallest send buffer: a small write from our side of the
+	 * program's end makes it unwritable (esock__update) */
+	int one = 1;
+	REAL(setsockopt)(e->a, SOL_SOCKET, SO_SNDBUF, &one, sizeof(one));
+	for (int i = 0; i < ESOCK_RCHUNKS; i++)
+		e->rstate[i] = RC_END;
+	return 0;
+}
+
+static int new_exs(struct esock *e)
+{
+	esock_inside++;
+	int x = exs_socket(e->domain == AF_INET6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+	if (x >= 0) {
+		const char *crc = getenv("ESOCK_CRC");
+		if (crc && !strcmp(crc, "off")) {
+			int off = 0;
+			exs_setsockopt(x, SOL_EXS, EXS_SO_CRC, &off, sizeof(off));
+		}
+	}
+	esock_inside--;
+	return x < 0 ? -errno : x;
+}
+
+static int domain_of(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	if (REAL(getsockname)(fd, (struct sockaddr *)&ss, &len))
+		return AF_INET;
+	return ss.ss_family;
+}
+
+static void undo(struct esock *e)
+{
+	/* nothing refers to it yet: as esock__engine_done with no names */
+	e->fds = 1;
+	esock__unref_fd(e);
+}
+
+/* the accepting side: uwarp takes @t, the handoff listener brings its
+ * exs socket once the negotiation is done */
+static int take_over_accepted(struct esock *e, int t, bool *owned)
+{
+	struct sockaddr_storage peer;
+	socklen_t len = sizeof(peer);
+	if (REAL(getpeername)(t, (struct sockaddr *)&peer, &len))
+		return -errno;
+	esock_inside++;
+	int rc = exs_accept_fd(esock__handoff_fd(), t);
+	esock_inside--;
+	if (rc)
+		return -errno;
+	*owned = true;
+	int x = esock__take_accepted(&peer, ESOCK_SETUP_MS);
+	if (x < 0)
+		return -ECONNABORTED;
+	e->exs = x;
+	e->engine_ref = true;
+	esock__engine_live();
+	e->st = ES_CONNECTED;
+	return esock__post_recvs(e);
+}
+
+struct esock *esock__switch(int fd, bool initiator, int t)
+{
+	int rc = esock__engine();
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
+	struct esock *e = esock__new(domain_of(t));
+	if (!e) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int fl = REAL(fcntl)(fd, F_GETFL);
+	int fdfl = REAL(fcntl)(fd, F_GETFD);
+	e->tcp = REAL(fcntl)(t, F_DUPFD_CLOEXEC, 0);
+	if (fl < 0 || fdfl < 0 || e->tcp < 0) {
+		rc = -EBADF;
+		goto fail;
+	}
+	rc = prepare(e);
+	if (rc)
+		goto fail;
+	pthread_mutex_lock(&e->mu);
+	if (initiator) {
+		rc = new_exs(e);
+		if (rc >= 0) {
+			e->exs = rc;
+			e->st = ES_CONNECTING;
+			esock_inside++;
+			rc = exs_connect_fd(e->exs, t, esock_q, &e->tag_conn) ? -errno : 0;
+			esock_inside--;
+			if (rc) {
+				esock_inside++;
+				exs_close(e->exs, EXS_QHANDLE_INVALID, NULL);
+				esock_inside--;
+			} else {
+				e->engine_ref = true;
+				esock__engine_live();
+			}
+		}
+	} else {
+		bool owned = false;
+		rc = take_over_accepted(e, t, &owned);
+	}
+	if (rc) {
+		pthread_mutex_unlock(&e->mu);
+		goto fail;
+	}
+	/* from here uwarp owns @t; the program's number becomes its end */
+	if (fl & O_NONBLOCK)
+		REAL(fcntl)(e->a, F_SETFL, REAL(fcntl)(e->a, F_GETFL) | O_NONBLOCK);
+	if (REAL(dup3)(e->a, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0 && !e->conn_err)
+		e->conn_err = e->so_error = errno;
+	esock__update(e, false);
+	pthread_mutex_unlock(&e->mu);
+	esock__set(fd, e);
+	return e;
+fail:
+	undo(e);
+	errno = -rc;
+	return NULL;
+}
+
+int esock__adopt_accepted(int c, int flags)
+{
+	int rc = esock__engine();
+	if (rc) {
+		REAL(close)(c);
+		errno = -rc;
+		return -1;
+	}
+	struct esock *e = esock__new(domain_of(c));
+	if (!e) {
+		REAL(close)(c);
+		errno = ENOMEM;
+		return -1;
+	}
+	int nfd = -1;
+	bool owned = false;
+	e->tcp = REAL(fcntl)(c, F_DUPFD_CLOEXEC, 0);
+	rc = e->tcp < 0 ? -errno : prepare(e);
+	if (!rc) {
+		pthread_mutex_lock(&e->mu);
+		rc = take_over_accepted(e, c, &owned);
+		if (!rc) {
+			if (flags & SOCK_NONBLOCK)
+				REAL(fcntl)(e->a, F_SETFL, REAL(fcntl)(e->a, F_GETFL) | O_NONBLOCK);
+			nfd = REAL(fcntl)(e->a, (flags & SOCK_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+			if (nfd < 0)
+				rc = -errno;
+			else
+				esock__update(e, false);
+		}
+		pthread_mutex_unlock(&e->mu);
+	}
+	if (rc) {
+		if (!owned)
+			REAL(close)(c);
+		undo(e);
+		errno = ECONNABORTED; /* as a connection reset in the backlog */
+		return -1;
+	}
+	esock__set(nfd, e);
+	return nfd;
+}

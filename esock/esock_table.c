@@ -1,0 +1,189 @@
+/*
+ * esock_table.c: which descriptor numbers name DDP sockets, and the life
+ * of those sockets. A socket lives while a descriptor names it (dup makes
+ * more) or its exs socket is still closing: the close lingers in the
+ * background, as a TCP close does, and the buffers go when it is done.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "esock_internal.h"
+
+uint8_t esock_fdflags[ESOCK_FD_MAX];
+static struct esock *_Atomic tab[ESOCK_FD_MAX];
+static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+__thread int esock_inside;
+
+struct esock *esock__get(int fd)
+{
+	if (fd < 0 || fd >= ESOCK_FD_MAX)
+		return NULL;
+	return atomic_load_explicit(&tab[fd], memory_order_acquire);
+}
+
+void esock__set(int fd, struct esock *e)
+{
+	pthread_mutex_lock(&e->mu);
+	e->fds++;
+	pthread_mutex_unlock(&e->mu);
+	pthread_mutex_lock(&tab_mu);
+	struct esock *old = tab[fd];
+	atomic_store_explicit(&tab[fd], e, memory_order_release);
+	pthread_mutex_unlock(&tab_mu);
+	if (old)
+		esock__unref_fd(old);
+}
+
+void esock__forget(int fd)
+{
+	if (fd < 0 || fd >= ESOCK_FD_MAX)
+		return;
+	esock_fdflags[fd] = 0;
+	pthread_mutex_lock(&tab_mu);
+	struct esock *old = tab[fd];
+	atomic_store_explicit(&tab[fd], NULL, memory_order_release);
+	pthread_mutex_unlock(&tab_mu);
+	if (old)
+		esock__unref_fd(old);
+}
+
+struct esock *esock__new(int domain)
+{
+	struct esock *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	e->owner = getpid();
+	e->domain = domain;
+	e->exs = e->tcp = e->a = e->b = -1;
+	e->tag_conn = (struct esock_tag){ e, TAG_CONNECT, 0 };
+	e->tag_send = (struct esock_tag){ e, TAG_SEND, 0 };
+	e->tag_shut = (struct esock_tag){ e, TAG_SHUT, 0 };
+	e->tag_close = (struct esock_tag){ e, TAG_CLOSE, 0 };
+	for (int i = 0; i < ESOCK_RCHUNKS; i++)
+		e->tag_recv[i] = (struct esock_tag){ e, TAG_RECV, i };
+	return e;
+}
+
+bool esock__foreign(const struct esock *e) { return e->owner != getpid(); }
+
+static void free_esock(struct esock *e)
+{
+	esock_inside++;
+	if (e->rmh != EXS_MHANDLE_INVALID)
+		exs_mderegister(&e->rmh);
+	if (e->smh != EXS_MHANDLE_INVALID)
+		exs_mderegister(&e->smh);
+	esock_inside--;
+	free(e->rbuf);
+	free(e->sbuf);
+	int fds[] = { e->tcp, e->a, e->b };
+	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			REAL(close)(fds[i]);
+	pthread_cond_destroy(&e->cv);
+	pthread_mutex_destroy(&e->mu);
+	free(e);
+}
+
+void esock__unref_fd(struct esock *e)
+{
+	/* A parent's (fork): its descriptors here are only copies, and its
+	 * lock may have been held by a thread this process does not have. */
+	if (esock__foreign(e))
+		return;
+	pthread_mutex_lock(&e->mu);
+	bool last = --e->fds == 0;
+	if (!last) {
+		pthread_mutex_unlock(&e->mu);
+		return;
+	}
+	if (e->engine_ref) {
+		/* sends already posted still go; CLOSE frees it */
+		esock_inside++;
+		int rc = exs_close(e->exs, esock_q, &e->tag_close);
+		esock_inside--;
+		if (rc == 0) {
+			pthread_mutex_unlock(&e->mu);
+			return;
+		}
+		pthread_mutex_unlock(&e->mu);
+		esock__engine_done(e);
+		return;
+	}
+	pthread_mutex_unlock(&e->mu);
+	free_esock(e);
+}
+
+/* connections whose exs socket is open: exit waits for their closes */
+static int live;
+static pthread_cond_t live_cv = PTHREAD_COND_INITIALIZER;
+
+void esock__engine_live(void)
+{
+	pthread_mutex_lock(&tab_mu);
+	live++;
+	pthread_mutex_unlock(&tab_mu);
+}
+
+void esock__engine_done(struct esock *e)
+{
+	pthread_mutex_lock(&tab_mu);
+	if (--live == 0)
+		pthread_cond_broadcast(&live_cv);
+	pthread_mutex_unlock(&tab_mu);
+	pthread_mutex_lock(&e->mu);
+	e->engine_ref = false;
+	bool gone = e->fds == 0;
+	pthread_mutex_unlock(&e->mu);
+	if (gone)
+		free_esock(e);
+}
+
+int esock_is_ddp(int fd)
+{
+	if (REAL(fcntl)(fd, F_GETFD) < 0)
+		return -1;
+	return esock__get(fd) != NULL;
+}
+
+/*
+ * At exit, as the kernel does for TCP: the DDP sockets still open are
+ * closed, and the bytes already written still reach the peer. The process
+ * waits for that (each close lingers EXS_LINGER_MS at most).
+ */
+void esock__at_exit(void)
+{
+	for (int fd = 0; fd < ESOCK_FD_MAX; fd++) {
+		struct esock *e = esock__get(fd);
+		if (e && !esock__foreign(e))
+			esock__forget(fd);
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += EXS_LINGER_MS / 1000 + 1;
+	pthread_mutex_lock(&tab_mu);
+	while (live > 0)
+		if (pthread_cond_timedwait(&live_cv, &tab_mu, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&tab_mu);
+}
+
+/* fork: the table's lock must not be held by a thread the child lacks */
+static void before_fork(void) { pthread_mutex_lock(&tab_mu); }
+static void after_fork(void) { pthread_mutex_unlock(&tab_mu); }
+
+__attribute__((constructor)) static void esock_table_init(void)
+{
+	pthread_atfork(before_fork, after_fork, after_fork);
+}
