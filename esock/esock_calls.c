@@ -142,7 +142,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!want)
 		return REAL(connect)(fd, addr, len);
 	int fl = REAL(fcntl)(fd, F_GETFL);
-	int t = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
+	int t = esock__dup_high(fd);
 	if (fl < 0 || t < 0)
 		return REAL(connect)(fd, addr, len);
 	REAL(fcntl)(t, F_SETFL, fl | O_NONBLOCK);
@@ -292,7 +292,7 @@ static int set_ddpmode(int fd, const void *val, socklen_t len)
 	REAL(getsockname)(fd, (struct sockaddr *)&me, &ml);
 	/* both ends agree who sends the MPA Request: the lower (address, port) */
 	bool initiator = memcmp(&me, &peer, sizeof(struct sockaddr_in6)) < 0;
-	int t = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
+	int t = esock__dup_high(fd);
 	if (t < 0)
 		return -1;
 	e = esock__switch(fd, initiator, t);

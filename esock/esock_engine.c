@@ -197,7 +197,10 @@ static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
 		break;
 	}
 	case TAG_SEND:
-		if (e->scount > 0) {
+		/* the ring's space comes back in order: up to the oldest
+		 * send still out */
+		e->sdone[t->idx] = true;
+		while (e->scount > 0 && e->sdone[e->shead]) {
 			e->sout -= e->slen[e->shead];
 			e->shead = (e->shead + 1) % ESOCK_SENDS_MAX;
 			e->scount--;
@@ -264,6 +267,7 @@ static void *dispatch(void *arg)
 
 static int start(void)
 {
+	exs_set_fd_floor(esock__fd_floor());
 	if (exs_init(EXS_VERSION))
 		return -errno;
 	esock_q = exs_qcreate(QUEUE_DEPTH);

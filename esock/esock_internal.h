@@ -31,8 +31,8 @@
 
 #define ESOCK_FD_MAX 65536	   /* descriptors above this are never DDP */
 #define ESOCK_RCHUNKS 4		   /* receive chunks kept posted */
-#define ESOCK_RCHUNK (128u << 10)  /* each one's size */
-#define ESOCK_SBUF (512u << 10)	   /* the send ring */
+#define ESOCK_RCHUNK (256u << 10)  /* each one's size */
+#define ESOCK_SBUF (1024u << 10)	   /* the send ring */
 #define ESOCK_SENDS_MAX 64	   /* exs sends outstanding per socket */
 #define ESOCK_PEEK_MS_DEFAULT 200  /* a DDP server's wait for a client's first bytes */
 #define ESOCK_SETUP_MS 10000	   /* the MPA negotiation at most */
@@ -124,6 +124,8 @@ struct esock {
 	exs_mhandle_t smh;
 	size_t stail, sout;		 /* where the next bytes go; bytes outstanding */
 	uint32_t slen[ESOCK_SENDS_MAX]; /* outstanding sends' lengths, in order */
+	bool sdone[ESOCK_SENDS_MAX];	 /* completed (a coalesced send completes
+					  * before those ahead of it) */
 	int shead, scount;
 	bool wr_shut;
 
@@ -132,7 +134,8 @@ struct esock {
 	bool oblock;	/* made unwritable */
 	bool rdhup_done, wrhup_done;
 
-	struct esock_tag tag_conn, tag_send, tag_shut, tag_close, tag_recv[ESOCK_RCHUNKS];
+	struct esock_tag tag_conn, tag_shut, tag_close, tag_recv[ESOCK_RCHUNKS];
+	struct esock_tag tag_send[ESOCK_SENDS_MAX];
 };
 
 /* esock_table.c */
@@ -146,6 +149,9 @@ void esock__engine_live(void);		  /* an exs socket opened for one */
 void esock__engine_done(struct esock *e); /* its exs socket is closed */
 void esock__at_exit(void);
 bool esock__foreign(const struct esock *e); /* inherited across fork */
+int esock__fd_floor(void);  /* where our own descriptors go */
+int esock__dup_high(int fd); /* a close-on-exec copy up there */
+int esock__hide(int fd);    /* moved up there (the old number closed) */
 extern __thread int esock_inside; /* calls made by the library itself */
 
 /* esock_policy.c */

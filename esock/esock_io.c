@@ -168,15 +168,17 @@ ssize_t esock__send(struct esock *e, const struct iovec *iov, int cnt, int flags
 			if (n > ESOCK_SBUF - e->stail)
 				n = ESOCK_SBUF - e->stail;
 			iov_copy(iov, cnt, put, e->sbuf + e->stail, n, false);
+			int slot = (e->shead + e->scount) % ESOCK_SENDS_MAX;
+			e->slen[slot] = (uint32_t)n;
+			e->sdone[slot] = false;
 			esock_inside++;
-			ssize_t rc = exs_send(e->exs, e->sbuf + e->stail, n, 0, esock_q, &e->tag_send,
-					      e->smh);
+			ssize_t rc = exs_send(e->exs, e->sbuf + e->stail, n, 0, esock_q,
+					      &e->tag_send[slot], e->smh);
 			esock_inside--;
 			if (rc < 0) {
 				err = errno;
 				break;
 			}
-			e->slen[(e->shead + e->scount) % ESOCK_SENDS_MAX] = (uint32_t)n;
 			e->scount++;
 			e->sout += n;
 			e->stail = (e->stail + n) % ESOCK_SBUF;

@@ -37,8 +37,8 @@ static int prepare(struct esock *e)
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return -errno;
-	e->a = sv[0];
-	e->b = sv[1];
+	e->a = esock__hide(sv[0]);
+	e->b = esock__hide(sv[1]);
 	/* the smallest send buffer: a small write from our side of the
 	 * program's end makes it unwritable (esock__update) */
 	int one = 1;
@@ -117,7 +117,7 @@ struct esock *esock__switch(int fd, bool initiator, int t)
 	}
 	int fl = REAL(fcntl)(fd, F_GETFL);
 	int fdfl = REAL(fcntl)(fd, F_GETFD);
-	e->tcp = REAL(fcntl)(t, F_DUPFD_CLOEXEC, 0);
+	e->tcp = esock__dup_high(t);
 	if (fl < 0 || fdfl < 0 || e->tcp < 0) {
 		rc = -EBADF;
 		goto fail;
@@ -182,7 +182,8 @@ int esock__adopt_accepted(int c, int flags)
 	}
 	int nfd = -1;
 	bool owned = false;
-	e->tcp = REAL(fcntl)(c, F_DUPFD_CLOEXEC, 0);
+	c = esock__hide(c);
+	e->tcp = esock__dup_high(c);
 	rc = e->tcp < 0 ? -errno : prepare(e);
 	if (!rc) {
 		pthread_mutex_lock(&e->mu);

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,15 +68,47 @@ struct esock *esock__new(int domain)
 	e->domain = domain;
 	e->exs = e->tcp = e->a = e->b = -1;
 	e->tag_conn = (struct esock_tag){ e, TAG_CONNECT, 0 };
-	e->tag_send = (struct esock_tag){ e, TAG_SEND, 0 };
 	e->tag_shut = (struct esock_tag){ e, TAG_SHUT, 0 };
 	e->tag_close = (struct esock_tag){ e, TAG_CLOSE, 0 };
 	for (int i = 0; i < ESOCK_RCHUNKS; i++)
 		e->tag_recv[i] = (struct esock_tag){ e, TAG_RECV, i };
+	for (int i = 0; i < ESOCK_SENDS_MAX; i++)
+		e->tag_send[i] = (struct esock_tag){ e, TAG_SEND, i };
 	return e;
 }
 
 bool esock__foreign(const struct esock *e) { return e->owner != getpid(); }
+
+/* Our own descriptors live high, where the program does not look: event
+ * loops sized by their connection count (wrk, redis) and select(2) sets
+ * expect the numbers a plain TCP program would get. */
+int esock__fd_floor(void)
+{
+	static int floor = -1;
+	if (floor < 0) {
+		struct rlimit rl;
+		long f = 512;
+		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+			f = (long)rl.rlim_cur / 2;
+		floor = (int)(f > 4096 ? 4096 : f);
+	}
+	return floor;
+}
+
+int esock__dup_high(int fd)
+{
+	int n = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, esock__fd_floor());
+	return n >= 0 ? n : REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
+}
+
+int esock__hide(int fd)
+{
+	int n = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, esock__fd_floor());
+	if (n < 0)
+		return fd;
+	REAL(close)(fd);
+	return n;
+}
 
 static void free_esock(struct esock *e)
 {

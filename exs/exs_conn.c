@@ -622,7 +622,7 @@ static struct exs_sock *accepted_socket(struct exs_sock *l, struct uw_cm_event *
 	struct exs_sock *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	s->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->fd = exs__eventfd();
 	if (s->fd < 0) {
 		free(s);
 		return NULL;

@@ -223,6 +223,7 @@ extern struct exs_rt exs_rt;
 
 /* exs_runtime.c */
 int exs__ready(void); /* 0, or -1 EINVAL before exs_init */
+int exs__eventfd(void); /* non-blocking, close-on-exec, above the floor */
 void exs__wake(void);
 /* After posting from an application thread: send it now, and let the
  * progress thread know. */

@@ -33,7 +33,7 @@ exs_qhandle_t exs_qcreate(int depth)
 		errno = ENOMEM;
 		return EXS_QHANDLE_INVALID;
 	}
-	q->qh = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	q->qh = exs__eventfd();
 	if (q->qh < 0) {
 		int err = errno;
 		free(q->ev);
@@ -243,7 +243,7 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 		errno = ENOMEM;
 		return -1;
 	}
-	int me = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int me = exs__eventfd();
 	if (me < 0) {
 		free(os);
 		free(at);

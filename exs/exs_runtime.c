@@ -2,6 +2,7 @@
  * exs_runtime.c: exs_init, the progress thread, and the socket table.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
@@ -243,7 +244,7 @@ int exs_init(int version)
 		goto fail;
 	if (uw_comp_channel_nonblock(exs_rt.cc, 1) || uw_cm_channel_nonblock(exs_rt.cm, 1))
 		goto fail;
-	exs_rt.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	exs_rt.wake_fd = exs__eventfd();
 	if (exs_rt.wake_fd < 0) {
 		err = errno;
 		goto fail;
@@ -276,4 +277,21 @@ fail:
 	pthread_mutex_unlock(&exs_rt.lock);
 	errno = err;
 	return -1;
+}
+
+static _Atomic int fd_floor;
+
+void exs_set_fd_floor(int floor) { fd_floor = floor > 0 ? floor : 0; }
+
+int exs__eventfd(void)
+{
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int floor = fd_floor;
+	if (fd < 0 || !floor || fd >= floor)
+		return fd;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+	if (high < 0)
+		return fd; /* no room up there: a low number still works */
+	close(fd);
+	return high;
 }

@@ -103,7 +103,7 @@ int exs_socket(int domain, int type, int protocol)
 		errno = ENOMEM;
 		return -1;
 	}
-	s->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->fd = exs__eventfd();
 	if (s->fd < 0) {
 		free(s);
 		errno = EMFILE;

@@ -256,6 +256,15 @@ EXS_EXTERN int exs_listen_handoff(int fd, int backlog);
 EXS_EXTERN int exs_accept_fd(int fd, int tcp_fd);
 
 /*
+ * exs_set_fd_floor - descriptors the ES-API opens from now on (its sockets,
+ * queues) are numbered @floor or above where the process has room, so a
+ * library running under a program keeps out of the numbers the program
+ * expects (select(2) sets, event loops sized by their connections). 0, the
+ * default: the lowest free numbers.
+ */
+EXS_EXTERN void exs_set_fd_floor(int floor);
+
+/*
  * exs_send - send @len bytes from @buf.
  * @flags: 0 (MSG_NOSIGNAL and MSG_DONTWAIT are accepted and change nothing:
  *         ES-API calls never raise SIGPIPE and never block with a queue).

@@ -1,0 +1,810 @@
+/*
+ * test_esock.c: the socket calls on a DDP-mode connection behave as on a
+ * plain TCP connection. Every test runs twice, on a plain TCP pair and on
+ * a pair switched to DDP with setsockopt(SOL_ESOCK, ESOCK_DDPMODE), and
+ * checks the same observable results; the DDP run also checks that the
+ * connection really is carried over DDP (esock_is_ddp). Linked with
+ * libesock, which replaces the C library's socket calls.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <esock.h>
+
+struct pair {
+	bool ddp;
+	int c, s; /* the client's and the server's connected sockets */
+};
+
+static int mode_plain = 0, mode_ddp = 1;
+
+static void set_ddp(int fd, bool on)
+{
+	if (!on)
+		return;
+	int one = 1;
+	assert_int_equal(setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+}
+
+static int listener(bool ddp, uint16_t *port)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(l >= 0);
+	set_ddp(l, ddp);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 16), 0);
+	socklen_t len = sizeof(a);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return l;
+}
+
+static int wait_fd(int fd, short ev, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = ev };
+	int n = poll(&p, 1, ms);
+	return n > 0 ? p.revents : 0;
+}
+
+static void connect_nb(int c, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+	int rc = connect(c, (struct sockaddr *)&a, sizeof(a));
+	assert_true(rc == 0 || errno == EINPROGRESS);
+}
+
+/* a connected pair, both ends blocking */
+static struct pair make_pair(bool ddp)
+{
+	uint16_t port;
+	int l = listener(ddp, &port);
+	struct pair p = { .ddp = ddp };
+	p.c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(p.c >= 0);
+	set_ddp(p.c, ddp);
+	connect_nb(p.c, port);
+	p.s = accept(l, NULL, NULL);
+	assert_true(p.s >= 0);
+	assert_true(wait_fd(p.c, POLLOUT, 10000) & POLLOUT);
+	int err = -1;
+	socklen_t len = sizeof(err);
+	assert_int_equal(getsockopt(p.c, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+	assert_int_equal(err, 0);
+	fcntl(p.c, F_SETFL, fcntl(p.c, F_GETFL) & ~O_NONBLOCK);
+	close(l);
+	assert_int_equal(esock_is_ddp(p.c), ddp);
+	assert_int_equal(esock_is_ddp(p.s), ddp);
+	return p;
+}
+
+static void close_pair(struct pair *p)
+{
+	close(p->c);
+	close(p->s);
+}
+
+static bool ddp_of(void **state) { return *(int *)*state == mode_ddp; }
+
+static void write_all(int fd, const void *buf, size_t n)
+{
+	const uint8_t *b = buf;
+	while (n) {
+		ssize_t w = write(fd, b, n);
+		assert_true(w > 0);
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+static void read_all(int fd, void *buf, size_t n)
+{
+	uint8_t *b = buf;
+	while (n) {
+		ssize_t r = read(fd, b, n);
+		assert_true(r > 0);
+		b += r;
+		n -= (size_t)r;
+	}
+}
+
+/* ---- the tests ---- */
+
+static void bytes_flow_both_ways(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	write_all(p.c, "hello", 5);
+	char b[16] = { 0 };
+	read_all(p.s, b, 5);
+	assert_memory_equal(b, "hello", 5);
+	assert_int_equal(send(p.s, "world!", 6, 0), 6);
+	assert_int_equal(recv(p.c, b, 6, MSG_WAITALL), 6);
+	assert_memory_equal(b, "world!", 6);
+	close_pair(&p);
+}
+
+/* the names and the socket's identity are TCP's */
+static void names_and_identity_are_tcp(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	struct sockaddr_in cl, cp, sl, sp;
+	socklen_t len = sizeof(cl);
+	assert_int_equal(getsockname(p.c, (struct sockaddr *)&cl, &len), 0);
+	len = sizeof(cp);
+	assert_int_equal(getpeername(p.c, (struct sockaddr *)&cp, &len), 0);
+	len = sizeof(sl);
+	assert_int_equal(getsockname(p.s, (struct sockaddr *)&sl, &len), 0);
+	len = sizeof(sp);
+	assert_int_equal(getpeername(p.s, (struct sockaddr *)&sp, &len), 0);
+	assert_int_equal(cl.sin_port, sp.sin_port);
+	assert_int_equal(cp.sin_port, sl.sin_port);
+	int v = 0;
+	len = sizeof(v);
+	assert_int_equal(getsockopt(p.c, SOL_SOCKET, SO_TYPE, &v, &len), 0);
+	assert_int_equal(v, SOCK_STREAM);
+	assert_int_equal(getsockopt(p.c, SOL_SOCKET, SO_DOMAIN, &v, &len), 0);
+	assert_int_equal(v, AF_INET);
+	assert_int_equal(getsockopt(p.c, SOL_SOCKET, SO_PROTOCOL, &v, &len), 0);
+	assert_int_equal(v, IPPROTO_TCP);
+	v = 1;
+	assert_int_equal(setsockopt(p.c, IPPROTO_TCP, TCP_NODELAY, &v, sizeof(v)), 0);
+	v = 0;
+	assert_int_equal(getsockopt(p.c, IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(getsockopt(p.c, SOL_ESOCK, ESOCK_DDPMODE, &v, &len), 0);
+	assert_int_equal(v, p.ddp);
+	close_pair(&p);
+}
+
+static void nonblocking_read_says_eagain(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	char b[8];
+	errno = 0;
+	assert_int_equal(recv(p.s, b, sizeof(b), MSG_DONTWAIT), -1);
+	assert_int_equal(errno, EAGAIN);
+	fcntl(p.s, F_SETFL, fcntl(p.s, F_GETFL) | O_NONBLOCK);
+	errno = 0;
+	assert_int_equal(read(p.s, b, sizeof(b)), -1);
+	assert_int_equal(errno, EAGAIN);
+	int off = 0;
+	assert_int_equal(ioctl(p.s, FIONBIO, &off), 0);
+	assert_int_equal(fcntl(p.s, F_GETFL) & O_NONBLOCK, 0);
+	close_pair(&p);
+}
+
+static void peek_and_fionread_leave_the_bytes(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	write_all(p.c, "abcdef", 6);
+	assert_true(wait_fd(p.s, POLLIN, 5000) & POLLIN);
+	int avail = 0;
+	for (int i = 0; i < 1000 && avail < 6; i++) {
+		assert_int_equal(ioctl(p.s, FIONREAD, &avail), 0);
+		if (avail < 6)
+			usleep(1000);
+	}
+	assert_int_equal(avail, 6);
+	char b[8] = { 0 };
+	assert_int_equal(recv(p.s, b, 3, MSG_PEEK), 3);
+	assert_memory_equal(b, "abc", 3);
+	assert_int_equal(recv(p.s, b, 6, 0), 6);
+	assert_memory_equal(b, "abcdef", 6);
+	assert_int_equal(ioctl(p.s, FIONREAD, &avail), 0);
+	assert_int_equal(avail, 0);
+	close_pair(&p);
+}
+
+struct delayed {
+	int fd;
+	const char *what;
+	size_t len;
+	int ms;
+};
+
+static void *write_later(void *arg)
+{
+	struct delayed *d = arg;
+	usleep((useconds_t)d->ms * 1000);
+	write_all(d->fd, d->what, d->len);
+	return NULL;
+}
+
+static void waitall_gathers_several_writes(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	write_all(p.c, "12", 2);
+	struct delayed d = { p.c, "345678", 6, 50 };
+	pthread_t t;
+	pthread_create(&t, NULL, write_later, &d);
+	char b[8] = { 0 };
+	assert_int_equal(recv(p.s, b, 8, MSG_WAITALL), 8);
+	assert_memory_equal(b, "12345678", 8);
+	pthread_join(t, NULL);
+	close_pair(&p);
+}
+
+static void scatter_gather_calls(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	struct iovec w[3] = { { "ab", 2 }, { "cde", 3 }, { "f", 1 } };
+	assert_int_equal(writev(p.c, w, 3), 6);
+	struct msghdr m = { .msg_iov = w, .msg_iovlen = 2 };
+	assert_int_equal(sendmsg(p.c, &m, MSG_NOSIGNAL), 5);
+	char x[4], y[7];
+	struct iovec r[2] = { { x, 4 }, { y, 7 } };
+	struct msghdr rm = { .msg_iov = r, .msg_iovlen = 2 };
+	assert_int_equal(recvmsg(p.s, &rm, MSG_WAITALL), 11);
+	assert_memory_equal(x, "abcd", 4);
+	assert_memory_equal(y, "efabcde", 7);
+	assert_int_equal(rm.msg_flags, 0);
+	assert_int_equal(sendto(p.s, "zz", 2, 0, NULL, 0), 2);
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	assert_int_equal(recvfrom(p.c, x, 2, MSG_WAITALL, (struct sockaddr *)&from, &fl), 2);
+	struct iovec rv = { y, 2 };
+	assert_int_equal(write(p.s, "qq", 2), 2);
+	assert_int_equal(readv(p.c, &rv, 1) > 0, 1);
+	close_pair(&p);
+}
+
+static void half_close_ends_the_stream_one_way(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	write_all(p.c, "last", 4);
+	assert_int_equal(shutdown(p.c, SHUT_WR), 0);
+	char b[8];
+	read_all(p.s, b, 4);
+	assert_int_equal(read(p.s, b, sizeof(b)), 0); /* end of stream */
+	short ev = (short)wait_fd(p.s, POLLIN | POLLRDHUP, 1000);
+	assert_true(ev & POLLIN);
+	assert_true(ev & POLLRDHUP);
+	assert_false(ev & POLLHUP);
+	/* the other way still works */
+	write_all(p.s, "back", 4);
+	read_all(p.c, b, 4);
+	assert_memory_equal(b, "back", 4);
+	errno = 0;
+	assert_int_equal(send(p.c, "x", 1, MSG_NOSIGNAL), -1);
+	assert_int_equal(errno, EPIPE);
+	/* both ways over: POLLHUP */
+	assert_int_equal(shutdown(p.s, SHUT_WR), 0);
+	assert_int_equal(read(p.c, b, sizeof(b)), 0);
+	for (int i = 0; i < 500 && !(wait_fd(p.s, POLLIN, 10) & POLLHUP); i++)
+		;
+	ev = (short)wait_fd(p.c, POLLIN, 1000);
+	assert_true(ev & POLLHUP);
+	close_pair(&p);
+}
+
+static volatile sig_atomic_t pipes;
+static void on_pipe(int sig) { (void)sig; pipes++; }
+
+static void write_after_the_end_raises_sigpipe(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	struct sigaction sa = { .sa_handler = on_pipe }, old;
+	sigaction(SIGPIPE, &sa, &old);
+	pipes = 0;
+	assert_int_equal(shutdown(p.c, SHUT_WR), 0);
+	errno = 0;
+	assert_int_equal(write(p.c, "x", 1), -1);
+	assert_int_equal(errno, EPIPE);
+	assert_int_equal(pipes, 1);
+	assert_int_equal(send(p.c, "x", 1, MSG_NOSIGNAL), -1);
+	assert_int_equal(pipes, 1);
+	sigaction(SIGPIPE, &old, NULL);
+	close_pair(&p);
+}
+
+static void close_gives_the_peer_eof_after_the_data(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	static uint8_t big[3 << 20];
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7 + 3);
+	fcntl(p.c, F_SETFL, fcntl(p.c, F_GETFL) | O_NONBLOCK);
+	size_t sent = 0;
+	while (sent < sizeof(big)) {
+		ssize_t w = write(p.c, big + sent, sizeof(big) - sent);
+		if (w > 0)
+			sent += (size_t)w;
+		else
+			break; /* the rest would wait: close with bytes on their way */
+	}
+	close(p.c);
+	static uint8_t got[3 << 20];
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(p.s, got + n, sizeof(got) - n);
+		assert_true(r >= 0);
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	assert_int_equal(n, sent);
+	assert_memory_equal(got, big, n);
+	close(p.s);
+}
+
+/* a full send side: non-blocking writes stop with EAGAIN, POLLOUT goes;
+ * once the peer reads, POLLOUT comes back */
+static void writability_follows_the_send_buffer(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	fcntl(p.c, F_SETFL, fcntl(p.c, F_GETFL) | O_NONBLOCK);
+	static uint8_t chunk[64 << 10];
+	size_t total = 0;
+	int guard = 0;
+	for (;;) {
+		ssize_t w = write(p.c, chunk, sizeof(chunk));
+		if (w < 0) {
+			assert_int_equal(errno, EAGAIN);
+			break;
+		}
+		total += (size_t)w;
+		assert_true(++guard < 100000);
+	}
+	assert_false(wait_fd(p.c, POLLOUT, 0) & POLLOUT);
+	int ep = epoll_create1(0);
+	struct epoll_event ee = { .events = EPOLLOUT | EPOLLET, .data.fd = p.c };
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, p.c, &ee), 0);
+	struct epoll_event got;
+	assert_int_equal(epoll_wait(ep, &got, 1, 0), 0);
+	static uint8_t sink[256 << 10];
+	size_t drained = 0;
+	while (drained < total) {
+		ssize_t r = read(p.s, sink, sizeof(sink));
+		assert_true(r > 0);
+		drained += (size_t)r;
+	}
+	assert_true(wait_fd(p.c, POLLOUT, 5000) & POLLOUT);
+	assert_int_equal(epoll_wait(ep, &got, 1, 5000), 1);
+	assert_true(got.events & EPOLLOUT);
+	close(ep);
+	close_pair(&p);
+}
+
+/* readiness through poll, select and the three epoll modes */
+static void readiness_in_every_interface(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	int lt = epoll_create1(0), et = epoll_create1(0), os = epoll_create1(0);
+	struct epoll_event e1 = { .events = EPOLLIN, .data.fd = p.s };
+	struct epoll_event e2 = { .events = EPOLLIN | EPOLLET, .data.fd = p.s };
+	struct epoll_event e3 = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = p.s };
+	assert_int_equal(epoll_ctl(lt, EPOLL_CTL_ADD, p.s, &e1), 0);
+	assert_int_equal(epoll_ctl(et, EPOLL_CTL_ADD, p.s, &e2), 0);
+	assert_int_equal(epoll_ctl(os, EPOLL_CTL_ADD, p.s, &e3), 0);
+	struct epoll_event got;
+	assert_int_equal(wait_fd(p.s, POLLIN, 0), 0);
+	assert_int_equal(epoll_wait(lt, &got, 1, 0), 0);
+	write_all(p.c, "a", 1);
+	assert_int_equal(epoll_wait(et, &got, 1, 5000), 1); /* the edge */
+	assert_int_equal(epoll_wait(et, &got, 1, 0), 0);    /* once */
+	assert_int_equal(epoll_wait(lt, &got, 1, 0), 1);    /* level: again */
+	assert_int_equal(epoll_wait(lt, &got, 1, 0), 1);
+	assert_int_equal(epoll_wait(os, &got, 1, 0), 1);
+	assert_int_equal(epoll_wait(os, &got, 1, 0), 0); /* disarmed */
+	fd_set rs;
+	FD_ZERO(&rs);
+	FD_SET(p.s, &rs);
+	struct timeval tv = { 0, 0 };
+	assert_int_equal(select(p.s + 1, &rs, NULL, NULL, &tv), 1);
+	struct timespec ts = { 0, 0 };
+	struct pollfd pf = { .fd = p.s, .events = POLLIN };
+	assert_int_equal(ppoll(&pf, 1, &ts, NULL), 1);
+	FD_ZERO(&rs);
+	FD_SET(p.s, &rs);
+	assert_int_equal(pselect(p.s + 1, &rs, NULL, NULL, &ts, NULL), 1);
+	/* more data while still readable: an edge-triggered waiter hears it */
+	write_all(p.c, "b", 1);
+	assert_int_equal(epoll_wait(et, &got, 1, 5000), 1);
+	char b[4];
+	read_all(p.s, b, 2);
+	assert_int_equal(epoll_wait(lt, &got, 1, 0), 0); /* nothing left */
+	assert_int_equal(wait_fd(p.s, POLLIN, 0), 0);
+	assert_int_equal(epoll_ctl(os, EPOLL_CTL_MOD, p.s, &e3), 0);
+	write_all(p.c, "c", 1);
+	assert_int_equal(epoll_wait(os, &got, 1, 5000), 1); /* re-armed */
+	close(lt);
+	close(et);
+	close(os);
+	close_pair(&p);
+}
+
+static void duplicates_share_the_connection(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	int d1 = dup(p.c);
+	int d2 = fcntl(p.c, F_DUPFD_CLOEXEC, 100);
+	assert_true(d2 >= 100);
+	int d3 = dup3(p.c, 200, O_CLOEXEC);
+	assert_int_equal(d3, 200);
+	int d4 = dup2(p.c, 201);
+	assert_int_equal(d4, 201);
+	assert_int_equal(esock_is_ddp(d2), p.ddp);
+	close(p.c); /* the others keep it open */
+	write_all(d1, "1", 1);
+	write_all(d2, "2", 1);
+	write_all(d3, "3", 1);
+	write_all(d4, "4", 1);
+	char b[4];
+	read_all(p.s, b, 4);
+	assert_memory_equal(b, "1234", 4);
+	close(d1);
+	close(d2);
+	close(d3);
+	write_all(d4, "5", 1);
+	read_all(p.s, b, 1);
+	/* dup2 over a DDP socket's number closes that one */
+	int l2 = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(dup2(l2, d4), d4);
+	assert_int_equal(esock_is_ddp(d4), 0);
+	assert_int_equal(read(p.s, b, 1), 0); /* the last name went: closed */
+	close(l2);
+	close(d4);
+	close(p.s);
+}
+
+static void sendfile_sends_the_file(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	char path[] = "/tmp/test_esock_XXXXXX";
+	int f = mkstemp(path);
+	assert_true(f >= 0);
+	unlink(path);
+	static uint8_t data[300000], got[300000];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i ^ (i >> 8));
+	assert_int_equal(write(f, data, sizeof(data)), sizeof(data));
+	off_t off = 1000;
+	assert_int_equal(sendfile(p.c, f, &off, sizeof(data) - 1000), sizeof(data) - 1000);
+	assert_int_equal(off, sizeof(data));
+	lseek(f, 0, SEEK_SET);
+	assert_int_equal(sendfile(p.c, f, NULL, 1000), 1000);
+	assert_int_equal(lseek(f, 0, SEEK_CUR), 1000);
+	read_all(p.s, got, sizeof(data));
+	assert_memory_equal(got, data + 1000, sizeof(data) - 1000);
+	assert_memory_equal(got + sizeof(data) - 1000, data, 1000);
+	close(f);
+	close_pair(&p);
+}
+
+static void receive_timeout_says_eagain(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	struct timeval tv = { 0, 50000 };
+	assert_int_equal(setsockopt(p.s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	char b[4];
+	errno = 0;
+	assert_int_equal(read(p.s, b, sizeof(b)), -1);
+	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+	struct timeval back;
+	socklen_t len = sizeof(back);
+	assert_int_equal(getsockopt(p.s, SOL_SOCKET, SO_RCVTIMEO, &back, &len), 0);
+	assert_int_equal(back.tv_sec, 0); /* (the kernel keeps it in ticks) */
+	assert_in_range(back.tv_usec, 50000, 60000);
+	close_pair(&p);
+}
+
+static void refused_connect_reports_econnrefused(void **state)
+{
+	bool ddp = ddp_of(state);
+	uint16_t port;
+	int l = listener(false, &port);
+	close(l); /* nobody listens there now */
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	set_ddp(c, ddp);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	errno = 0;
+	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), -1);
+	assert_int_equal(errno, ECONNREFUSED);
+	close(c);
+	/* non-blocking: the error comes through SO_ERROR */
+	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	set_ddp(c, ddp);
+	int rc = connect(c, (struct sockaddr *)&a, sizeof(a));
+	if (rc < 0 && errno == EINPROGRESS) {
+		assert_true(wait_fd(c, POLLOUT, 5000) & POLLOUT);
+		int err = 0;
+		socklen_t len = sizeof(err);
+		assert_int_equal(getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+		assert_int_equal(err, ECONNREFUSED);
+	} else {
+		assert_int_equal(errno, ECONNREFUSED);
+	}
+	close(c);
+}
+
+/* a DDP client against a plain server's peer that does not speak MPA */
+static void ddp_client_of_a_plain_server_is_refused(void **state)
+{
+	(void)state;
+	uint16_t port;
+	int l = listener(false, &port);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	set_ddp(c, true);
+	connect_nb(c, port);
+	int s = accept(l, NULL, NULL);
+	assert_true(s >= 0);
+	/* the plain server reads the MPA Request as data, answers with junk */
+	char req[16];
+	read_all(s, req, sizeof(req));
+	assert_memory_equal(req, "MPA ID Req Frame", 16);
+	write_all(s, "HTTP/1.0 400 Bad Request\r\n\r\n", 28);
+	assert_true(wait_fd(c, POLLOUT, 10000) & POLLOUT);
+	int err = 0;
+	socklen_t len = sizeof(err);
+	assert_int_equal(getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+	assert_true(err != 0);
+	close(c);
+	close(s);
+	close(l);
+}
+
+/* a DDP-mode server serves a plain client as plain TCP */
+static void ddp_server_serves_plain_clients_plainly(void **state)
+{
+	(void)state;
+	uint16_t port;
+	int l = listener(true, &port);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	int no = 0;
+	assert_int_equal(setsockopt(c, SOL_ESOCK, ESOCK_DDPMODE, &no, sizeof(no)), 0);
+	connect_nb(c, port);
+	write_all(c, "GET / HTTP/1.0\r\n\r\n", 18);
+	int s = accept(l, NULL, NULL);
+	assert_true(s >= 0);
+	assert_int_equal(esock_is_ddp(s), 0);
+	char b[18];
+	read_all(s, b, sizeof(b));
+	assert_memory_equal(b, "GET / HTTP/1.0", 14);
+	close(s);
+	close(c);
+	/* and a client that says nothing first, after the peek time */
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(c, SOL_ESOCK, ESOCK_DDPMODE, &no, sizeof(no));
+	connect_nb(c, port);
+	s = accept(l, NULL, NULL);
+	assert_true(s >= 0);
+	assert_int_equal(esock_is_ddp(s), 0);
+	write_all(s, "220 hello\r\n", 11);
+	fcntl(c, F_SETFL, 0);
+	read_all(c, b, 11);
+	assert_memory_equal(b, "220 hello\r\n", 11);
+	close(s);
+	close(c);
+	close(l);
+}
+
+struct acceptor {
+	int l, s;
+	bool ddp;
+};
+
+static void *accept_and_switch(void *arg)
+{
+	struct acceptor *a = arg;
+	a->s = accept(a->l, NULL, NULL);
+	char b[5];
+	read_all(a->s, b, 5); /* a plain request first */
+	write_all(a->s, "okay!", 5);
+	set_ddp(a->s, a->ddp);
+	return NULL;
+}
+
+/* setsockopt on a connected socket switches both ends at that point */
+static void a_connected_socket_switches_to_ddp(void **state)
+{
+	(void)state;
+	uint16_t port;
+	struct acceptor a = { .ddp = true };
+	a.l = listener(false, &port);
+	pthread_t t;
+	pthread_create(&t, NULL, accept_and_switch, &a);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	write_all(c, "hello", 5);
+	char b[5];
+	read_all(c, b, 5);
+	assert_int_equal(esock_is_ddp(c), 0);
+	set_ddp(c, true);
+	pthread_join(t, NULL);
+	assert_int_equal(esock_is_ddp(c), 1);
+	assert_int_equal(esock_is_ddp(a.s), 1);
+	write_all(c, "ddp!!", 5);
+	read_all(a.s, b, 5);
+	assert_memory_equal(b, "ddp!!", 5);
+	write_all(a.s, "back!", 5);
+	read_all(c, b, 5);
+	assert_memory_equal(b, "back!", 5);
+	close(c);
+	close(a.s);
+	close(a.l);
+}
+
+/* fork: the child gets clean errors on the parent's DDP socket, and its
+ * close leaves the parent's connection alone */
+static void a_forked_child_gets_clean_errors(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	pid_t pid = fork();
+	if (pid == 0) {
+		int code = 0;
+		if (p.ddp) {
+			char b[1];
+			if (read(p.s, b, 1) != -1 || errno != ENOTCONN)
+				code = 1;
+			if (send(p.c, "x", 1, MSG_NOSIGNAL) != -1 || errno != EPIPE)
+				code = 2;
+		}
+		close(p.c);
+		close(p.s);
+		_exit(code);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	write_all(p.c, "still", 5);
+	char b[5];
+	read_all(p.s, b, 5);
+	assert_memory_equal(b, "still", 5);
+	close_pair(&p);
+}
+
+/* bad arguments get an errno */
+static void bad_arguments_get_errors(void **state)
+{
+	(void)state;
+	int v = 1;
+	errno = 0;
+	assert_int_equal(setsockopt(-1, SOL_ESOCK, ESOCK_DDPMODE, &v, sizeof(v)), -1);
+	assert_int_equal(errno, EBADF);
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+	errno = 0;
+	assert_int_equal(setsockopt(u, SOL_ESOCK, ESOCK_DDPMODE, &v, sizeof(v)), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	close(u);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	errno = 0;
+	assert_int_equal(setsockopt(s, SOL_ESOCK, 99, &v, sizeof(v)), -1);
+	assert_int_equal(errno, ENOPROTOOPT);
+	errno = 0;
+	assert_int_equal(setsockopt(s, SOL_ESOCK, ESOCK_DDPMODE, &v, 1), -1);
+	assert_int_equal(errno, EINVAL);
+	close(s);
+	assert_int_equal(esock_is_ddp(-1), -1);
+	struct pair p = make_pair(true);
+	int off = 0;
+	errno = 0;
+	assert_int_equal(setsockopt(p.c, SOL_ESOCK, ESOCK_DDPMODE, &off, sizeof(off)), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(send(p.c, "x", 1, MSG_OOB), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	close_pair(&p);
+}
+
+/* megabytes both ways at once, every byte checked */
+struct pump {
+	int fd;
+	size_t n;
+	uint32_t seed;
+	bool ok;
+};
+
+static uint8_t pattern(uint32_t seed, size_t i) { return (uint8_t)((i * 131 + seed) ^ (i >> 11)); }
+
+static void *pump_out(void *arg)
+{
+	struct pump *p = arg;
+	static __thread uint8_t b[100000];
+	for (size_t i = 0; i < p->n;) {
+		size_t k = p->n - i < sizeof(b) ? p->n - i : sizeof(b);
+		for (size_t j = 0; j < k; j++)
+			b[j] = pattern(p->seed, i + j);
+		write_all(p->fd, b, k);
+		i += k;
+	}
+	p->ok = true;
+	return NULL;
+}
+
+static void *pump_in(void *arg)
+{
+	struct pump *p = arg;
+	static __thread uint8_t b[70000];
+	size_t i = 0;
+	p->ok = true;
+	while (i < p->n) {
+		ssize_t r = read(p->fd, b, sizeof(b));
+		if (r <= 0) {
+			p->ok = false;
+			return NULL;
+		}
+		for (ssize_t j = 0; j < r; j++)
+			if (b[j] != pattern(p->seed, i + (size_t)j))
+				p->ok = false;
+		i += (size_t)r;
+	}
+	return NULL;
+}
+
+static void megabytes_both_ways_arrive_intact(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	size_t n = 24u << 20;
+	struct pump o1 = { p.c, n, 1, false }, i1 = { p.s, n, 1, false };
+	struct pump o2 = { p.s, n, 2, false }, i2 = { p.c, n, 2, false };
+	pthread_t t[4];
+	pthread_create(&t[0], NULL, pump_out, &o1);
+	pthread_create(&t[1], NULL, pump_in, &i1);
+	pthread_create(&t[2], NULL, pump_out, &o2);
+	pthread_create(&t[3], NULL, pump_in, &i2);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	assert_true(o1.ok && i1.ok && o2.ok && i2.ok);
+	close_pair(&p);
+}
+
+#define BOTH(f) cmocka_unit_test_prestate(f, &mode_plain), cmocka_unit_test_prestate(f, &mode_ddp)
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	const struct CMUnitTest tests[] = {
+		BOTH(bytes_flow_both_ways),
+		BOTH(names_and_identity_are_tcp),
+		BOTH(nonblocking_read_says_eagain),
+		BOTH(peek_and_fionread_leave_the_bytes),
+		BOTH(waitall_gathers_several_writes),
+		BOTH(scatter_gather_calls),
+		BOTH(half_close_ends_the_stream_one_way),
+		BOTH(write_after_the_end_raises_sigpipe),
+		BOTH(close_gives_the_peer_eof_after_the_data),
+		BOTH(writability_follows_the_send_buffer),
+		BOTH(readiness_in_every_interface),
+		BOTH(duplicates_share_the_connection),
+		BOTH(sendfile_sends_the_file),
+		BOTH(receive_timeout_says_eagain),
+		BOTH(refused_connect_reports_econnrefused),
+		BOTH(a_forked_child_gets_clean_errors),
+		BOTH(megabytes_both_ways_arrive_intact),
+		cmocka_unit_test(ddp_client_of_a_plain_server_is_refused),
+		cmocka_unit_test(ddp_server_serves_plain_clients_plainly),
+		cmocka_unit_test(a_connected_socket_switches_to_ddp),
+		cmocka_unit_test(bad_arguments_get_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
