@@ -5,7 +5,8 @@ UWARP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 UWARP_JOBS=$(nproc 2>/dev/null || echo 2)
 
 # The Debian packages the build, the tests and the demo need.
-UWARP_PACKAGES=(cmake make gcc clang pkg-config binutils libuv1-dev libisal-dev libcmocka-dev tshark python3)
+UWARP_PACKAGES=(cmake make gcc clang pkg-config binutils libuv1-dev libisal-dev libcmocka-dev tshark python3
+	iproute2 iperf3 redis-server redis-tools nginx wrk curl socat)
 
 uwarp_missing() {
 	local p
@@ -25,9 +26,19 @@ uwarp_ensure_packages() {
 	# tshark's package asks whether ordinary users may capture: no.
 	echo "wireshark-common wireshark-common/install-setuid boolean false" |
 		$sudo debconf-set-selections
+	# The servers the preload tests run (redis, nginx) are started by the
+	# tests themselves: installing them must not start them as services.
+	local policy=/usr/sbin/policy-rc.d made_policy=0
+	if [ ! -e $policy ]; then
+		printf '#!/bin/sh\nexit 101\n' | $sudo tee $policy >/dev/null &&
+			$sudo chmod +x $policy && made_policy=1
+	fi
 	$sudo apt-get update -qq
 	# shellcheck disable=SC2086
 	$sudo apt-get install -y -qq --no-install-recommends $missing
+	local rc=$?
+	[ $made_policy = 1 ] && $sudo rm -f $policy
+	return $rc
 }
 
 # Everything, including the sanitizer and libFuzzer runtime of the clang
