@@ -1,8 +1,10 @@
 /*
  * esock_engine.c: the ES-API runtime under DDP sockets. One event queue
- * takes every exs operation's completion; one thread dequeues them,
- * updates the socket they belong to and drives its readiness. Accepted
- * DDP clients are given to one exs listener without a socket of its own.
+ * takes every exs operation's completion; the ES-API's progress thread
+ * hands them to us as they come (exs_qnotify: no thread of ours sits in
+ * between, which would cost a wake-up per event), and each updates the
+ * socket it belongs to and drives its readiness. Accepted DDP clients are
+ * given to one exs listener without a socket of its own.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -19,7 +21,6 @@ static pthread_cond_t eng_cv;
 static pid_t eng_pid;	/* the process that started it */
 static int eng_err;	/* a start that failed: for every later call */
 static int handoff = -1;
-static pthread_t thread;
 
 /* accepted exs sockets not yet claimed by the accept that handed them */
 #define ARRIVED_MAX 256
@@ -234,7 +235,7 @@ static void on_accept(const exs_event_t *ev)
 		narrived++;
 	} else {
 		esock_inside++;
-		exs_close(ev->exs_evt_union.accept.fd, EXS_QHANDLE_INVALID, NULL);
+		exs_close(ev->exs_evt_union.accept.fd, esock_q, NULL); /* (its event is ignored) */
 		esock_inside--;
 	}
 	pthread_cond_broadcast(&eng_cv);
@@ -242,18 +243,14 @@ static void on_accept(const exs_event_t *ev)
 	post_accept();
 }
 
-static void *dispatch(void *arg)
+/* on the ES-API's progress thread: every event there is now */
+static void dispatch(exs_qhandle_t q, void *arg)
 {
 	(void)arg;
-	esock_inside = 1; /* every call this thread makes is the library's */
+	esock_inside++; /* every call made from here is the library's */
 	exs_event_t ev[64];
-	for (;;) {
-		int n = exs_qdequeue(esock_q, ev, -1, NULL);
-		if (n > 0) {
-			int more = exs_qdequeue(esock_q, ev + 1, 63, NULL);
-			if (more > 0)
-				n += more;
-		}
+	int n;
+	while ((n = exs_qdequeue(q, ev, 64, NULL)) > 0) {
 		for (int i = 0; i < n; i++) {
 			struct esock_tag *t = ev[i].exs_evt_ahandle;
 			if (t == &accept_tag)
@@ -262,7 +259,24 @@ static void *dispatch(void *arg)
 				on_socket_event(t, &ev[i]);
 		}
 	}
-	return NULL;
+	esock_inside--;
+}
+
+/* the exs options of every DDP connection (ESOCK_MODE: an experiment's knob) */
+void esock__exs_options(int x)
+{
+	const char *m = getenv("ESOCK_MODE");
+	int mode = EXS_MODE_DIRECT;
+	if (m && !strcmp(m, "dynamic"))
+		mode = EXS_MODE_DYNAMIC;
+	else if (m && !strcmp(m, "indirect"))
+		mode = EXS_MODE_INDIRECT;
+	exs_setsockopt(x, SOL_EXS, EXS_SO_STREAM_MODE, &mode, sizeof(mode));
+	if (mode == EXS_MODE_DIRECT) {
+		/* no transfer lands in the hidden ring: keep it small */
+		int ring = 64 << 10;
+		exs_setsockopt(x, SOL_EXS, EXS_SO_RING_SIZE, &ring, sizeof(ring));
+	}
 }
 
 static int start(void)
@@ -281,6 +295,7 @@ static int start(void)
 		int off = 0;
 		exs_setsockopt(handoff, SOL_EXS, EXS_SO_CRC, &off, sizeof(off));
 	}
+	esock__exs_options(handoff);
 	if (exs_listen_handoff(handoff, 1024))
 		return -errno;
 	pthread_condattr_t ca;
@@ -290,10 +305,8 @@ static int start(void)
 	pthread_condattr_destroy(&ca);
 	for (int i = 0; i < ACCEPTS_POSTED; i++)
 		post_accept();
-	int rc = pthread_create(&thread, NULL, dispatch, NULL);
-	if (rc)
-		return -rc;
-	pthread_detach(thread);
+	if (exs_qnotify(esock_q, dispatch, NULL))
+		return -errno;
 	atexit(esock__at_exit);
 	return 0;
 }

@@ -30,9 +30,9 @@
 #include <exs.h>
 
 #define ESOCK_FD_MAX 65536	   /* descriptors above this are never DDP */
-#define ESOCK_RCHUNKS 4		   /* receive chunks kept posted */
+#define ESOCK_RCHUNKS 8		   /* receive chunks kept posted: 2 MiB in flight */
 #define ESOCK_RCHUNK (256u << 10)  /* each one's size */
-#define ESOCK_SBUF (1024u << 10)	   /* the send ring */
+#define ESOCK_SBUF (2048u << 10)  /* the send ring */
 #define ESOCK_SENDS_MAX 64	   /* exs sends outstanding per socket */
 #define ESOCK_PEEK_MS_DEFAULT 200  /* a DDP server's wait for a client's first bytes */
 #define ESOCK_SETUP_MS 10000	   /* the MPA negotiation at most */
@@ -162,6 +162,7 @@ unsigned esock__peek_ms(void);
 int esock__engine(void); /* start (once): 0 or -errno */
 extern exs_qhandle_t esock_q;
 int esock__handoff_fd(void); /* the exs listener accepted sockets are given to */
+void esock__exs_options(int exs_fd);
 /* wait for the accepted exs socket whose peer is @peer (ms): fd or -errno */
 int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms);
 int esock__post_recvs(struct esock *e);	  /* under e->mu */

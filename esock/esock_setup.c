@@ -53,6 +53,7 @@ static int new_exs(struct esock *e)
 	esock_inside++;
 	int x = exs_socket(e->domain == AF_INET6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
 	if (x >= 0) {
+		esock__exs_options(x);
 		const char *crc = getenv("ESOCK_CRC");
 		if (crc && !strcmp(crc, "off")) {
 			int off = 0;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -140,6 +141,21 @@ void esock__unref_fd(struct esock *e)
 	if (!last) {
 		pthread_mutex_unlock(&e->mu);
 		return;
+	}
+	if (e->engine_ref && getenv("ESOCK_DEBUG")) {
+		struct exs_stream_counters c;
+		socklen_t l = sizeof(c);
+		esock_inside++;
+		if (!exs_getsockopt(e->exs, SOL_EXS, EXS_SO_COUNTERS, &c, &l))
+			fprintf(stderr,
+				"esock %d: direct %lu indirect %lu switches %lu discarded %lu adverts %lu "
+				"copied %lu rx_direct %lu rx_indirect %lu coalesced %lu\n",
+				(int)getpid(), (unsigned long)c.direct, (unsigned long)c.indirect,
+				(unsigned long)c.switches, (unsigned long)c.discarded,
+				(unsigned long)c.adverts, (unsigned long)c.copied,
+				(unsigned long)c.rx_direct, (unsigned long)c.rx_indirect,
+				(unsigned long)c.coalesced);
+		esock_inside--;
 	}
 	if (e->engine_ref) {
 		/* sends already posted still go; CLOSE frees it */

@@ -45,6 +45,9 @@ struct exs_queue {
 	int reserved;	  /* slots promised to outstanding operations */
 	int waiters;	  /* threads in exs_qdequeue on it */
 	pthread_cond_t cv;
+	exs_qnotify_fn notify; /* exs_qnotify's: run on the progress thread */
+	void *notify_arg;
+	bool notify_due;       /* events came since it last ran */
 	struct exs_queue *next;
 };
 
@@ -229,6 +232,7 @@ void exs__wake(void);
  * progress thread know. */
 void exs__kick(void);
 void exs__changed(void); /* readiness may have changed: tell exs_poll callers */
+bool exs__on_progress_thread(void);
 uint64_t exs__now_ms(void);
 struct exs_sock *exs__sock(int fd); /* under the lock; NULL: EBADF */
 void exs__sock_free(struct exs_sock *s); /* out of the table; reaped later */
@@ -249,6 +253,9 @@ void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev);
 /* wait for a synchronous operation (the lock held) */
 void exs__sync_wait(struct exs_sync *w);
 void exs__op_free(struct exs_op *op);
+/* Run the notifications of queues that got events (the progress thread,
+ * the lock held: it is dropped around each call). */
+void exs__run_notifies(void);
 
 /* exs_socket.c */
 struct exs_sock *exs__lock_sock(int fd); /* locked, or NULL with errno */

@@ -54,7 +54,7 @@ int exs_qdelete(exs_qhandle_t qh)
 {
 	pthread_mutex_lock(&exs_rt.lock);
 	struct exs_queue *q = exs__queue(qh);
-	int err = !q ? EBADF : q->reserved || q->waiters ? EBUSY : 0;
+	int err = !q ? EBADF : q->reserved || q->waiters || q->notify ? EBUSY : 0;
 	if (!err) {
 		for (struct exs_queue **pp = &exs_rt.queues; *pp; pp = &(*pp)->next)
 			if (*pp == q) {
@@ -72,6 +72,48 @@ int exs_qdelete(exs_qhandle_t qh)
 	free(q->ev);
 	free(q);
 	return 0;
+}
+
+int exs_qnotify(exs_qhandle_t qh, exs_qnotify_fn fn, void *arg)
+{
+	if (exs__ready())
+		return -1;
+	pthread_mutex_lock(&exs_rt.lock);
+	struct exs_queue *q = exs__queue(qh);
+	if (q) {
+		q->notify = fn;
+		q->notify_arg = arg;
+		q->notify_due = fn && q->count > 0;
+	}
+	pthread_mutex_unlock(&exs_rt.lock);
+	if (!q) {
+		errno = EBADF;
+		return -1;
+	}
+	if (fn)
+		exs__wake();
+	return 0;
+}
+
+void exs__run_notifies(void)
+{
+	bool again = true;
+	while (again) {
+		again = false;
+		for (struct exs_queue *q = exs_rt.queues; q; q = q->next) {
+			if (!q->notify_due || !q->notify)
+				continue;
+			q->notify_due = false;
+			exs_qnotify_fn fn = q->notify;
+			void *arg = q->notify_arg;
+			exs_qhandle_t qh = q->qh;
+			pthread_mutex_unlock(&exs_rt.lock);
+			fn(qh, arg);
+			pthread_mutex_lock(&exs_rt.lock);
+			again = true; /* the list may have changed meanwhile */
+			break;
+		}
+	}
 }
 
 int exs__op_reserve(struct exs_queue *q)
@@ -99,6 +141,11 @@ void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev)
 		q->reserved--;
 		pthread_cond_broadcast(&q->cv);
 		exs__changed();
+		if (q->notify && !q->notify_due) {
+			q->notify_due = true;
+			if (!exs__on_progress_thread())
+				exs__wake();
+		}
 	}
 	exs__op_free(op);
 }

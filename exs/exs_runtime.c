@@ -35,6 +35,8 @@ int exs__ready(void)
 
 static _Thread_local bool on_progress_thread;
 
+bool exs__on_progress_thread(void) { return on_progress_thread; }
+
 void exs__kick(void)
 {
 	if (on_progress_thread)
@@ -191,11 +193,13 @@ static void *progress_thread(void *arg)
 		while (n < 256 && one_wc())
 			n++;
 		exs__progress_pending();
+		exs__run_notifies();
 		if (n > 0 || work)
 			continue;
 		uw_req_notify_cq(exs_rt.cq, 0);
 		exs__drain_cq(); /* what came before the arming */
 		exs__progress_pending();
+		exs__run_notifies();
 		/* uwarp's own timers (the MPA timeouts) run only inside its
 		 * calls with manual progress: look in at least five times a
 		 * second */

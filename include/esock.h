@@ -27,6 +27,12 @@
  *                   speaks first wait this long once per connection).
  *   ESOCK_CRC       "off": MPA connections this process makes or accepts
  *                   go without CRC32c (both ends must agree; default on).
+ *   ESOCK_MODE      the ES-API stream mode under the sockets: "direct"
+ *                   (default: every transfer lands in a receive buffer the
+ *                   library keeps posted ahead, no copy out of a ring),
+ *                   "dynamic" or "indirect" (for experiments).
+ *   ESOCK_DEBUG     set: each DDP connection's transfer counters are
+ *                   printed to stderr when the program closes it.
  *
  * SEMANTICS
  *   Connecting: connect(2) on a DDP-mode socket makes the TCP connection,

@@ -145,6 +145,19 @@ EXS_EXTERN int exs_qdequeue(exs_qhandle_t qhandle, exs_event_t *events, int coun
 			    const struct timespec *timeout);
 
 /*
+ * exs_qnotify - call @fn(@qhandle, @arg) on the progress thread soon after
+ * events arrive on the queue (at least once after any arrival; NULL: no
+ * more calls). A uwarp extension for libraries that react to completions
+ * without a thread of their own waiting in exs_qdequeue. @fn runs with no
+ * ES-API lock held and may make any call that does not wait: exs_qdequeue
+ * with @count > 0, and calls with a queue; a call that would wait there
+ * would stop every socket's progress. A queue with a notification cannot
+ * be deleted (EBUSY). Returns 0 or -1 with errno EBADF.
+ */
+typedef void (*exs_qnotify_fn)(exs_qhandle_t qhandle, void *arg);
+EXS_EXTERN int exs_qnotify(exs_qhandle_t qhandle, exs_qnotify_fn fn, void *arg);
+
+/*
  * exs_poll - poll(2) over ES-API sockets, event queues and ordinary file
  * descriptors at once. For an ES-API socket: POLLIN when a receive would
  * find data waiting (stream), the peer has finished sending, or (listener)

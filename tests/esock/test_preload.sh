@@ -38,7 +38,9 @@ wait_port() { # port: until something listens there (10 s)
 	return 1
 }
 
-ddp() { env LD_PRELOAD="$lib" ESOCK_DDPMODE="$port" "$@"; }
+# the preload with this run's port selected (an array, not a function: a
+# background server's $! must be the server itself, which the test kills)
+ddp_env() { ddp=(env LD_PRELOAD="$lib" ESOCK_DDPMODE="$port"); }
 
 # capture PORT NAME: tshark on loopback for the run that follows (its
 # first 3000 packets: the MPA negotiation and plenty of FPDUs)
@@ -82,11 +84,12 @@ stop() { kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; }
 # ---- iperf3 ----
 for mode in ddp fallback; do
 	port=$(free_port)
-	start iperf3-$mode ddp timeout 60 iperf3 -s -p "$port" -1
+	ddp_env
+	start iperf3-$mode "${ddp[@]}" timeout 60 iperf3 -s -p "$port" -1
 	wait_port "$port" || bad "iperf3 server did not listen"
 	[ $mode = ddp ] && capture "$port" iperf3
 	if [ $mode = ddp ]; then
-		out=$(ddp timeout 60 iperf3 -c 127.0.0.1 -p "$port" -t 2 -J)
+		out=$("${ddp[@]}" timeout 60 iperf3 -c 127.0.0.1 -p "$port" -t 2 -J)
 	else
 		out=$(timeout 60 iperf3 -c 127.0.0.1 -p "$port" -t 2 -J)
 	fi
@@ -105,11 +108,12 @@ done
 # ---- redis ----
 for mode in ddp fallback; do
 	port=$(free_port)
-	start redis-$mode ddp redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+	ddp_env
+	start redis-$mode "${ddp[@]}" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 		--daemonize no --dir "$work"
 	wait_port "$port" || bad "redis-server did not listen"
 	c=(timeout 60)
-	[ $mode = ddp ] && { capture "$port" redis; c=(ddp timeout 60); }
+	[ $mode = ddp ] && { capture "$port" redis; c=("${ddp[@]}" timeout 60); }
 	"${c[@]}" redis-cli -p "$port" set uwarp-key "value over $mode" >/dev/null
 	got=$("${c[@]}" redis-cli -p "$port" get uwarp-key)
 	[ "$got" = "value over $mode" ] || bad "redis $mode: get returned '$got'"
@@ -147,10 +151,11 @@ http {
 	server { listen 127.0.0.1:$port; root $work/www; }
 }
 EOF
-	start nginx-$mode ddp nginx -e "$work/ngx/error.log" -p "$work/ngx" -c "$work/ngx/nginx.conf"
+	ddp_env
+	start nginx-$mode "${ddp[@]}" nginx -e "$work/ngx/error.log" -p "$work/ngx" -c "$work/ngx/nginx.conf"
 	wait_port "$port" || bad "nginx did not listen"
 	c=(timeout 60)
-	[ $mode = ddp ] && { capture "$port" nginx; c=(ddp timeout 60); }
+	[ $mode = ddp ] && { capture "$port" nginx; c=("${ddp[@]}" timeout 60); }
 	rm -f "$work/got.bin"
 	"${c[@]}" curl -s -o "$work/got.bin" "http://127.0.0.1:$port/f.bin" ||
 		bad "nginx $mode: curl failed"
@@ -174,10 +179,11 @@ want=$(sha256sum <"$work/in.bin" | cut -d' ' -f1)
 for mode in ddp fallback; do
 	port=$(free_port)
 	rm -f "$work/out.bin"
-	start socat-$mode ddp timeout 120 socat -u "TCP-LISTEN:$port,reuseaddr" "OPEN:$work/out.bin,creat,trunc"
+	ddp_env
+	start socat-$mode "${ddp[@]}" timeout 120 socat -u "TCP-LISTEN:$port,reuseaddr" "OPEN:$work/out.bin,creat,trunc"
 	wait_port "$port" || bad "socat did not listen"
 	c=(timeout 120)
-	[ $mode = ddp ] && { capture "$port" socat; c=(ddp timeout 120); }
+	[ $mode = ddp ] && { capture "$port" socat; c=("${ddp[@]}" timeout 120); }
 	"${c[@]}" socat -u "OPEN:$work/in.bin" "TCP:127.0.0.1:$port" || bad "socat $mode client failed"
 	wait "$srv" || bad "socat $mode server failed"
 	got=$(sha256sum <"$work/out.bin" | cut -d' ' -f1)
