@@ -13,8 +13,23 @@
 
 #include "exs_internal.h"
 
-enum { TAG_CTL_RECV = 0, TAG_CTL_SEND = 1, TAG_XFER = 2, TAG_XFER_WRITE = 3 };
-#define TAG(wr_id) ((int)((wr_id) & 3))
+enum { TAG_CTL_RECV = 0, TAG_CTL_SEND = 1, TAG_XFER = 2, TAG_XFER_WRITE = 3, TAG_ONESIDED = 4 };
+#define TAG(wr_id) ((int)((wr_id) & 7))
+
+/* a one-sided operation's WR names the operation (malloc's alignment
+ * leaves the tag's bits free) */
+uint64_t exs__onesided_wr_id(struct exs_op *op) { return (uintptr_t)op | TAG_ONESIDED; }
+
+static void onesided_done(struct uw_wc *wc)
+{
+	struct exs_op *op = (struct exs_op *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
+	int err = 0;
+	if (wc->status == UW_WC_REM_ACCESS_ERR || wc->status == UW_WC_LOC_PROT_ERR)
+		err = EACCES;
+	else if (wc->status != UW_WC_SUCCESS)
+		err = wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO;
+	exs__op_complete(op, err, err ? -1 : (ssize_t)op->len);
+}
 
 /* the peer's receives a normal message may use: one stays for CREDIT,
  * so that returning credits can never deadlock */
@@ -68,7 +83,7 @@ static int post_ctl_recv(struct exs_sock *s, unsigned i)
 {
 	struct uw_sge sge = { (uintptr_t)(s->ctl_buf + (size_t)i * EXS_CTL_LEN), EXS_CTL_LEN,
 			      s->ctl_mr->lkey };
-	struct uw_recv_wr wr = { .wr_id = (uint64_t)i << 2 | TAG_CTL_RECV, .sg_list = &sge,
+	struct uw_recv_wr wr = { .wr_id = (uint64_t)i << 3 | TAG_CTL_RECV, .sg_list = &sge,
 				 .num_sge = 1 };
 	return uw_post_recv(s->qp, &wr, NULL);
 }
@@ -502,7 +517,7 @@ static int on_note(struct exs_sock *s, const struct exs_note *n, bool full)
 
 static void on_recv(struct exs_sock *s, struct uw_wc *wc)
 {
-	unsigned i = (unsigned)(wc->wr_id >> 2);
+	unsigned i = (unsigned)(wc->wr_id >> 3);
 	int rc;
 	if (wc->opcode == UW_WC_RECV_IMM) {
 		struct exs_note n;
@@ -599,6 +614,19 @@ void exs__progress_pending(void)
 
 void exs__on_wc(struct uw_wc *wc)
 {
+	if (wc->opcode != UW_WC_RECV && TAG(wc->wr_id) == TAG_ONESIDED) {
+		/* its operation waits for this whatever became of the socket */
+		struct exs_sock *s = wc->qp ? wc->qp->qp_context : NULL;
+		onesided_done(wc);
+		if (s && !s->dead) {
+			s->sq_out--;
+			if (wc->status != UW_WC_SUCCESS && s->st == S_CONNECTED)
+				exs__abort(s, wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO);
+			else
+				s->pending = true;
+		}
+		return;
+	}
 	if (!wc->qp)
 		return; /* its socket is gone, and with it what this was for */
 	struct exs_sock *s = wc->qp->qp_context;

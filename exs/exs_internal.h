@@ -61,7 +61,14 @@ struct exs_mem {
 
 struct exs_sync; /* a waiting synchronous call */
 
-enum exs_op_kind { OP_SEND, OP_RECV, OP_ACCEPT, OP_CONNECT, OP_SHUTDOWN, OP_CLOSE };
+/* a window exs_expose bound for the peer (lives with the socket) */
+struct exs_window {
+	struct uw_mw *mw;
+	struct exs_mem *mem;
+	struct exs_window *next;
+};
+
+enum exs_op_kind { OP_SEND, OP_RECV, OP_ACCEPT, OP_CONNECT, OP_SHUTDOWN, OP_CLOSE, OP_ONESIDED };
 
 struct exs_op {
 	struct exs_op *next;
@@ -196,6 +203,8 @@ struct exs_sock {
 	uint32_t sp_next_id;
 	struct exs_op *adv_next; /* first receive not yet advertised */
 
+	struct exs_window *windows; /* exs_expose's */
+
 	struct exs_sock *next; /* every socket */
 };
 
@@ -264,6 +273,11 @@ struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void
 void exs__op_drop(struct exs_op *op);
 /* to the end of a socket's list of sends, receives or accepts */
 void exs__op_append(struct exs_op **head, struct exs_op **tail, struct exs_op *op);
+
+/* exs_onesided.c */
+void exs__windows_free(struct exs_sock *s);
+/* the wr_id of a one-sided operation's WR (exs_conn.c knows its tag) */
+uint64_t exs__onesided_wr_id(struct exs_op *op);
 
 /* exs_mem.c */
 /* Keys for the op's buffers (registering what has no handle): 0 or -errno */

@@ -8,11 +8,13 @@
 
 static int uw_access(int access)
 {
-	int a = UW_ACCESS_LOCAL_WRITE;
+	/* windows may be bound over any region: a receive's (below), or one
+	 * exs_expose gives the peer */
+	int a = UW_ACCESS_LOCAL_WRITE | UW_ACCESS_MW_BIND;
 	/* the peer writes a receive through a window bound over it; the
 	 * region's own key never leaves this process */
 	if (access & EXS_ACCESS_WRITE)
-		a |= UW_ACCESS_REMOTE_WRITE | UW_ACCESS_MW_BIND;
+		a |= UW_ACCESS_REMOTE_WRITE;
 	return a;
 }
 

@@ -154,9 +154,10 @@ void exs__op_complete(struct exs_op *op, int status, ssize_t bytes)
 {
 	static const int kinds[] = { [OP_SEND] = EXS_EVT_SEND,	   [OP_RECV] = EXS_EVT_RECV,
 				     [OP_ACCEPT] = EXS_EVT_ACCEPT,  [OP_CONNECT] = EXS_EVT_CONNECT,
-				     [OP_SHUTDOWN] = EXS_EVT_SHUTDOWN, [OP_CLOSE] = EXS_EVT_CLOSE };
+				     [OP_SHUTDOWN] = EXS_EVT_SHUTDOWN, [OP_CLOSE] = EXS_EVT_CLOSE,
+				     [OP_ONESIDED] = EXS_EVT_RDMA };
 	exs_event_t ev = { .exs_evt_type = kinds[op->kind], .exs_evt_errno = status };
-	if (op->kind == OP_SEND || op->kind == OP_RECV) {
+	if (op->kind == OP_SEND || op->kind == OP_RECV || op->kind == OP_ONESIDED) {
 		if (op->kind == OP_RECV && op->bounce && !status && bytes > 0) {
 			/* a scattered receive: one copy into its buffers */
 			size_t off = 0;

@@ -113,6 +113,7 @@ static void reap(void)
 	struct exs_sock *s;
 	while ((s = exs_rt.graveyard)) {
 		exs_rt.graveyard = s->next;
+		exs__windows_free(s); /* (bound to its QP) */
 		if (s->qp) {
 			uw_destroy_qp(s->qp); /* its flushed completions name no QP now */
 			exs_rt.nconns--;

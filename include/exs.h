@@ -79,6 +79,7 @@ enum exs_evt_type {
 	EXS_EVT_RECV,	     /* exs_recv(v): xfer.bytes arrived (0: end of stream) */
 	EXS_EVT_SHUTDOWN,    /* exs_shutdown(SHUT_WR): the peer has all the data */
 	EXS_EVT_CLOSE,	     /* exs_close: the connection is torn down */
+	EXS_EVT_RDMA,	     /* exs_rdma_write or exs_rdma_read: xfer.bytes moved */
 };
 
 typedef struct exs_event {
@@ -267,6 +268,46 @@ EXS_EXTERN int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrle
 EXS_EXTERN int exs_connect_fd(int fd, int tcp_fd, exs_qhandle_t qhandle, void *ahandle);
 EXS_EXTERN int exs_listen_handoff(int fd, int backlog);
 EXS_EXTERN int exs_accept_fd(int fd, int tcp_fd);
+
+/*
+ * One-sided operations (uwarp extensions).
+ *
+ * exs_expose - give the connection's peer access to [@addr, @addr + @len)
+ * of registered memory @mh: @access EXS_REMOTE_READ and/or
+ * EXS_REMOTE_WRITE (which needs a region registered with
+ * EXS_ACCESS_WRITE). Fills @out with what the peer needs (send it to the
+ * peer by any means): a window bound for this connection alone, valid
+ * until exs_unexpose or the socket closes; the region cannot be
+ * deregistered meanwhile. Errors: EBADF, EINVAL, ENOTCONN, EFAULT (not
+ * inside @mh), EACCES, ENOMEM.
+ *
+ * exs_rdma_write, exs_rdma_read - move @len bytes between @buf (@mh a
+ * registration covering it, or EXS_MHANDLE_INVALID) and the peer's
+ * exposed memory @r at offset @off, without the peer's program taking
+ * part. They go after the stream's sends already posted. With a queue:
+ * returns 0; EXS_EVT_RDMA follows. Without: waits and returns @len.
+ * Errors: EBADF, EINVAL (beyond @r, or zero length), EFAULT, ENOTCONN,
+ * EAGAIN (the connection's send queue is full); completion errors: EACCES
+ * (the peer refused the key: the connection then ends, as RDMAP
+ * requires), ECONNRESET.
+ */
+#define EXS_REMOTE_READ 0x1
+#define EXS_REMOTE_WRITE 0x2
+struct exs_remote {
+	uint64_t addr; /* the exposed memory's address, in the peer's terms */
+	uint64_t len;
+	uint32_t stag; /* its key */
+	uint32_t reserved;
+};
+EXS_EXTERN int exs_expose(int fd, exs_mhandle_t mh, const void *addr, size_t len, int access,
+			  struct exs_remote *out);
+EXS_EXTERN int exs_unexpose(int fd, const struct exs_remote *r);
+EXS_EXTERN ssize_t exs_rdma_write(int fd, const void *buf, size_t len, exs_mhandle_t mh,
+				  const struct exs_remote *to, uint64_t off, exs_qhandle_t qhandle,
+				  void *ahandle);
+EXS_EXTERN ssize_t exs_rdma_read(int fd, void *buf, size_t len, exs_mhandle_t mh,
+				 const struct exs_remote *from, uint64_t off, exs_qhandle_t qhandle,
+				 void *ahandle);
 
 /*
  * exs_set_fd_floor - descriptors the ES-API opens from now on (its sockets,

@@ -743,6 +743,76 @@ static void an_advert_key_reaches_only_its_receive(void **state)
 	uw_ep_close(ep);
 }
 
+/* One-sided operations: the peer's program only exposes the memory; a
+ * Write lands there, a Read brings it back, the stream is untouched, and
+ * a key the peer withdrew (or a write beyond what it exposed) is refused. */
+static void one_sided_write_and_read_reach_only_exposed_memory(void **state)
+{
+	(void)state;
+	int c, s;
+	pair(SOCK_STREAM, &c, &s);
+	static uint8_t region[8192], mine[4096], back[4096];
+	exs_mhandle_t rmh = exs_mregister(region, sizeof(region), EXS_ACCESS_WRITE);
+	exs_mhandle_t mmh = exs_mregister(mine, sizeof(mine), EXS_ACCESS_READ);
+	exs_mhandle_t bmh = exs_mregister(back, sizeof(back), EXS_ACCESS_WRITE);
+	assert_non_null(rmh);
+	struct exs_remote r, ro;
+	/* bad arguments */
+	assert_int_equal(exs_expose(s, rmh, region, 0, EXS_REMOTE_WRITE, &r), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(exs_expose(s, rmh, region + 4096, 8192, EXS_REMOTE_WRITE, &r), -1);
+	assert_int_equal(errno, EFAULT);
+	assert_int_equal(exs_expose(s, mmh, mine, 16, EXS_REMOTE_WRITE, &r), -1);
+	assert_int_equal(errno, EACCES);
+	/* the second half of the region only */
+	assert_int_equal(exs_expose(s, rmh, region + 4096, 4096, EXS_REMOTE_WRITE | EXS_REMOTE_READ,
+				    &r),
+			 0);
+	assert_int_equal(r.len, 4096);
+	assert_int_equal(exs_mderegister(&rmh), -1);
+	assert_int_equal(errno, EBUSY);
+	for (size_t i = 0; i < sizeof(mine); i++)
+		mine[i] = (uint8_t)(i * 13 + 1);
+	assert_int_equal(exs_rdma_write(c, mine, 1000, mmh, &r, 96, EXS_QHANDLE_INVALID, NULL),
+			 1000);
+	assert_memory_equal(region + 4096 + 96, mine, 1000);
+	static const uint8_t zero[4096];
+	assert_memory_equal(region, zero, 4096);
+	assert_int_equal(exs_rdma_read(c, back, 1000, bmh, &r, 96, Q, (void *)77), 0);
+	exs_event_t ev = ev1();
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_RDMA);
+	assert_int_equal(ev.exs_evt_errno, 0);
+	assert_ptr_equal(ev.exs_evt_ahandle, (void *)77);
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 1000);
+	assert_memory_equal(back, mine, 1000);
+	/* beyond what was exposed: refused before it goes */
+	assert_int_equal(exs_rdma_write(c, mine, 100, mmh, &r, 4000, EXS_QHANDLE_INVALID, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	/* the stream still works beside them */
+	char b[4];
+	assert_int_equal(exs_send(c, "abc", 3, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 3);
+	assert_int_equal(exs_recv(s, b, 3, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL,
+				  EXS_MHANDLE_INVALID),
+			 3);
+	/* a key withdrawn: the peer refuses it, the connection ends */
+	ro = r;
+	assert_int_equal(exs_unexpose(s, &r), 0);
+	assert_int_equal(exs_unexpose(s, &r), -1);
+	assert_int_equal(errno, ENOENT);
+	static uint8_t other[16];
+	memset(other, 0xee, sizeof(other));
+	/* (a Write completes when it has left: the refusal ends the
+	 * connection afterwards; a Read waits for the answer) */
+	exs_rdma_write(c, other, 16, EXS_MHANDLE_INVALID, &ro, 0, EXS_QHANDLE_INVALID, NULL);
+	assert_int_equal(exs_rdma_read(c, back, 16, bmh, &ro, 0, EXS_QHANDLE_INVALID, NULL), -1);
+	assert_true(errno == EACCES || errno == ECONNRESET || errno == ENOTCONN);
+	assert_memory_equal(region + 4096, zero, 96); /* untouched by the refused Write */
+	close_pair(c, s);
+	assert_int_equal(exs_mderegister(&rmh), 0);
+	assert_int_equal(exs_mderegister(&mmh), 0);
+	assert_int_equal(exs_mderegister(&bmh), 0);
+}
+
 /* The HELLO's credit slot and ADVERT's CHAIN flag: what the wire may say.
  * A slot outside 2^9..2^20 is no ES-API peer's (the connection is
  * refused); CHAIN belongs to ADVERT only. */
@@ -990,6 +1060,7 @@ int main(void)
 		cmocka_unit_test(malformed_control_messages_abort_and_complete_everything),
 		cmocka_unit_test(a_peer_of_the_wrong_type_is_refused),
 		cmocka_unit_test(an_advert_key_reaches_only_its_receive),
+		cmocka_unit_test(one_sided_write_and_read_reach_only_exposed_memory),
 		cmocka_unit_test(hello_slot_and_chain_flag_are_checked),
 		cmocka_unit_test(flow_options_are_checked),
 		cmocka_unit_test(credit_flow_takes_a_slot_per_send),
