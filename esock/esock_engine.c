@@ -48,7 +48,7 @@ static bool hup_rd(const struct esock *e)
 
 static bool readable(const struct esock *e)
 {
-	if (e->st == ES_CONNECTING)
+	if (e->st == ES_CONNECTING || e->arecv)
 		return false;
 	return e->rstate[e->rhead] != RC_POSTED || hup_rd(e);
 }
@@ -162,6 +162,12 @@ static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
 {
 	struct esock *e = t->e;
 	int err = ev->exs_evt_errno;
+	if (t->kind == TAG_ASYNC) {
+		/* (the tag is the operation's first member) */
+		esock__async_done((struct esock_aop *)t, err,
+				  err ? 0 : (size_t)ev->exs_evt_union.xfer.bytes);
+		return;
+	}
 	if (t->kind == TAG_CLOSE) {
 		esock__engine_done(e);
 		return;
@@ -212,6 +218,7 @@ static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
 	case TAG_SHUT:
 		break;
 	}
+	esock__serve_arecv(e);
 	esock__update(e, arrived_data);
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);

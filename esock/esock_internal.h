@@ -94,7 +94,21 @@ struct esock_tag {
 	int kind; /* TAG_* */
 	int idx;
 };
-enum { TAG_CONNECT, TAG_RECV, TAG_SEND, TAG_SHUT, TAG_CLOSE };
+enum { TAG_CONNECT, TAG_RECV, TAG_SEND, TAG_SHUT, TAG_CLOSE, TAG_ASYNC };
+
+struct esock_cq;
+
+/* an extended call's operation (esock_ext.c); its tag first: an exs
+ * event's handle leads back to it */
+struct esock_aop {
+	struct esock_tag tag;
+	struct esock_cq *cq;
+	void *ctx;
+	int op;	   /* enum esock_op */
+	void *buf; /* RECV */
+	size_t len;
+	struct esock_aop *next; /* RECV: the socket's pending ones, in order */
+};
 
 struct esock {
 	pthread_mutex_t mu;
@@ -129,6 +143,10 @@ struct esock {
 	int shead, scount;
 	bool wr_shut;
 
+	/* esock_recv_async's, in the order posted: they take the stream's
+	 * bytes before read(2) does */
+	struct esock_aop *arecv, *arecv_tail;
+
 	/* readiness of the program's end */
 	bool rsig;	/* a byte waits there */
 	bool oblock;	/* made unwritable */
@@ -139,7 +157,8 @@ struct esock {
 };
 
 /* esock_table.c */
-extern uint8_t esock_fdflags[ESOCK_FD_MAX];
+/* (atomic: uwarp's threads close their own descriptors through close()) */
+extern _Atomic uint8_t esock_fdflags[ESOCK_FD_MAX];
 struct esock *esock__get(int fd);     /* NULL: not a DDP socket */
 void esock__set(int fd, struct esock *e); /* names it (a reference) */
 void esock__forget(int fd);	      /* the number closed: drops its reference */
@@ -180,7 +199,15 @@ struct esock *esock__switch(int fd, bool initiator, int tcp_copy);
 int esock__adopt_accepted(int c, int flags);
 bool esock__mpa_prefix(const uint8_t *b, size_t n); /* could be an MPA Request */
 
+/* esock_ext.c */
+void esock__async_done(struct esock_aop *a, int status, size_t bytes); /* frees it */
+void esock__serve_arecv(struct esock *e); /* under e->mu: bytes to pending receives */
+void esock__cancel_arecv(struct esock *e, int err); /* under e->mu */
+
 /* esock_io.c */
+/* copy out what is there, consuming it unless @peek (under e->mu) */
+size_t esock__take(struct esock *e, const struct iovec *iov, int cnt, size_t at, size_t want,
+		   bool peek);
 ssize_t esock__recv(struct esock *e, const struct iovec *iov, int cnt, int flags);
 ssize_t esock__send(struct esock *e, const struct iovec *iov, int cnt, int flags);
 size_t esock__readable_bytes(struct esock *e);

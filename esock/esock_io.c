@@ -58,8 +58,7 @@ size_t esock__readable_bytes(struct esock *e)
 	return n;
 }
 
-/* copy out what is there (consuming it unless @peek) */
-static size_t take(struct esock *e, const struct iovec *iov, int cnt, size_t at, size_t want,
+size_t esock__take(struct esock *e, const struct iovec *iov, int cnt, size_t at, size_t want,
 		   bool peek)
 {
 	size_t got = 0;
@@ -104,8 +103,9 @@ ssize_t esock__recv(struct esock *e, const struct iovec *iov, int cnt, int flags
 	size_t got = 0;
 	int err = 0;
 	while (total) {
-		if (e->st != ES_CONNECTING)
-			got += take(e, iov, cnt, got, total - got, peek);
+		/* (bytes go to pending asynchronous receives first) */
+		if (e->st != ES_CONNECTING && !e->arecv)
+			got += esock__take(e, iov, cnt, got, total - got, peek);
 		if (got == total || (got && (peek || !(flags & MSG_WAITALL))))
 			break;
 		if (e->st == ES_FAILED || (e->conn_err && e->rstate[e->rhead] != RC_FILLED)) {
@@ -113,7 +113,7 @@ ssize_t esock__recv(struct esock *e, const struct iovec *iov, int cnt, int flags
 				err = e->conn_err ? e->conn_err : ENOTCONN;
 			break;
 		}
-		if (e->rd_shut || e->eof || e->rstate[e->rhead] == RC_END)
+		if ((e->rd_shut || e->eof || e->rstate[e->rhead] == RC_END) && !e->arecv)
 			break; /* the end of the stream: what there was, or 0 */
 		if (nb) {
 			if (!got)

@@ -16,7 +16,7 @@
 
 #include "esock_internal.h"
 
-uint8_t esock_fdflags[ESOCK_FD_MAX];
+_Atomic uint8_t esock_fdflags[ESOCK_FD_MAX];
 static struct esock *_Atomic tab[ESOCK_FD_MAX];
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 __thread int esock_inside;
@@ -157,6 +157,7 @@ void esock__unref_fd(struct esock *e)
 				(unsigned long)c.coalesced);
 		esock_inside--;
 	}
+	esock__cancel_arecv(e, ECANCELED);
 	if (e->engine_ref) {
 		/* sends already posted still go; CLOSE frees it */
 		esock_inside++;

@@ -96,11 +96,124 @@ extern "C" {
 #define SOL_ESOCK 0x45534b01 /* "ESK" 1 */
 #define ESOCK_DDPMODE 1	     /* int: 1 DDP mode, 0 plain (getsockopt: current) */
 
+#include <stddef.h>
+#include <stdint.h>
+
+#define ESOCK_EXTERN __attribute__((visibility("default")))
+
 /*
  * esock_is_ddp - whether @fd is a socket carried over DDP now.
  * Returns 1, 0 (any other descriptor), or -1 with errno EBADF.
  */
-__attribute__((visibility("default"))) int esock_is_ddp(int fd);
+ESOCK_EXTERN int esock_is_ddp(int fd);
+
+/*
+ * EXTENDED CALLS
+ *
+ * On a socket in DDP mode a program may also use RDDP itself: registered
+ * memory, asynchronous sends and receives, and one-sided writes and reads
+ * into memory the peer has exposed. Every call fails with EOPNOTSUPP on a
+ * socket that is not carried over DDP, EBADF on a descriptor that is not a
+ * socket or completion queue, and ENOTCONN once the connection is gone.
+ *
+ * Completions go to a completion queue, a descriptor that poll, select and
+ * epoll report readable while completions wait in it. A posted operation
+ * reserves its completion's place in the queue when it is posted (EAGAIN
+ * when the queue is full), so no completion is ever lost, and every posted
+ * operation completes: with its result, or with an error when the
+ * connection fails or the socket is closed (ECANCELED, ECONNRESET).
+ * Buffers must stay untouched until their operation completes.
+ */
+
+/* esock_mr_reg access flags */
+#define ESOCK_ACCESS_LOCAL 0x1	      /* sent from and received into */
+#define ESOCK_ACCESS_REMOTE_READ 0x2  /* may be exposed for the peer to read */
+#define ESOCK_ACCESS_REMOTE_WRITE 0x4 /* may be exposed for the peer to write */
+
+typedef struct esock_mr *esock_mr_t;
+
+/*
+ * esock_mr_reg - register [@addr, @addr + @len) for the calls below (a
+ * buffer given without a registration, NULL, is registered for its one
+ * operation). Returns the registration, or NULL with errno: EINVAL,
+ * ENOMEM. esock_mr_dereg releases it: 0, or -1 with EBUSY while an
+ * operation or an exposure uses it.
+ */
+ESOCK_EXTERN esock_mr_t esock_mr_reg(void *addr, size_t len, int access);
+ESOCK_EXTERN int esock_mr_dereg(esock_mr_t mr);
+
+/*
+ * esock_cq_create - a completion queue holding up to @depth completions.
+ * Returns its descriptor (readable while completions wait), or -1 with
+ * errno: EINVAL, ENOMEM, EMFILE. esock_cq_destroy closes it: 0, or -1 with
+ * EBUSY while operations will still complete on it.
+ */
+ESOCK_EXTERN int esock_cq_create(int depth);
+ESOCK_EXTERN int esock_cq_destroy(int cq);
+
+enum esock_op { ESOCK_OP_SEND = 1, ESOCK_OP_RECV, ESOCK_OP_WRITE, ESOCK_OP_READ };
+
+struct esock_wc {
+	void *ctx;    /* the caller's, as posted */
+	int op;	      /* enum esock_op */
+	int status;   /* 0, or the errno the operation failed with */
+	size_t bytes; /* bytes moved (RECV: 0 is the end of the stream) */
+};
+
+/*
+ * esock_cq_poll - take up to @n completions, oldest first, without
+ * waiting (wait with poll(2) on the queue's descriptor). Returns how many,
+ * or -1 with errno EBADF, EINVAL.
+ */
+ESOCK_EXTERN int esock_cq_poll(int cq, struct esock_wc *wc, int n);
+
+/*
+ * esock_send_async - send @len bytes of @buf on the stream, in order with
+ * the socket's write(2)s and other sends; no copy is made. Completes with
+ * ESOCK_OP_SEND once the bytes are on their way. Returns 0 or -1 with
+ * errno (also EPIPE after shutdown(SHUT_WR), EAGAIN: the queue is full).
+ *
+ * esock_recv_async - receive the stream's next bytes (1 to @len; 0 at its
+ * end) into @buf. Receives complete in the order posted; while one is
+ * pending the stream's bytes go to it, not to read(2) (which waits, or
+ * says EAGAIN, until none is). The bytes come through the socket's own
+ * receive buffers (one copy).
+ */
+ESOCK_EXTERN int esock_send_async(int fd, const void *buf, size_t len, esock_mr_t mr, int cq,
+				  void *ctx);
+ESOCK_EXTERN int esock_recv_async(int fd, void *buf, size_t len, esock_mr_t mr, int cq,
+				  void *ctx);
+
+/* what the peer needs to reach exposed memory; send it to the peer as
+ * bytes on the stream (fixed layout, host byte order of the exposer) */
+struct esock_remote {
+	uint64_t addr;
+	uint64_t len;
+	uint32_t stag;
+	uint32_t reserved;
+};
+
+/*
+ * esock_expose - let this connection's peer read and/or write
+ * [@addr, @addr + @len) of registration @mr (@access
+ * ESOCK_ACCESS_REMOTE_READ | ESOCK_ACCESS_REMOTE_WRITE, as registered).
+ * Fills @out; the exposure is this connection's alone and ends with it.
+ * Returns 0 or -1 with errno: EINVAL, EFAULT (outside @mr), EACCES.
+ *
+ * esock_write_async, esock_read_async - one-sided: move @len bytes between
+ * @buf and offset @off of the peer's exposed memory @rem, without the
+ * peer's program taking part. They go after the stream's bytes already
+ * sent. Complete with ESOCK_OP_WRITE (once the bytes have left) and
+ * ESOCK_OP_READ (once they are here). Errors: EINVAL (beyond @rem), EACCES
+ * as a completion when the peer refuses the key (the connection then
+ * ends, as RDMAP requires).
+ */
+ESOCK_EXTERN int esock_expose(int fd, esock_mr_t mr, void *addr, size_t len, int access,
+			      struct esock_remote *out);
+ESOCK_EXTERN int esock_write_async(int fd, const void *buf, size_t len, esock_mr_t mr,
+				   const struct esock_remote *rem, uint64_t off, int cq, void *ctx);
+ESOCK_EXTERN int esock_read_async(int fd, void *buf, size_t len, esock_mr_t mr,
+				  const struct esock_remote *rem, uint64_t off, int cq, void *ctx);
 
 #ifdef __cplusplus
 }

@@ -778,6 +778,176 @@ static void megabytes_both_ways_arrive_intact(void **state)
 	close_pair(&p);
 }
 
+/* ---- the extended calls ---- */
+
+static int cq_wait(int cq, struct esock_wc *wc)
+{
+	for (int i = 0; i < 1000; i++) {
+		int n = esock_cq_poll(cq, wc, 1);
+		if (n)
+			return n;
+		wait_fd(cq, POLLIN, 10);
+	}
+	return 0;
+}
+
+/* asynchronous sends go in order with write(2); asynchronous receives
+ * take the stream's bytes before read(2); completions reach a queue whose
+ * descriptor poll(2) reports */
+static void async_send_and_receive_complete_on_a_queue(void **state)
+{
+	(void)state;
+	struct pair p = make_pair(true);
+	int cq = esock_cq_create(4);
+	assert_true(cq >= 0);
+	assert_int_equal(wait_fd(cq, POLLIN, 0), 0);
+	static char in[16], in2[16];
+	esock_mr_t mr = esock_mr_reg(in, sizeof(in), ESOCK_ACCESS_LOCAL);
+	assert_non_null(mr);
+	assert_int_equal(esock_recv_async(p.s, in, 3, mr, cq, (void *)1), 0);
+	assert_int_equal(esock_recv_async(p.s, in2, sizeof(in2), NULL, cq, (void *)2), 0);
+	write_all(p.c, "AB", 2);
+	assert_int_equal(esock_send_async(p.c, "CD", 2, NULL, cq, (void *)3), 0);
+	write_all(p.c, "EF", 2);
+	struct esock_wc wc[4];
+	int got = 0;
+	size_t rbytes = 0, first = 0;
+	bool sent = false;
+	while (got < 3) {
+		assert_true(wait_fd(cq, POLLIN, 5000) & POLLIN);
+		int n = esock_cq_poll(cq, wc, 4);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(wc[i].status, 0);
+			if (wc[i].ctx == (void *)3) {
+				assert_int_equal(wc[i].op, ESOCK_OP_SEND);
+				sent = true;
+			} else {
+				assert_int_equal(wc[i].op, ESOCK_OP_RECV);
+				/* in the order posted */
+				assert_ptr_equal(wc[i].ctx, rbytes == 0 ? (void *)1 : (void *)2);
+				if (!rbytes)
+					first = wc[i].bytes;
+				rbytes += wc[i].bytes;
+			}
+		}
+		got += n;
+	}
+	assert_true(sent);
+	/* the first took 3 bytes at most; together they hold ABC.. in order */
+	char all[8] = { 0 };
+	assert_in_range(first, 1, 3);
+	memcpy(all, in, first);
+	memcpy(all + first, in2, rbytes - first);
+	if (rbytes < 6) {
+		/* the rest is for read(2) now that none is pending */
+		read_all(p.s, all + rbytes, 6 - rbytes);
+	}
+	assert_memory_equal(all, "ABCDEF", 6);
+	assert_int_equal(wait_fd(cq, POLLIN, 0), 0); /* drained */
+	/* a full queue refuses, and nothing is lost */
+	int small = esock_cq_create(1);
+	assert_int_equal(esock_recv_async(p.s, in, 1, NULL, small, NULL), 0);
+	errno = 0;
+	assert_int_equal(esock_recv_async(p.s, in, 1, NULL, small, NULL), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(esock_cq_destroy(small), -1);
+	assert_int_equal(errno, EBUSY);
+	/* closing the socket completes the pending receive */
+	close(p.s);
+	assert_int_equal(cq_wait(small, wc), 1);
+	assert_int_equal(wc[0].status, ECANCELED);
+	assert_int_equal(esock_cq_destroy(small), 0);
+	assert_int_equal(esock_cq_destroy(cq), 0);
+	assert_int_equal(esock_mr_dereg(mr), 0);
+	close(p.c);
+}
+
+/* one-sided: the server exposes memory and sends the key over the stream;
+ * the client writes and reads it without the server's program */
+static void one_sided_write_and_read_through_the_socket(void **state)
+{
+	(void)state;
+	struct pair p = make_pair(true);
+	static uint8_t region[4096], mine[1000], back[1000];
+	esock_mr_t rmr = esock_mr_reg(region, sizeof(region),
+				      ESOCK_ACCESS_LOCAL | ESOCK_ACCESS_REMOTE_WRITE |
+					      ESOCK_ACCESS_REMOTE_READ);
+	esock_mr_t ro = esock_mr_reg(mine, sizeof(mine), ESOCK_ACCESS_LOCAL);
+	assert_non_null(rmr);
+	struct esock_remote rem;
+	errno = 0;
+	assert_int_equal(esock_expose(p.s, ro, mine, 10, ESOCK_ACCESS_REMOTE_WRITE, &rem), -1);
+	assert_int_equal(errno, EACCES);
+	assert_int_equal(esock_expose(p.s, rmr, region + 1024, 2048,
+				      ESOCK_ACCESS_REMOTE_WRITE | ESOCK_ACCESS_REMOTE_READ, &rem),
+			 0);
+	write_all(p.s, &rem, sizeof(rem));
+	struct esock_remote theirs;
+	read_all(p.c, &theirs, sizeof(theirs));
+	int cq = esock_cq_create(8);
+	for (size_t i = 0; i < sizeof(mine); i++)
+		mine[i] = (uint8_t)(i * 3 + 7);
+	errno = 0;
+	assert_int_equal(esock_write_async(p.c, mine, 1000, ro, &theirs, 1500, cq, NULL), -1);
+	assert_int_equal(errno, EINVAL); /* beyond the 2048 exposed */
+	assert_int_equal(esock_write_async(p.c, mine, 1000, ro, &theirs, 100, cq, (void *)5), 0);
+	assert_int_equal(esock_read_async(p.c, back, 1000, NULL, &theirs, 100, cq, (void *)6), 0);
+	struct esock_wc wc;
+	assert_int_equal(cq_wait(cq, &wc), 1);
+	assert_int_equal(wc.op, ESOCK_OP_WRITE);
+	assert_int_equal(wc.status, 0);
+	assert_int_equal(cq_wait(cq, &wc), 1);
+	assert_int_equal(wc.op, ESOCK_OP_READ);
+	assert_int_equal(wc.status, 0);
+	assert_int_equal(wc.bytes, 1000);
+	assert_memory_equal(back, mine, 1000);
+	assert_memory_equal(region + 1024 + 100, mine, 1000);
+	static const uint8_t zero[1024];
+	assert_memory_equal(region, zero, 1024); /* outside the exposure */
+	/* the stream is untouched */
+	write_all(p.c, "ok", 2);
+	char b[2];
+	read_all(p.s, b, 2);
+	assert_memory_equal(b, "ok", 2);
+	assert_int_equal(esock_mr_dereg(rmr), -1); /* exposed */
+	assert_int_equal(errno, EBUSY);
+	close_pair(&p);
+	assert_int_equal(esock_cq_destroy(cq), 0);
+	usleep(100000); /* the connection's exposure ends with it */
+	assert_int_equal(esock_mr_dereg(ro), 0);
+	for (int i = 0; i < 100 && esock_mr_dereg(rmr); i++)
+		usleep(10000);
+}
+
+/* the extended calls on what is not a DDP socket */
+static void extended_calls_need_a_ddp_socket(void **state)
+{
+	(void)state;
+	struct pair p = make_pair(false);
+	int cq = esock_cq_create(2);
+	char b[4];
+	errno = 0;
+	assert_int_equal(esock_send_async(p.c, "x", 1, NULL, cq, NULL), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(esock_recv_async(-1, b, 1, NULL, cq, NULL), -1);
+	assert_int_equal(errno, EBADF);
+	struct pair d = make_pair(true);
+	errno = 0;
+	assert_int_equal(esock_send_async(d.c, "x", 1, NULL, 12345, NULL), -1);
+	assert_int_equal(errno, EBADF); /* not a queue */
+	errno = 0;
+	assert_int_equal(esock_cq_poll(cq, NULL, 1), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_null(esock_mr_reg(b, 0, ESOCK_ACCESS_LOCAL));
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(esock_cq_create(0), -1);
+	assert_int_equal(esock_cq_destroy(cq), 0);
+	close_pair(&p);
+	close_pair(&d);
+}
+
 #define BOTH(f) cmocka_unit_test_prestate(f, &mode_plain), cmocka_unit_test_prestate(f, &mode_ddp)
 
 int main(void)
@@ -805,6 +975,9 @@ int main(void)
 		cmocka_unit_test(ddp_server_serves_plain_clients_plainly),
 		cmocka_unit_test(a_connected_socket_switches_to_ddp),
 		cmocka_unit_test(bad_arguments_get_errors),
+		cmocka_unit_test(async_send_and_receive_complete_on_a_queue),
+		cmocka_unit_test(one_sided_write_and_read_through_the_socket),
+		cmocka_unit_test(extended_calls_need_a_ddp_socket),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
