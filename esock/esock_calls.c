@@ -150,14 +150,14 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (r < 0 && errno != EINPROGRESS) {
 		int err = errno;
 		REAL(fcntl)(fd, F_SETFL, fl);
-		REAL(close)(t);
+		esock__close(t);
 		errno = err;
 		return -1;
 	}
 	REAL(fcntl)(t, F_SETFL, fl); /* the caller's until uwarp takes it */
 	e = esock__switch(fd, true, t);
 	if (!e) {
-		REAL(close)(t);
+		esock__close(t);
 		return plain_result(fd, r, fl);
 	}
 	if (fl & O_NONBLOCK) {
@@ -298,7 +298,7 @@ static int set_ddpmode(int fd, const void *val, socklen_t len)
 	e = esock__switch(fd, initiator, t);
 	if (!e) {
 		int err = errno;
-		REAL(close)(t);
+		esock__close(t);
 		errno = err;
 		return -1;
 	}

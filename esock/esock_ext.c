@@ -143,7 +143,7 @@ EXPORT int esock_cq_destroy(int fd)
 	pthread_mutex_unlock(&cqs_mu);
 	if (err)
 		return fail(err);
-	REAL(close)(q->fd);
+	esock__close(q->fd);
 	pthread_mutex_destroy(&q->mu);
 	free(q->wc);
 	free(q);

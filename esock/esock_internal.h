@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <esock.h>
 #include <exs.h>
@@ -73,6 +74,10 @@ struct esock_libc {
 extern struct esock_libc esock_libc;
 void esock__libc_init(void);
 #define REAL(f) (esock_libc.f ? esock_libc.f : (esock__libc_init(), esock_libc.f))
+/* Our own descriptors are closed through the public close(), which
+ * passes them straight on: a tool that interposes close() too (the
+ * ThreadSanitizer's runtime tracks descriptors) sees every close. */
+#define esock__close(fd) close(fd)
 
 /* What the library knows of a descriptor number (esock_table.c). */
 enum {

@@ -171,13 +171,13 @@ int esock__adopt_accepted(int c, int flags)
 {
 	int rc = esock__engine();
 	if (rc) {
-		REAL(close)(c);
+		esock__close(c);
 		errno = -rc;
 		return -1;
 	}
 	struct esock *e = esock__new(domain_of(c));
 	if (!e) {
-		REAL(close)(c);
+		esock__close(c);
 		errno = ENOMEM;
 		return -1;
 	}
@@ -202,7 +202,7 @@ int esock__adopt_accepted(int c, int flags)
 	}
 	if (rc) {
 		if (!owned)
-			REAL(close)(c);
+			esock__close(c);
 		undo(e);
 		errno = ECONNABORTED; /* as a connection reset in the backlog */
 		return -1;

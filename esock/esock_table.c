@@ -107,7 +107,7 @@ int esock__hide(int fd)
 	int n = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, esock__fd_floor());
 	if (n < 0)
 		return fd;
-	REAL(close)(fd);
+	esock__close(fd);
 	return n;
 }
 
@@ -124,7 +124,7 @@ static void free_esock(struct esock *e)
 	int fds[] = { e->tcp, e->a, e->b };
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
-			REAL(close)(fds[i]);
+			esock__close(fds[i]);
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
