@@ -441,6 +441,9 @@ static int fcntl_common(int fd, int cmd, va_list ap)
 	int r = REAL(fcntl)(fd, cmd, arg);
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		copy_name(fd, r);
+	struct esock *e;
+	if (r >= 0 && cmd == F_SETFL && (e = esock__get(fd)))
+		e->nonblock = (arg & O_NONBLOCK) != 0; /* every name shares the flags */
 	return r;
 }
 
@@ -480,7 +483,10 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 		return 0;
 	}
 	/* FIONBIO and the rest act on the descriptor itself */
-	return REAL(ioctl)(fd, req, arg);
+	int r = REAL(ioctl)(fd, req, arg);
+	if (!r && e && req == FIONBIO)
+		e->nonblock = *(const int *)arg != 0;
+	return r;
 }
 
 EXPORT int shutdown(int fd, int how)

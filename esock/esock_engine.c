@@ -50,15 +50,15 @@ static bool readable(const struct esock *e)
 {
 	if (e->st == ES_CONNECTING || e->arecv)
 		return false;
-	return e->rstate[e->rhead] != RC_POSTED || hup_rd(e);
+	int st = e->rstate[e->rhead];
+	return st == RC_FILLED || st == RC_END || hup_rd(e);
 }
 
 static bool writable(const struct esock *e)
 {
 	if (e->wr_shut || e->conn_err || e->st == ES_FAILED)
 		return true;
-	return e->st == ES_CONNECTED && ESOCK_SBUF - e->sout >= ESOCK_SBUF / 4 &&
-	       e->scount < ESOCK_SENDS_MAX;
+	return e->st == ES_CONNECTED && ESOCK_SBUF - e->sout >= ESOCK_SBUF / 4;
 }
 
 void esock__update(struct esock *e, bool arrived_data)
@@ -140,13 +140,21 @@ int esock__post_recvs(struct esock *e)
 	return 0;
 }
 
-void esock__repost(struct esock *e, int i)
+/* Chunks read to their end are posted again here, oldest first (the
+ * stream fills receives in the order posted), mostly on the progress
+ * thread as the next completion comes in: the program's reads seldom
+ * enter the ES-API, whose lock the progress thread holds while it works. */
+void esock__repost_free(struct esock *e)
 {
-	int rc = post_recv(e, i);
-	if (rc) {
-		e->rstate[i] = RC_END;
-		if (!e->conn_err)
+	while (e->rfree > 0 && e->st == ES_CONNECTED && !e->eof && !e->conn_err) {
+		int i = (e->rhead + ESOCK_RCHUNKS - e->rfree) % ESOCK_RCHUNKS;
+		int rc = post_recv(e, i);
+		if (rc) {
+			e->rstate[i] = RC_END;
 			e->conn_err = e->so_error = -rc;
+			return;
+		}
+		e->rfree--;
 	}
 }
 
@@ -219,9 +227,17 @@ static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
 		break;
 	}
 	esock__serve_arecv(e);
+	esock__repost_free(e);
+	bool close_failed = esock__settle(e);
 	esock__update(e, arrived_data);
-	pthread_cond_broadcast(&e->cv);
+	/* A writer waiting for room wakes once a quarter of the ring is free
+	 * (the point at which poll reports it writable), not at each
+	 * send's completion: one wake-up per several writes' worth. */
+	if (t->kind != TAG_SEND || err || ESOCK_SBUF - e->sout >= ESOCK_SBUF / 4)
+		pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
+	if (close_failed)
+		esock__engine_done(e);
 }
 
 static void post_accept(void)

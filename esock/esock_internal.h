@@ -35,6 +35,8 @@
 #define ESOCK_RCHUNK (256u << 10)  /* each one's size */
 #define ESOCK_SBUF (2048u << 10)  /* the send ring */
 #define ESOCK_SENDS_MAX 64	   /* exs sends outstanding per socket */
+#define ESOCK_SENDS_EAGER 2	   /* a write posts at once while fewer are out */
+#define ESOCK_SEND_MAX (512u << 10) /* bytes per exs send at most */
 #define ESOCK_PEEK_MS_DEFAULT 200  /* a DDP server's wait for a client's first bytes */
 #define ESOCK_SETUP_MS 10000	   /* the MPA negotiation at most */
 
@@ -89,7 +91,9 @@ enum {
 
 enum esock_state { ES_CONNECTING, ES_CONNECTED, ES_FAILED };
 
-enum { RC_POSTED, RC_FILLED, RC_END };
+/* a receive chunk: posted, holding bytes to read, read to its end and
+ * waiting to be posted again (RC_FREE), or past the stream's end */
+enum { RC_POSTED, RC_FILLED, RC_FREE, RC_END };
 
 struct esock;
 
@@ -125,6 +129,8 @@ struct esock {
 	int tcp;	  /* a copy of the TCP socket: names, TCP options */
 	int a, b;	  /* the program's end (a copy), our end */
 	int domain;
+	_Atomic bool nonblock; /* O_NONBLOCK of the program's end (kept: one
+				* system call less per call) */
 	enum esock_state st;
 	int so_error;	  /* SO_ERROR: read once */
 	int conn_err;	  /* the connection's failure, for every later call */
@@ -136,17 +142,20 @@ struct esock {
 	int rstate[ESOCK_RCHUNKS];
 	size_t rlen[ESOCK_RCHUNKS], roff[ESOCK_RCHUNKS];
 	int rhead;	 /* the chunk the stream continues in */
+	int rfree;	 /* RC_FREE chunks: the rfree ones before rhead */
 	bool eof, rd_shut;
 
 	/* sending */
 	uint8_t *sbuf;
 	exs_mhandle_t smh;
 	size_t stail, sout;		 /* where the next bytes go; bytes outstanding */
+	size_t sunposted;		 /* of those, the last ones, not yet posted */
 	uint32_t slen[ESOCK_SENDS_MAX]; /* outstanding sends' lengths, in order */
 	bool sdone[ESOCK_SENDS_MAX];	 /* completed (a coalesced send completes
 					  * before those ahead of it) */
 	int shead, scount;
 	bool wr_shut;
+	bool shut_due, close_due; /* exs_shutdown, exs_close after sunposted */
 
 	/* esock_recv_async's, in the order posted: they take the stream's
 	 * bytes before read(2) does */
@@ -173,6 +182,7 @@ void esock__engine_live(void);		  /* an exs socket opened for one */
 void esock__engine_done(struct esock *e); /* its exs socket is closed */
 void esock__at_exit(void);
 bool esock__foreign(const struct esock *e); /* inherited across fork */
+pid_t esock__pid(void);
 int esock__fd_floor(void);  /* where our own descriptors go */
 int esock__dup_high(int fd); /* a close-on-exec copy up there */
 int esock__hide(int fd);    /* moved up there (the old number closed) */
@@ -190,7 +200,11 @@ void esock__exs_options(int exs_fd);
 /* wait for the accepted exs socket whose peer is @peer (ms): fd or -errno */
 int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms);
 int esock__post_recvs(struct esock *e);	  /* under e->mu */
-void esock__repost(struct esock *e, int chunk); /* a chunk read to its end */
+void esock__repost_free(struct esock *e);	/* under e->mu: the RC_FREE chunks */
+/* under e->mu: the ring's unposted bytes go, and a shutdown or close that
+ * waited for them; returns true when the close could not be made (the
+ * caller calls esock__engine_done once it has let go of e->mu) */
+bool esock__settle(struct esock *e);
 void esock__update(struct esock *e, bool arrived); /* readiness: under e->mu */
 int esock__wait(struct esock *e, unsigned ms);	   /* under e->mu: 0 or ETIMEDOUT */
 

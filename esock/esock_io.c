@@ -12,11 +12,7 @@
 
 #include "esock_internal.h"
 
-bool esock__nonblocking(const struct esock *e)
-{
-	int fl = REAL(fcntl)(e->a, F_GETFL);
-	return fl >= 0 && (fl & O_NONBLOCK);
-}
+bool esock__nonblocking(const struct esock *e) { return e->nonblock; }
 
 static size_t iov_total(const struct iovec *iov, int cnt)
 {
@@ -77,12 +73,18 @@ size_t esock__take(struct esock *e, const struct iovec *iov, int cnt, size_t at,
 		e->roff[h] += n;
 		if (e->roff[h] < e->rlen[h])
 			break;
-		if (!e->eof)
-			esock__repost(e, h);
-		else
+		if (!e->eof) {
+			e->rstate[h] = RC_FREE;
+			e->rfree++;
+		} else {
 			e->rstate[h] = RC_END;
+		}
 		h = e->rhead = (h + 1) % ESOCK_RCHUNKS;
 	}
+	/* half the chunks wait: the progress thread saw no completion since,
+	 * so the peer has nothing more to send for now; post them here */
+	if (e->rfree >= ESOCK_RCHUNKS / 2)
+		esock__repost_free(e);
 	return got;
 }
 
@@ -136,6 +138,62 @@ ssize_t esock__recv(struct esock *e, const struct iovec *iov, int cnt, int flags
 	return (ssize_t)got;
 }
 
+/* Post the ring's unposted bytes, in pieces of at most ESOCK_SEND_MAX
+ * that do not wrap; then a shutdown or close that waited for them. */
+bool esock__settle(struct esock *e)
+{
+	while (e->sunposted && e->scount < ESOCK_SENDS_MAX && !e->conn_err) {
+		size_t at = (e->stail + ESOCK_SBUF - e->sunposted) % ESOCK_SBUF;
+		size_t n = e->sunposted;
+		if (n > ESOCK_SBUF - at)
+			n = ESOCK_SBUF - at;
+		if (n > ESOCK_SEND_MAX)
+			n = ESOCK_SEND_MAX;
+		int slot = (e->shead + e->scount) % ESOCK_SENDS_MAX;
+		e->slen[slot] = (uint32_t)n;
+		e->sdone[slot] = false;
+		esock_inside++;
+		ssize_t rc = exs_send(e->exs, e->sbuf + at, n, 0, esock_q, &e->tag_send[slot],
+				      e->smh);
+		esock_inside--;
+		if (rc < 0) {
+			/* the connection is gone: what was written is lost, as
+			 * a reset loses TCP's socket buffer */
+			e->conn_err = e->so_error = errno;
+			break;
+		}
+		e->scount++;
+		e->sunposted -= n;
+	}
+	bool flushed = !e->sunposted || e->conn_err;
+	if (e->shut_due && flushed) {
+		e->shut_due = false;
+		esock_inside++;
+		exs_shutdown(e->exs, SHUT_WR, esock_q, &e->tag_shut);
+		esock_inside--;
+	}
+	if (e->close_due && flushed) {
+		e->close_due = false;
+		esock_inside++;
+		int rc = exs_close(e->exs, esock_q, &e->tag_close);
+		esock_inside--;
+		return rc != 0;
+	}
+	return false;
+}
+
+/* copy @n bytes of the iovec from @off on into the ring at its tail */
+static void ring_put(struct esock *e, const struct iovec *iov, int cnt, size_t off, size_t n)
+{
+	size_t first = ESOCK_SBUF - e->stail < n ? ESOCK_SBUF - e->stail : n;
+	iov_copy(iov, cnt, off, e->sbuf + e->stail, first, false);
+	if (first < n)
+		iov_copy(iov, cnt, off + first, e->sbuf, n - first, false);
+	e->stail = (e->stail + n) % ESOCK_SBUF;
+	e->sout += n;
+	e->sunposted += n;
+}
+
 ssize_t esock__send(struct esock *e, const struct iovec *iov, int cnt, int flags)
 {
 	int err = 0;
@@ -161,28 +219,17 @@ ssize_t esock__send(struct esock *e, const struct iovec *iov, int cnt, int flags
 			break;
 		}
 		size_t space = ESOCK_SBUF - e->sout;
-		if (e->st == ES_CONNECTED && space && e->scount < ESOCK_SENDS_MAX) {
-			size_t n = total - put;
-			if (n > space)
-				n = space;
-			if (n > ESOCK_SBUF - e->stail)
-				n = ESOCK_SBUF - e->stail;
-			iov_copy(iov, cnt, put, e->sbuf + e->stail, n, false);
-			int slot = (e->shead + e->scount) % ESOCK_SENDS_MAX;
-			e->slen[slot] = (uint32_t)n;
-			e->sdone[slot] = false;
-			esock_inside++;
-			ssize_t rc = exs_send(e->exs, e->sbuf + e->stail, n, 0, esock_q,
-					      &e->tag_send[slot], e->smh);
-			esock_inside--;
-			if (rc < 0) {
-				err = errno;
-				break;
-			}
-			e->scount++;
-			e->sout += n;
-			e->stail = (e->stail + n) % ESOCK_SBUF;
+		if (e->st == ES_CONNECTED && space) {
+			/* Into the ring; posted at once while few sends are out,
+			 * else by the completion that brings the next room (one
+			 * larger send for several writes, and the program's
+			 * thread stays out of the ES-API, whose lock the progress
+			 * thread holds while it works). */
+			size_t n = total - put < space ? total - put : space;
+			ring_put(e, iov, cnt, put, n);
 			put += n;
+			if (e->scount < ESOCK_SENDS_EAGER)
+				esock__settle(e); /* (no close is due: a descriptor names it) */
 			continue;
 		}
 		if (nb) {
@@ -228,11 +275,10 @@ int esock__shutdown(struct esock *e, int how)
 		if (how != SHUT_WR)
 			e->rd_shut = true;
 		if (how != SHUT_RD && !e->wr_shut) {
+			/* after the bytes already written, the stream ends */
 			e->wr_shut = true;
-			/* after the sends already posted, the stream ends */
-			esock_inside++;
-			exs_shutdown(e->exs, SHUT_WR, esock_q, &e->tag_shut);
-			esock_inside--;
+			e->shut_due = true;
+			esock__settle(e);
 		}
 		esock__update(e, false);
 		pthread_cond_broadcast(&e->cv);

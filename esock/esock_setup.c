@@ -153,8 +153,10 @@ struct esock *esock__switch(int fd, bool initiator, int t)
 		goto fail;
 	}
 	/* from here uwarp owns @t; the program's number becomes its end */
-	if (fl & O_NONBLOCK)
+	if (fl & O_NONBLOCK) {
 		REAL(fcntl)(e->a, F_SETFL, REAL(fcntl)(e->a, F_GETFL) | O_NONBLOCK);
+		e->nonblock = true;
+	}
 	if (REAL(dup3)(e->a, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0 && !e->conn_err)
 		e->conn_err = e->so_error = errno;
 	esock__update(e, false);
@@ -190,8 +192,10 @@ int esock__adopt_accepted(int c, int flags)
 		pthread_mutex_lock(&e->mu);
 		rc = take_over_accepted(e, c, &owned);
 		if (!rc) {
-			if (flags & SOCK_NONBLOCK)
+			if (flags & SOCK_NONBLOCK) {
 				REAL(fcntl)(e->a, F_SETFL, REAL(fcntl)(e->a, F_GETFL) | O_NONBLOCK);
+				e->nonblock = true;
+			}
 			nfd = REAL(fcntl)(e->a, (flags & SOCK_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
 			if (nfd < 0)
 				rc = -errno;

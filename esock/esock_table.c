@@ -20,6 +20,11 @@ _Atomic uint8_t esock_fdflags[ESOCK_FD_MAX];
 static struct esock *_Atomic tab[ESOCK_FD_MAX];
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 __thread int esock_inside;
+/* getpid(2) is a system call on every call: the process's own, kept here
+ * and renewed in a forked child */
+static pid_t my_pid;
+
+pid_t esock__pid(void) { return my_pid; }
 
 struct esock *esock__get(int fd)
 {
@@ -65,7 +70,7 @@ struct esock *esock__new(int domain)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&e->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	e->owner = getpid();
+	e->owner = my_pid;
 	e->domain = domain;
 	e->exs = e->tcp = e->a = e->b = -1;
 	e->tag_conn = (struct esock_tag){ e, TAG_CONNECT, 0 };
@@ -78,7 +83,7 @@ struct esock *esock__new(int domain)
 	return e;
 }
 
-bool esock__foreign(const struct esock *e) { return e->owner != getpid(); }
+bool esock__foreign(const struct esock *e) { return e->owner != my_pid; }
 
 /* Our own descriptors live high, where the program does not look: event
  * loops sized by their connection count (wrk, redis) and select(2) sets
@@ -150,7 +155,7 @@ void esock__unref_fd(struct esock *e)
 			fprintf(stderr,
 				"esock %d: direct %lu indirect %lu switches %lu discarded %lu adverts %lu "
 				"copied %lu rx_direct %lu rx_indirect %lu coalesced %lu\n",
-				(int)getpid(), (unsigned long)c.direct, (unsigned long)c.indirect,
+				(int)my_pid, (unsigned long)c.direct, (unsigned long)c.indirect,
 				(unsigned long)c.switches, (unsigned long)c.discarded,
 				(unsigned long)c.adverts, (unsigned long)c.copied,
 				(unsigned long)c.rx_direct, (unsigned long)c.rx_indirect,
@@ -159,16 +164,13 @@ void esock__unref_fd(struct esock *e)
 	}
 	esock__cancel_arecv(e, ECANCELED);
 	if (e->engine_ref) {
-		/* sends already posted still go; CLOSE frees it */
-		esock_inside++;
-		int rc = exs_close(e->exs, esock_q, &e->tag_close);
-		esock_inside--;
-		if (rc == 0) {
-			pthread_mutex_unlock(&e->mu);
-			return;
-		}
+		/* the bytes already written still go (the ring's last ones may
+		 * wait for a completion); CLOSE frees it */
+		e->close_due = true;
+		bool failed = esock__settle(e);
 		pthread_mutex_unlock(&e->mu);
-		esock__engine_done(e);
+		if (failed)
+			esock__engine_done(e);
 		return;
 	}
 	pthread_mutex_unlock(&e->mu);
@@ -232,8 +234,14 @@ void esock__at_exit(void)
 /* fork: the table's lock must not be held by a thread the child lacks */
 static void before_fork(void) { pthread_mutex_lock(&tab_mu); }
 static void after_fork(void) { pthread_mutex_unlock(&tab_mu); }
+static void after_fork_child(void)
+{
+	my_pid = getpid();
+	pthread_mutex_unlock(&tab_mu);
+}
 
 __attribute__((constructor)) static void esock_table_init(void)
 {
-	pthread_atfork(before_fork, after_fork, after_fork);
+	my_pid = getpid();
+	pthread_atfork(before_fork, after_fork, after_fork_child);
 }

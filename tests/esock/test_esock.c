@@ -199,6 +199,45 @@ static void nonblocking_read_says_eagain(void **state)
 	close_pair(&p);
 }
 
+struct delayed {
+	int fd;
+	const char *what;
+	size_t len;
+	int ms;
+};
+
+static void *write_later(void *arg)
+{
+	struct delayed *d = arg;
+	usleep((useconds_t)d->ms * 1000);
+	write_all(d->fd, d->what, d->len);
+	return NULL;
+}
+
+/* O_NONBLOCK belongs to the open socket, whichever name sets it: FIONBIO
+ * on a duplicate makes the original non-blocking, fcntl on the original
+ * makes the duplicate blocking again (a read then waits for the bytes) */
+static void blocking_mode_is_shared_by_every_name(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	int d = dup(p.s);
+	int on = 1;
+	assert_int_equal(ioctl(d, FIONBIO, &on), 0);
+	char b[8];
+	errno = 0;
+	assert_int_equal(read(p.s, b, sizeof(b)), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(fcntl(p.s, F_SETFL, fcntl(p.s, F_GETFL) & ~O_NONBLOCK), 0);
+	struct delayed w = { p.c, "later", 5, 50 };
+	pthread_t t;
+	pthread_create(&t, NULL, write_later, &w);
+	assert_int_equal(recv(d, b, 5, MSG_WAITALL), 5);
+	assert_memory_equal(b, "later", 5);
+	pthread_join(t, NULL);
+	close(d);
+	close_pair(&p);
+}
+
 static void peek_and_fionread_leave_the_bytes(void **state)
 {
 	struct pair p = make_pair(ddp_of(state));
@@ -219,21 +258,6 @@ static void peek_and_fionread_leave_the_bytes(void **state)
 	assert_int_equal(ioctl(p.s, FIONREAD, &avail), 0);
 	assert_int_equal(avail, 0);
 	close_pair(&p);
-}
-
-struct delayed {
-	int fd;
-	const char *what;
-	size_t len;
-	int ms;
-};
-
-static void *write_later(void *arg)
-{
-	struct delayed *d = arg;
-	usleep((useconds_t)d->ms * 1000);
-	write_all(d->fd, d->what, d->len);
-	return NULL;
 }
 
 static void waitall_gathers_several_writes(void **state)
@@ -351,6 +375,38 @@ static void close_gives_the_peer_eof_after_the_data(void **state)
 	assert_int_equal(n, sent);
 	assert_memory_equal(got, big, n);
 	close(p.s);
+}
+
+/* a shutdown while written bytes are still on their way: the peer reads
+ * every one of them, then the end of the stream */
+static void shutdown_comes_after_every_byte_written(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	static uint8_t big[3 << 20];
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 13 + 1);
+	fcntl(p.c, F_SETFL, fcntl(p.c, F_GETFL) | O_NONBLOCK);
+	size_t sent = 0;
+	for (size_t at = 0; at < sizeof(big); at += 4096) {
+		/* many small writes: several wait in the send buffer together */
+		ssize_t w = write(p.c, big + at, 4096);
+		if (w <= 0)
+			break;
+		sent += (size_t)w;
+	}
+	assert_int_equal(shutdown(p.c, SHUT_WR), 0);
+	static uint8_t got[3 << 20];
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(p.s, got + n, sizeof(got) - n);
+		assert_true(r >= 0);
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	assert_int_equal(n, sent);
+	assert_memory_equal(got, big, n);
+	close_pair(&p);
 }
 
 /* a full send side: non-blocking writes stop with EAGAIN, POLLOUT goes;
@@ -960,12 +1016,14 @@ int main(void)
 		BOTH(bytes_flow_both_ways),
 		BOTH(names_and_identity_are_tcp),
 		BOTH(nonblocking_read_says_eagain),
+		BOTH(blocking_mode_is_shared_by_every_name),
 		BOTH(peek_and_fionread_leave_the_bytes),
 		BOTH(waitall_gathers_several_writes),
 		BOTH(scatter_gather_calls),
 		BOTH(half_close_ends_the_stream_one_way),
 		BOTH(write_after_the_end_raises_sigpipe),
 		BOTH(close_gives_the_peer_eof_after_the_data),
+		BOTH(shutdown_comes_after_every_byte_written),
 		BOTH(writability_follows_the_send_buffer),
 		BOTH(readiness_in_every_interface),
 		BOTH(duplicates_share_the_connection),
