@@ -136,6 +136,42 @@ static void read_all(int fd, void *buf, size_t n)
 
 /* ---- the tests ---- */
 
+/* accept4's flags and address, on a DDP listener as on a plain one: the
+ * accepted socket is non-blocking and close-on-exec, the address is the
+ * client's */
+static void accept4_applies_its_flags(void **state)
+{
+	bool ddp = ddp_of(state);
+	uint16_t port;
+	int l = listener(ddp, &port);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	set_ddp(c, ddp);
+	connect_nb(c, port);
+	struct sockaddr_in peer;
+	socklen_t plen = sizeof(peer);
+	int s = accept4(l, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	assert_true(s >= 0);
+	assert_int_equal(esock_is_ddp(s), ddp);
+	assert_true(fcntl(s, F_GETFL) & O_NONBLOCK);
+	assert_true(fcntl(s, F_GETFD) & FD_CLOEXEC);
+	struct sockaddr_in me;
+	socklen_t mlen = sizeof(me);
+	assert_true(wait_fd(c, POLLOUT, 10000) & POLLOUT);
+	assert_int_equal(getsockname(c, (struct sockaddr *)&me, &mlen), 0);
+	assert_int_equal(plen, sizeof(peer));
+	assert_int_equal(peer.sin_port, me.sin_port);
+	char b[4];
+	errno = 0;
+	assert_int_equal(read(s, b, sizeof(b)), -1);
+	assert_int_equal(errno, EAGAIN);
+	write_all(c, "ok", 2);
+	assert_true(wait_fd(s, POLLIN, 5000) & POLLIN);
+	assert_int_equal(read(s, b, sizeof(b)), 2);
+	close(c);
+	close(s);
+	close(l);
+}
+
 static void bytes_flow_both_ways(void **state)
 {
 	struct pair p = make_pair(ddp_of(state));
@@ -1015,6 +1051,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		BOTH(bytes_flow_both_ways),
 		BOTH(names_and_identity_are_tcp),
+		BOTH(accept4_applies_its_flags),
 		BOTH(nonblocking_read_says_eagain),
 		BOTH(blocking_mode_is_shared_by_every_name),
 		BOTH(peek_and_fionread_leave_the_bytes),
