@@ -651,6 +651,76 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 	return esock__send(e, m->msg_iov, (int)m->msg_iovlen, flags);
 }
 
+/* recvmmsg and sendmmsg on a stream: message after message, as the
+ * kernel does; after the first, MSG_WAITFORONE makes the rest
+ * non-blocking, and an error after some messages ends the call with their
+ * count. recvmmsg's timeout is checked after each message, as there. */
+static int mmsg(struct esock *e, struct mmsghdr *v, unsigned n, int flags,
+		const struct timespec *timeout, bool rx)
+{
+	if (!v) {
+		errno = EFAULT;
+		return -1;
+	}
+	struct timespec end = { 0, 0 };
+	if (timeout) {
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		end.tv_sec += timeout->tv_sec;
+		end.tv_nsec += timeout->tv_nsec;
+		if (end.tv_nsec >= 1000000000) {
+			end.tv_sec++;
+			end.tv_nsec -= 1000000000;
+		}
+	}
+	unsigned done = 0;
+	for (; done < n; done++) {
+		struct msghdr *m = &v[done].msg_hdr;
+		if (m->msg_iovlen > IOV_MAX) {
+			errno = EMSGSIZE;
+			break;
+		}
+		ssize_t r = rx ? esock__recv(e, m->msg_iov, (int)m->msg_iovlen, flags)
+			       : esock__send(e, m->msg_iov, (int)m->msg_iovlen, flags);
+		if (r < 0)
+			break;
+		v[done].msg_len = (unsigned)r;
+		if (rx) {
+			m->msg_flags = 0;
+			m->msg_controllen = 0;
+			if (m->msg_name && m->msg_namelen)
+				REAL(getpeername)(e->tcp, m->msg_name, &m->msg_namelen);
+			if (flags & MSG_WAITFORONE)
+				flags |= MSG_DONTWAIT;
+			if (!r)
+				return (int)done + 1; /* the end of the stream */
+		}
+		if (timeout) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec > end.tv_sec ||
+			    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+				return (int)done + 1;
+		}
+	}
+	return done ? (int)done : -1;
+}
+
+EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *timeout)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(recvmmsg)(fd, v, n, flags, timeout);
+	return mmsg(e, v, n, flags, timeout, true);
+}
+
+EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
+{
+	struct esock *e = esock__get(fd);
+	if (!e)
+		return REAL(sendmmsg)(fd, v, n, flags);
+	return mmsg(e, v, n, flags, NULL, false);
+}
+
 /* sendfile(2) to a DDP socket: read and send, taking from @in no more
  * than the socket takes (a non-blocking socket: what fits now) */
 static ssize_t sendfile_esock(struct esock *e, int in, off_t *off, size_t count)

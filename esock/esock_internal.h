@@ -19,6 +19,8 @@
 #define UWARP_ESOCK_INTERNAL_H
 
 #include <pthread.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -68,6 +70,11 @@ struct esock_libc {
 	ssize_t (*recvmsg)(int, struct msghdr *, int);
 	ssize_t (*sendmsg)(int, const struct msghdr *, int);
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	int (*recvmmsg)(int, struct mmsghdr *, unsigned, int, struct timespec *);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned, int);
+	FILE *(*fdopen)(int, const char *);
+	int (*fileno)(FILE *);
+	int (*fileno_unlocked)(FILE *);
 	ssize_t (*read_chk)(int, void *, size_t, size_t);
 	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
 	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *,

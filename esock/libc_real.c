@@ -39,6 +39,11 @@ void esock__libc_init(void)
 	LOOKUP(recvmsg, "recvmsg");
 	LOOKUP(sendmsg, "sendmsg");
 	LOOKUP(sendfile, "sendfile");
+	LOOKUP(recvmmsg, "recvmmsg");
+	LOOKUP(sendmmsg, "sendmmsg");
+	LOOKUP(fdopen, "fdopen");
+	LOOKUP(fileno, "fileno");
+	LOOKUP(fileno_unlocked, "fileno_unlocked");
 	LOOKUP(read_chk, "__read_chk");
 	LOOKUP(recv_chk, "__recv_chk");
 	LOOKUP(recvfrom_chk, "__recvfrom_chk");

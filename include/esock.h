@@ -58,19 +58,20 @@
  *
  *   Everything else behaves as on a TCP socket: blocking and non-blocking
  *   I/O (O_NONBLOCK, MSG_DONTWAIT), read/write/readv/writev/send/recv/
- *   sendto/recvfrom/sendmsg/recvmsg with MSG_PEEK, MSG_WAITALL,
- *   MSG_NOSIGNAL (otherwise a write after the stream ended raises SIGPIPE
- *   and fails with EPIPE), shutdown (half close), SO_ERROR, SO_RCVTIMEO and
- *   SO_SNDTIMEO, FIONREAD, SIOCOUTQ, fcntl and ioctl flags, dup, dup2,
- *   dup3, F_DUPFD, sendfile, getsockname, getpeername, and readiness
+ *   sendto/recvfrom/sendmsg/recvmsg/sendmmsg/recvmmsg with MSG_PEEK,
+ *   MSG_WAITALL, MSG_WAITFORONE, MSG_NOSIGNAL (otherwise a write after the
+ *   stream ended raises SIGPIPE and fails with EPIPE), shutdown (half
+ *   close), SO_ERROR, SO_RCVTIMEO and SO_SNDTIMEO, FIONREAD, SIOCOUTQ,
+ *   fcntl and ioctl flags, dup, dup2, dup3, F_DUPFD, sendfile, C library
+ *   streams (fdopen, fileno), getsockname, getpeername, and readiness
  *   through poll, ppoll, select, pselect and epoll in every mode (data
  *   already in user space counts as readable). TCP-level options
  *   (TCP_NODELAY, TCP_INFO, ...) and socket buffer sizes act on the TCP
  *   connection underneath.
  *
  *   Differences that remain: the descriptor is an AF_UNIX socket to
- *   fstat(2) and to calls this library does not replace (recvmmsg,
- *   sendmmsg, splice, io_uring); a failed connection reports POLLHUP
+ *   fstat(2) and to calls this library does not replace (splice, tee,
+ *   io_uring, raw system calls); a failed connection reports POLLHUP
  *   without POLLERR (SO_ERROR and the next call report the error);
  *   MSG_OOB is refused (EOPNOTSUPP).
  *

@@ -568,6 +568,81 @@ static void duplicates_share_the_connection(void **state)
 	close(p.s);
 }
 
+/* wait until @n bytes can be read from @fd without waiting */
+static void wait_readable_bytes(int fd, int n)
+{
+	int avail = 0;
+	for (int i = 0; i < 5000 && avail < n; i++) {
+		assert_int_equal(ioctl(fd, FIONREAD, &avail), 0);
+		if (avail < n)
+			usleep(1000);
+	}
+	assert_int_equal(avail, n);
+}
+
+static void mmsg_calls_move_several_buffers(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	char o1[] = "abc", o2[] = "defg", o3[] = "hi";
+	struct iovec ov[3] = { { o1, 3 }, { o2, 4 }, { o3, 2 } };
+	struct mmsghdr out[3];
+	memset(out, 0, sizeof(out));
+	for (int i = 0; i < 3; i++) {
+		out[i].msg_hdr.msg_iov = &ov[i];
+		out[i].msg_hdr.msg_iovlen = 1;
+	}
+	assert_int_equal(sendmmsg(p.c, out, 3, 0), 3);
+	assert_int_equal(out[1].msg_len, 4);
+	wait_readable_bytes(p.s, 9);
+	char i1[3], i2[3], i3[8];
+	struct iovec iv[3] = { { i1, 3 }, { i2, 3 }, { i3, 8 } };
+	struct mmsghdr in[3];
+	memset(in, 0, sizeof(in));
+	for (int i = 0; i < 3; i++) {
+		in[i].msg_hdr.msg_iov = &iv[i];
+		in[i].msg_hdr.msg_iovlen = 1;
+	}
+	assert_int_equal(recvmmsg(p.s, in, 3, MSG_WAITFORONE, NULL), 3);
+	assert_int_equal(in[0].msg_len, 3);
+	assert_int_equal(in[1].msg_len, 3);
+	assert_int_equal(in[2].msg_len, 3);
+	assert_memory_equal(i1, "abc", 3);
+	assert_memory_equal(i2, "def", 3);
+	assert_memory_equal(i3, "ghi", 3);
+	/* nothing more: MSG_WAITFORONE with nothing there is EAGAIN */
+	errno = 0;
+	assert_int_equal(recvmmsg(p.s, in, 1, MSG_DONTWAIT, NULL), -1);
+	assert_int_equal(errno, EAGAIN);
+	close_pair(&p);
+}
+
+/* a C library stream over the socket (fdopen): the peer's bytes, not the
+ * library's; fileno names the socket; fclose closes it */
+static void stdio_streams_carry_the_bytes(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	FILE *w = fdopen(p.c, "w");
+	FILE *r = fdopen(p.s, "r");
+	assert_non_null(w);
+	assert_non_null(r);
+	assert_int_equal(fileno(w), p.c);
+	assert_int_equal(fileno(r), p.s);
+	fprintf(w, "line %d\nsecond\n", 1);
+	assert_int_equal(fflush(w), 0);
+	char line[32];
+	assert_non_null(fgets(line, sizeof(line), r));
+	assert_string_equal(line, "line 1\n");
+	assert_non_null(fgets(line, sizeof(line), r));
+	assert_string_equal(line, "second\n");
+	assert_int_equal(fclose(w), 0);
+	assert_null(fgets(line, sizeof(line), r)); /* the end of the stream */
+	assert_true(feof(r));
+	assert_int_equal(fclose(r), 0);
+	errno = 0;
+	assert_int_equal(fcntl(p.s, F_GETFD), -1); /* fclose closed it */
+	assert_int_equal(errno, EBADF);
+}
+
 static void sendfile_sends_the_file(void **state)
 {
 	struct pair p = make_pair(ddp_of(state));
@@ -1065,6 +1140,8 @@ int main(void)
 		BOTH(readiness_in_every_interface),
 		BOTH(duplicates_share_the_connection),
 		BOTH(sendfile_sends_the_file),
+		BOTH(mmsg_calls_move_several_buffers),
+		BOTH(stdio_streams_carry_the_bytes),
 		BOTH(receive_timeout_says_eagain),
 		BOTH(refused_connect_reports_econnrefused),
 		BOTH(a_forked_child_gets_clean_errors),
