@@ -62,12 +62,6 @@ struct fpdu_tx {
 	uint32_t mpos; /* stream offset since full operation began, mod 512 */
 	uint64_t fpdus;
 	uint64_t bytes;
-	/* An FPDU appended late (fpdu_tx_append_late) waits for its trailer:
-	 * the CRC so far, its offset from the ULPDU_Length field, its pad. */
-	bool open;
-	uint32_t open_crc;
-	uint32_t open_off;
-	uint8_t open_pad;
 };
 
 /*
@@ -80,7 +74,6 @@ struct fpdu_batch {
 	int niov;
 	int cap;             /* at most FPDU_BATCH_IOV */
 	size_t bytes;
-	size_t late_off;     /* where the late FPDU's folded part starts; SIZE_MAX: none */
 	size_t scratch_used;
 	size_t scratch_cap;
 	struct iovec *iov;
@@ -121,32 +114,6 @@ static inline struct fpdu_batch *fpdu_batch_max_init(struct fpdu_batch_max *m)
  */
 int fpdu_tx_append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_t hdr_len,
 		   const struct iovec *payload, int npayload);
-
-/*
- * Late CRC: the sender's cheapest order. A CRC computed before writev reads
- * the payload from memory, and the kernel's copy then finds it in cache; a
- * CRC computed after writev reads what the kernel's copy just brought into
- * cache, and costs a third as much (uwarp-crcbench --order measures it).
- *
- * fpdu_tx_append_late appends one FPDU without its pad and CRC; it must be
- * the last of its batch. As the batch is written, pass every written byte
- * from batch offset b->late_off on to fpdu_tx_fold, in order (they are the
- * payload and the markers inside it, in wire order). Once the whole batch
- * is written, fpdu_tx_close puts the trailer (pad, CRC, and any marker due
- * before them) at the front of the next, empty batch. While an FPDU is
- * open, fpdu_tx_append and fpdu_tx_append_late return -EBUSY. Otherwise
- * they behave alike.
- */
-int fpdu_tx_append_late(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_t hdr_len,
-			const struct iovec *payload, int npayload);
-void fpdu_tx_fold(struct fpdu_tx *tx, const void *p, size_t n);
-/* Returns 0, -EINVAL when no FPDU is open, -ENOBUFS when b has no room. */
-int fpdu_tx_close(struct fpdu_tx *tx, struct fpdu_batch *b);
-
-/* Fold the bytes of one writev that left from batch offset pos (the
- * iovecs as they were passed, n bytes written) into the open FPDU. */
-void fpdu_tx_fold_written(struct fpdu_tx *tx, const struct fpdu_batch *b, size_t pos,
-			  const struct iovec *iov, int niov, size_t n);
 
 /* ---- receive ---- */
 

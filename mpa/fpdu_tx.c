@@ -36,7 +36,6 @@ void fpdu_batch_reset(struct fpdu_batch *b)
 	b->niov = 0;
 	b->bytes = 0;
 	b->scratch_used = 0;
-	b->late_off = SIZE_MAX;
 }
 
 static void push(struct fpdu_batch *b, const void *p, size_t n)
@@ -63,7 +62,6 @@ struct emitter {
 	struct fpdu_batch *b;
 	uint32_t crc;
 	uint32_t off; /* bytes since this FPDU's ULPDU_Length field */
-	bool now;     /* CRC the bytes as they are queued (not late) */
 };
 
 static void put_marker(struct emitter *e, uint16_t fpduptr)
@@ -74,7 +72,7 @@ static void put_marker(struct emitter *e, uint16_t fpduptr)
 	be16_put(m, 0);
 	be16_put(m + 2, fpduptr);
 	push(e->b, m, MPA_MARKER_SIZE);
-	if (e->tx->crc && e->now)
+	if (e->tx->crc)
 		e->crc = crc32c_update(e->crc, m, MPA_MARKER_SIZE);
 	e->tx->mpos = MPA_MARKER_SIZE;
 }
@@ -96,7 +94,7 @@ static void emit(struct emitter *e, const uint8_t *p, size_t n)
 			e->tx->mpos = (e->tx->mpos + (uint32_t)k) % MPA_MARKER_INTERVAL;
 		}
 		push(e->b, p, k);
-		if (e->tx->crc && e->now)
+		if (e->tx->crc)
 			e->crc = crc32c_update(e->crc, p, k);
 		e->off += (uint32_t)k;
 		p += k;
@@ -125,15 +123,13 @@ static uint8_t *emit_scratch(struct emitter *e, size_t n)
 
 static int trailer(struct emitter *e, unsigned pad);
 
-static int append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_t hdr_len,
-		  const struct iovec *payload, int npayload, bool late)
+int fpdu_tx_append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_t hdr_len,
+		   const struct iovec *payload, int npayload)
 {
 	size_t plen = 0, ulpdu, body, inside = 0, need_iov, need_scratch;
 	unsigned pad;
 	bool lead;
 
-	if (tx->open)
-		return -EBUSY;
 	for (int i = 0; i < npayload; i++)
 		plen += payload[i].iov_len;
 	ulpdu = hdr_len + plen;
@@ -163,74 +159,16 @@ static int append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_t
 	    b->scratch_used + need_scratch > b->scratch_cap)
 		return -ENOBUFS;
 
-	struct emitter e = { .tx = tx, .b = b, .crc = CRC32C_INIT, .off = 0, .now = true };
+	struct emitter e = { .tx = tx, .b = b, .crc = CRC32C_INIT, .off = 0 };
 	if (lead)
 		put_marker(&e, 0); /* precedes the FPDU; its CRC covers it */
 	be16_put(hdr, (uint16_t)ulpdu);
 	emit(&e, hdr, MPA_ULPDU_LEN_SIZE + hdr_len);
 	tx->fpdus++;
 	tx->bytes += body + MPA_MARKER_SIZE * ((lead ? 1 : 0) + inside);
-	if (late) {
-		/* the payload and its markers are folded in as they leave */
-		b->late_off = b->bytes;
-		e.now = false;
-	}
 	for (int i = 0; i < npayload; i++)
 		emit(&e, payload[i].iov_base, payload[i].iov_len);
-	if (late) {
-		tx->open = true;
-		tx->open_crc = e.crc;
-		tx->open_off = e.off;
-		tx->open_pad = (uint8_t)pad;
-		return 0;
-	}
 	return trailer(&e, pad);
-}
-
-int fpdu_tx_append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_t hdr_len,
-		   const struct iovec *payload, int npayload)
-{
-	return append(tx, b, hdr, hdr_len, payload, npayload, false);
-}
-
-int fpdu_tx_append_late(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_t hdr_len,
-			const struct iovec *payload, int npayload)
-{
-	return append(tx, b, hdr, hdr_len, payload, npayload, true);
-}
-
-void fpdu_tx_fold(struct fpdu_tx *tx, const void *p, size_t n)
-{
-	if (tx->open && tx->crc)
-		tx->open_crc = crc32c_update(tx->open_crc, p, n);
-}
-
-void fpdu_tx_fold_written(struct fpdu_tx *tx, const struct fpdu_batch *b, size_t pos,
-			  const struct iovec *iov, int niov, size_t n)
-{
-	for (int i = 0; i < niov && n; i++) {
-		size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
-		if (pos + k > b->late_off) {
-			size_t skip = pos < b->late_off ? b->late_off - pos : 0;
-			fpdu_tx_fold(tx, (const uint8_t *)iov[i].iov_base + skip, k - skip);
-		}
-		pos += k;
-		n -= k;
-	}
-}
-
-int fpdu_tx_close(struct fpdu_tx *tx, struct fpdu_batch *b)
-{
-	if (!tx->open)
-		return -EINVAL;
-	/* at most a marker before the pad, one before the CRC, pad, CRC */
-	if (b->niov + 4 > b->cap || b->scratch_used + 2 * MPA_MARKER_SIZE + 3 + MPA_CRC_SIZE >
-					      b->scratch_cap)
-		return -ENOBUFS;
-	struct emitter e = { .tx = tx, .b = b, .crc = tx->open_crc, .off = tx->open_off,
-			     .now = true };
-	tx->open = false;
-	return trailer(&e, tx->open_pad);
 }
 
 /* The pad and the CRC that end an FPDU. */

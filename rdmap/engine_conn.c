@@ -273,22 +273,14 @@ void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e)
 		return;
 	rdmap_conn_fail(&c->rd, e);
 	/* The Terminate goes out only between FPDUs: after the whole gather
-	 * list (and the trailer of a late FPDU at its end), or before any of
-	 * it but the trailer of the previous one. If a write stopped in the
-	 * middle of an FPDU, the peer could not find it anyway. */
+	 * list, or before any of it. If a write stopped in the middle of an
+	 * FPDU, the peer could not find it anyway. */
 	uint8_t t[MPA_ULPDU_LEN_SIZE + RDMAP_TERM_MAX_ULPDU];
 	struct iovec iov[16];
 	uint8_t scratch[64];
 	struct fpdu_batch b;
 	fpdu_batch_init(&b, iov, 16, scratch, sizeof(scratch));
-	bool between = false;
-	if (c->wr_iov == c->batch.niov) {
-		between = !c->tx.open || fpdu_tx_close(&c->tx, &b) == 0;
-	} else if (c->wr_pos <= c->lead_bytes) {
-		between = true;
-		for (int i = c->wr_iov; i < c->batch_lead; i++)
-			b.iov[b.niov++] = c->batch.iov[i];
-	}
+	bool between = c->wr_iov == c->batch.niov || c->wr_pos == 0;
 	if (between) {
 		size_t n = rdmap_tx_terminate(&c->rd, t);
 		if (fpdu_tx_append(&c->tx, &b, t, n, NULL, 0) == 0 && writev(c->fd, b.iov, b.niov) > 0)

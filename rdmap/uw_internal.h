@@ -349,9 +349,6 @@ struct uw_conn {
 	uint8_t *batch_scratch;
 	int wr_iov;               /* first unwritten iovec */
 	size_t wr_pos;            /* bytes of the batch written */
-	int batch_lead;           /* iovecs before wr: a late FPDU's trailer */
-	size_t lead_bytes;
-	bool open_done;           /* the late FPDU ended its message */
 	uint8_t (*hdrs)[MPA_ULPDU_LEN_SIZE + RDMAP_MAX_HDR];
 	uint32_t nhdrs;
 	struct rdmap_tx_msg txm;

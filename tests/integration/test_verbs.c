@@ -362,9 +362,10 @@ static void write_with_immediate_and_solicited_events(void **state)
 }
 
 /* Writes with Immediate Data kept four deep, 1 MiB each: the Immediate's
- * FPDU follows the Write's last FPDU, whose CRC goes out late, and once
- * shared a gather list with the start of the next message, which cleared
- * the 8 bytes before they were written (a bad CRC at the peer). */
+ * FPDU follows the Write's last FPDU, and once (when that FPDU's CRC was
+ * computed after it was written) shared a gather list with the start of
+ * the next message, which cleared the 8 bytes before they were written (a
+ * bad CRC at the peer). */
 static void write_with_immediate_train_keeps_every_value(void **state)
 {
 	struct pair p;

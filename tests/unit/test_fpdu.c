@@ -416,110 +416,6 @@ static void adjacent_pieces_are_merged(void **state)
 }
 
 
-/* Append FPDUs of the given payload sizes (late where late[i]) and write
- * them out in pieces of random size, folding written bytes into the open
- * FPDU as the engine does; returns the stream's length. */
-static size_t write_stream(bool crc, bool markers, const uint32_t *sizes, const bool *late, int n,
-			   const uint8_t *payload, uint8_t *out, bool fold)
-{
-	static struct fpdu_batch_max store;
-	static uint8_t hdrs[64][2 + 14];
-	struct fpdu_batch *b = fpdu_batch_max_init(&store);
-	struct fpdu_tx tx;
-	size_t len = 0;
-	fpdu_tx_init(&tx, crc, markers);
-	for (int i = 0; i < n || tx.open;) {
-		/* each batch: the previous trailer, then FPDUs up to a late one
-		 * or up to a full batch */
-		if (tx.open)
-			assert_int_equal(fpdu_tx_close(&tx, b), 0);
-		for (; i < n; i++) {
-			memset(hdrs[i] + 2, 0, 14);
-			hdrs[i][2] = 0xc1;
-			hdrs[i][3] = 0x40;
-			be32_put(hdrs[i] + 2 + 6, (uint32_t)i);
-			struct iovec v = { (void *)payload, sizes[i] };
-			int rc = late[i] ? fpdu_tx_append_late(&tx, b, hdrs[i], 14, &v, 1)
-					 : fpdu_tx_append(&tx, b, hdrs[i], 14, &v, 1);
-			if (rc == -ENOBUFS)
-				break;
-			assert_int_equal(rc, 0);
-			if (late[i]) {
-				i++;
-				break;
-			}
-		}
-		/* a late FPDU is last in its batch */
-		if (tx.open) {
-			struct iovec v = { (void *)payload, 1 };
-			assert_int_equal(fpdu_tx_append(&tx, b, hdrs[0], 14, &v, 1), -EBUSY);
-		}
-		size_t pos = 0;
-
-		while (pos < b->bytes) {
-			size_t k = 1 + rnd() % 9000, left = b->bytes - pos;
-			if (k > left)
-				k = left;
-			/* what a writev of k bytes from here would pass */
-			struct iovec rest[FPDU_BATCH_IOV];
-			int nr = 0;
-			size_t skip = pos, seen = 0;
-			for (int j = 0; j < b->niov; j++) {
-				size_t l = b->iov[j].iov_len;
-				if (seen + l <= skip) {
-					seen += l;
-					continue;
-				}
-				size_t off = skip > seen ? skip - seen : 0;
-				rest[nr++] = (struct iovec){ (uint8_t *)b->iov[j].iov_base + off, l - off };
-				seen += l;
-			}
-			size_t w = 0;
-			for (int j = 0; j < nr && w < k; j++) {
-				size_t c = rest[j].iov_len < k - w ? rest[j].iov_len : k - w;
-				memcpy(out + len + pos + w, rest[j].iov_base, c);
-				w += c;
-			}
-			if (fold)
-				fpdu_tx_fold_written(&tx, b, pos, rest, nr, k);
-			pos += k;
-		}
-		len += b->bytes;
-		fpdu_batch_reset(b);
-	}
-	assert_int_equal(fpdu_tx_close(&tx, b), -EINVAL);
-	return len;
-}
-
-/* Late CRC puts exactly the bytes on the wire that the early CRC does,
- * markers and pad included, however the writes are cut; without folding
- * the written bytes the CRCs differ (so the comparison can fail). */
-static void late_crc_writes_the_same_stream(void **state)
-{
-	enum { N = 24 };
-	static uint8_t payload[65536], early[N * 70000], lated[N * 70000];
-	for (size_t i = 0; i < sizeof(payload); i++)
-		payload[i] = (uint8_t)rnd();
-	for (int trial = 0; trial < 16; trial++) {
-		bool crc = !(trial & 1), markers = trial & 2;
-		uint32_t sizes[N];
-		bool late[N], none[N] = { false };
-		for (int i = 0; i < N; i++) {
-			sizes[i] = rnd() % (i % 3 ? 200 : (markers ? 64000 : 65500));
-			late[i] = (trial & 4) ? true : rnd() % 2;
-		}
-		size_t a = write_stream(crc, markers, sizes, none, N, payload, early, true);
-		size_t b = write_stream(crc, markers, sizes, late, N, payload, lated, true);
-		assert_int_equal(a, b);
-		assert_memory_equal(early, lated, a);
-		if (crc) {
-			b = write_stream(crc, markers, sizes, late, N, payload, lated, false);
-			assert_int_equal(a, b);
-			assert_true(memcmp(early, lated, a) != 0);
-		}
-	}
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -540,7 +436,6 @@ int main(void)
 		cmocka_unit_test(transmit_refuses_oversize),
 		cmocka_unit_test(full_batch_is_enobufs_and_changes_nothing),
 		cmocka_unit_test(adjacent_pieces_are_merged),
-		cmocka_unit_test(late_crc_writes_the_same_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
