@@ -342,6 +342,19 @@ int rdmap_rx_atomic_resp(struct rdmap_conn *c, struct rdmap_place *pl)
 	return 0;
 }
 
+/*
+ * The last byte goes last. Programs (dtest's and perftest's Write
+ * latency loops) poll the last byte of a Write's target to learn that the
+ * rest has landed, as an RNIC that places in order lets them; memcpy may
+ * store the end of a block before its start.
+ */
+static void copy_last_last(uint8_t *dst, const uint8_t *src, size_t k)
+{
+	if (k > 1)
+		memcpy(dst, src, k - 1);
+	__atomic_store_n(dst + k - 1, src[k - 1], __ATOMIC_RELEASE);
+}
+
 void rdmap_place_copy(const struct rdmap_place *pl, uint32_t off, const void *data, size_t len)
 {
 	const uint8_t *src = data;
@@ -352,7 +365,7 @@ void rdmap_place_copy(const struct rdmap_place *pl, uint32_t off, const void *da
 			continue;
 		}
 		size_t k = l - off < len ? l - off : len;
-		memcpy((uint8_t *)pl->iov[i].iov_base + off, src, k);
+		copy_last_last((uint8_t *)pl->iov[i].iov_base + off, src, k);
 		src += k;
 		len -= k;
 		off = 0;
