@@ -182,9 +182,7 @@ static DAT_RETURN psp_make(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EVD_HANDLE e
 		return UD_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
 	if (!ud_valid(evd, UD_MAGIC_EVD) || !(evd->flags & DAT_EVD_CR_FLAG))
 		return UD_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
-	if (flags == DAT_PSP_PROVIDER_FLAG)
-		return UD_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE); /* ep_creator: never */
-	if (flags != DAT_PSP_CONSUMER_FLAG)
+	if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
 	if (!out)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
@@ -339,6 +337,8 @@ DAT_RETURN DAT_API ud_rsp_free(DAT_RSP_HANDLE h)
 
 void ud_cr_destroy(struct ud_cr *cr)
 {
+	if (cr->ep)
+		ud_ep_destroy(cr->ep); /* made for the request, which went */
 	if (cr->id) {
 		cr->id->context_ptr = NULL;
 		uw_cm_destroy_id(cr->id);
@@ -360,8 +360,9 @@ DAT_RETURN DAT_API ud_cr_query(DAT_CR_HANDLE h, DAT_CR_PARAM_MASK m, DAT_CR_PARA
 			     .remote_port_qual = get_port(&cr->remote),
 			     .private_data_size = cr->pdata_len,
 			     .private_data = cr->pdata_len ? cr->pdata : NULL,
-			     .local_ep_handle = cr->sp && cr->sp->h.magic == UD_MAGIC_RSP ? cr->sp->ep
-											   : NULL };
+			     .local_ep_handle = cr->ep ? cr->ep
+						: cr->sp && cr->sp->h.magic == UD_MAGIC_RSP ? cr->sp->ep
+											    : NULL };
 	pthread_mutex_unlock(&cr->h.ia->mu);
 	return DAT_SUCCESS;
 }
@@ -377,12 +378,17 @@ DAT_RETURN DAT_API ud_cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT pl
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
 	struct ud_ia *ia = cr->h.ia;
 	pthread_mutex_lock(&ia->mu);
-	struct ud_ep *reserved = cr->sp && cr->sp->h.magic == UD_MAGIC_RSP ? cr->sp->ep : NULL;
+	/* the request's own EP: the RSP's, or the one made for it */
+	struct ud_ep *reserved = cr->ep ? cr->ep
+				 : cr->sp && cr->sp->h.magic == UD_MAGIC_RSP ? cr->sp->ep
+									     : NULL;
 	if (!ep)
 		ep = reserved;
 	DAT_RETURN rc = DAT_SUCCESS;
 	if (!ud_valid(ep, UD_MAGIC_EP) || (reserved && ep != reserved))
 		rc = UD_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+	else if (ep->param.ep_state == DAT_EP_STATE_UNCONFIGURED_TENTATIVE)
+		rc = UD_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFTENTATIVE);
 	else if (ep->param.ep_state != DAT_EP_STATE_UNCONNECTED &&
 		 ep->param.ep_state != DAT_EP_STATE_RESERVED &&
 		 ep->param.ep_state != DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING)
@@ -403,7 +409,9 @@ DAT_RETURN DAT_API ud_cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT pl
 	if (!err)
 		err = uw_cm_accept(cr->id, &p);
 	if (err) {
-		/* the request is spent: uwarp has closed or refused it */
+		/* the request is spent: uwarp has closed or refused it (the
+		 * EP stays the consumer's, whoever made it) */
+		cr->ep = NULL;
 		ud_cr_destroy(cr);
 		pthread_mutex_unlock(&ia->mu);
 		return err == ECONNRESET || err == ECONNREFUSED
@@ -418,10 +426,11 @@ DAT_RETURN DAT_API ud_cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT pl
 	ep->param.local_port_qual = cr->sp ? cr->sp->qual : 0;
 	ep->param.ep_state = DAT_EP_STATE_PASSIVE_CONNECTION_PENDING;
 	ep->flags &= ~UD_EP_ACTIVE;
-	if (reserved && cr->sp) {
+	if (reserved && cr->sp && cr->sp->h.magic == UD_MAGIC_RSP) {
 		cr->sp->ep = NULL;
 		ep->rsp = NULL;
 	}
+	cr->ep = NULL; /* (the EP is the consumer's from now on) */
 	ud_cr_destroy(cr);
 	pthread_mutex_unlock(&ia->mu);
 	return DAT_SUCCESS;
@@ -475,6 +484,10 @@ static void on_request(struct ud_ia *ia, struct uw_cm_event *e)
 	cr->ord = e->ord;
 	e->id->context_ptr = cr;
 	ud_obj_init(ia, &cr->h, UD_MAGIC_CR, DAT_HANDLE_TYPE_CR);
+	if (sp->flags == DAT_PSP_PROVIDER_FLAG)
+		/* the consumer gives it a PZ and EVDs (dat_ep_modify), then
+		 * accepts with it; a reject or a free takes it away */
+		cr->ep = ud_ep_for_request(ia);
 	DAT_EVENT ev = { .event_number = DAT_CONNECTION_REQUEST_EVENT };
 	DAT_CR_ARRIVAL_EVENT_DATA *d = &ev.event_data.cr_arrival_event_data;
 	d->local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->addr;

@@ -177,6 +177,21 @@ DAT_RETURN DAT_API ud_ep_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz, DAT_EVD_HANDL
 	return DAT_SUCCESS;
 }
 
+struct ud_ep *ud_ep_for_request(struct ud_ia *ia)
+{
+	struct ud_ep *ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return NULL;
+	ep->local = ia->addr;
+	ep->param = (DAT_EP_PARAM){ .ia_handle = ia,
+				    .ep_state = DAT_EP_STATE_UNCONFIGURED_TENTATIVE,
+				    .local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ep->local,
+				    .remote_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ep->remote,
+				    .ep_attr = default_attr };
+	ud_obj_init(ia, &ep->h, UD_MAGIC_EP, DAT_HANDLE_TYPE_EP);
+	return ep;
+}
+
 DAT_RETURN DAT_API ud_ep_query(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK m, DAT_EP_PARAM *p)
 {
 	struct ud_ep *ep = h;
@@ -276,7 +291,10 @@ DAT_RETURN DAT_API ud_ep_modify(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK m, const DAT_
 	struct ud_ia *ia = ep->h.ia;
 	pthread_mutex_lock(&ia->mu);
 	DAT_EP_STATE st = ep->param.ep_state;
-	if (st != DAT_EP_STATE_UNCONNECTED && st != DAT_EP_STATE_UNCONFIGURED_UNCONNECTED) {
+	bool tentative = st == DAT_EP_STATE_UNCONFIGURED_TENTATIVE ||
+			 st == DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING;
+	if (st != DAT_EP_STATE_UNCONNECTED && st != DAT_EP_STATE_UNCONFIGURED_UNCONNECTED &&
+	    !tentative) {
 		pthread_mutex_unlock(&ia->mu);
 		return UD_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
 	}
@@ -301,6 +319,10 @@ DAT_RETURN DAT_API ud_ep_modify(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK m, const DAT_
 	ep->param.connect_evd_handle = ep->conn_evd;
 	hold(ep, 1);
 	DAT_RETURN rc = ep->pz ? ud_ep_make_qp(ep) : DAT_SUCCESS;
+	if (tentative)
+		/* a provider's EP for a request: configured, it may accept */
+		ep->param.ep_state = ep->qp && ep->conn_evd ? DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING
+							   : DAT_EP_STATE_UNCONFIGURED_TENTATIVE;
 	pthread_mutex_unlock(&ia->mu);
 	return rc;
 }
@@ -339,6 +361,9 @@ void ud_ep_destroy(struct ud_ep *ep)
 	drop_qp(ep);
 	if (ep->rsp)
 		ep->rsp->ep = NULL;
+	for (struct ud_obj *o = ep->h.ia->objs; o; o = o->next)
+		if (o->magic == UD_MAGIC_CR && ((struct ud_cr *)o)->ep == ep)
+			((struct ud_cr *)o)->ep = NULL;
 	hold(ep, -1);
 	if (ep->own_cq)
 		uw_destroy_cq(ep->own_cq);

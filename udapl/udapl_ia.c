@@ -176,7 +176,7 @@ static void fill_provider_attr(const struct ud_prov *prov, DAT_PROVIDER_ATTR *p)
 		.is_thread_safe = prov->info.is_thread_safe,
 		.max_private_data_size = UD_MAX_PDATA,
 		.supports_multipath = DAT_FALSE,
-		.ep_creator = DAT_PSP_CREATES_EP_NEVER,
+		.ep_creator = DAT_PSP_CREATES_EP_IFASKED,
 		.pz_support = DAT_PZ_UNIQUE,
 		.optimal_buffer_alignment = 64,
 		.srq_supported = DAT_FALSE,
@@ -203,6 +203,10 @@ DAT_RETURN DAT_API ud_ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async, DAT_IA_AT
 	struct ud_ia *ia = h;
 	if (!ud_valid(ia, UD_MAGIC_IA))
 		return UD_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+	if (am && !ia_attr)
+		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
+	if (pm && !pattr)
+		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
 	if (async)
 		*async = ia->async_evd ? (DAT_EVD_HANDLE)ia->async_evd : DAT_EVD_OUT_OF_SCOPE;
 	if (am && ia_attr)

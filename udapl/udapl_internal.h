@@ -217,6 +217,7 @@ struct ud_ep {
 struct ud_cr {
 	struct ud_obj h;
 	struct ud_sp *sp;
+	struct ud_ep *ep; /* a PSP_PROVIDER_FLAG service point's: made for it */
 	struct uw_cm_id *id;
 	struct sockaddr_storage remote;
 	DAT_COUNT pdata_len;
@@ -327,6 +328,9 @@ DAT_RETURN ud_ep_make_qp(struct ud_ep *ep);
 /* a completion's cookie: its slot and every older one are free again */
 void ud_ep_cookie_done(struct ud_cookie *c);
 void ud_ep_destroy(struct ud_ep *ep); /* ia_close: no checks */
+/* an EP the provider makes for a request (PSP_PROVIDER_FLAG): no PZ, no
+ * EVDs, the IA's default attributes, TENTATIVE; under ia->mu */
+struct ud_ep *ud_ep_for_request(struct ud_ia *ia);
 
 /* udapl_cm.c */
 DAT_RETURN ud_ep_connect(DAT_EP_HANDLE, DAT_IA_ADDRESS_PTR, DAT_CONN_QUAL, DAT_TIMEOUT,

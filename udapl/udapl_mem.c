@@ -56,7 +56,9 @@ DAT_RETURN DAT_API ud_lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_
 	default:
 		return UD_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE); /* no shared memory */
 	}
-	if (!addr || !len)
+	if (!len)
+		return UD_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
+	if (!addr)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
 	struct ud_lmr *l = calloc(1, sizeof(*l));
 	if (!l)
