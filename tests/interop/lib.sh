@@ -85,3 +85,10 @@ end_host() {
 # guest_end NAME: end a guest program left running (after a failed case),
 # so that it does not hold its port for the next one
 guest_end() { guest "killall $1 2>/dev/null; sleep 0.2; killall -9 $1 2>/dev/null; true" >/dev/null 2>&1; }
+
+# the direct link (siwlab boot --tap): the guest's eth1 and siw1, and the
+# host's end in network namespace $NETNS
+TAP_GUEST_IP=10.0.3.15
+TAP_HOST_IP=10.0.3.100
+# in_netns CMD...: run a host program on the direct link
+in_netns() { ip netns exec "$NETNS" "$@"; }

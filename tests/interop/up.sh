@@ -17,12 +17,15 @@ rm -rf "$DIR" && mkdir -p "$DIR"
 		echo "H_$t=$(pick)"
 		echo "G_$t=$(pick)"
 	done
+	# the direct link's namespace (uDAPL's dtest tells its peer its own
+	# address, which no port forward translates); it takes root
+	[ "$(id -u)" = 0 ] && echo "NETNS=uwarp-interop-$$"
 } >"$DIR/ports"
 . "$DIR/ports"
 "$SIWLAB" boot "$DIR" \
 	--hostfwd "$H_RPING:$P_RPING" --hostfwd "$H_UCMA:$P_UCMA" --hostfwd "$H_PERF:$P_PERF" \
 	--hostfwd "$H_FUZZ:$P_FUZZ" \
 	--guestfwd "$P_RPING:$G_RPING" --guestfwd "$P_UCMA:$G_UCMA" --guestfwd "$P_PERF:$G_PERF" \
-	--guestfwd "$P_FUZZ:$G_FUZZ" ||
+	--guestfwd "$P_FUZZ:$G_FUZZ" ${NETNS:+--tap "$NETNS"} ||
 	exit 1
 echo "guest up: $(cat "$DIR/uname"); artefacts in $DIR"

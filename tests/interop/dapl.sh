@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# dapl.sh: Debian's dtest between uwarp's DAT provider on the host and
+# Debian's DAPL iWARP provider (libdaplofa over rdma_cm) on siw in the
+# guest, both ways, on the direct link (siwlab boot --tap): dtest tells
+# its peer its own address and port, which no port forward translates.
+#
+# dtest's client takes the provider name the server sends it, so each
+# side's dat.conf names its own library under both names. A run passes
+# when both sides print "PASSED" (dtest's exit status is 0 either way).
+. "$(dirname "$0")/lib.sh"
+# (ctest counts exit status 77 as skipped)
+[ -n "${NETNS:-}" ] || { echo "SKIPPED: the guest has no direct link (siwlab boot --tap takes root)"; exit 77; }
+[ -x "$UWARP_BIN/../lib/libuwarp-dapl.so.2" ] || [ -f "$UWARP_BIN/../lib/libuwarp-dapl.so.2" ] ||
+	{ echo "libuwarp-dapl.so.2 was not built (no libdapl-dev)"; exit 1; }
+command -v dtest >/dev/null || { echo "dtest missing (apt-get install dapl2-utils)"; exit 1; }
+command -v nft >/dev/null || { echo "nft missing (apt-get install nftables)"; exit 1; }
+LIB=$(cd "$UWARP_BIN/../lib" && pwd)/libuwarp-dapl.so.2
+PORT=45248 # dtest's connection qualifier as OpenFabrics DAPL maps it to a port
+ARGS="-b 4096 -B 10"
+
+cat >"$DIR/dat-host.conf" <<CONF
+uwarp u2.0 nonthreadsafe default $LIB dapl.2.0 "$TAP_HOST_IP 0" ""
+ofa-v2-iwarp u2.0 nonthreadsafe default $LIB dapl.2.0 "$TAP_HOST_IP 0" ""
+CONF
+cat >"$DIR/dat-guest.conf" <<CONF
+ofa-v2-iwarp u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "eth1 0" ""
+uwarp u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "eth1 0" ""
+CONF
+
+# dtest's server sends its parameters and only then listens: a client as
+# quick as uwarp's (no device to open) connects before the guest's
+# server does, and is refused. The first SYN of each run to dtest's port
+# is dropped on the host's side, so TCP sends it again a second later.
+in_netns nft -f - <<NFT || { echo "cannot load the nftables rule"; exit 1; }
+table inet uwarp_dtest {
+	set tried { type ipv4_addr . inet_service; flags dynamic,timeout; timeout 60s; }
+	chain out {
+		type filter hook output priority 0;
+		tcp dport $PORT tcp flags & (syn | ack) == syn ip daddr . tcp dport @tried accept
+		tcp dport $PORT tcp flags & (syn | ack) == syn update @tried { ip daddr . tcp dport } drop
+	}
+}
+NFT
+trap 'in_netns nft delete table inet uwarp_dtest 2>/dev/null' EXIT
+
+guest_dtest_end() { guest 'for p in $(pidof dtest); do kill $p; done; true' >/dev/null 2>&1; }
+passed() { grep -q "DAPL Test Complete. PASSED" "$1"; }
+show() { # label file
+	grep -E "Error|ERROR|unexpected|PASSED|FAILED" "$2" | head -6 | sed "s/^/    $1: /"
+}
+
+# uwarp client -> siw server
+to_siw() {
+	local what="$*"
+	in_netns nft flush set inet uwarp_dtest tried
+	local job
+	job=$(guest_bg "DAT_OVERRIDE=/mnt/host/dat-guest.conf dtest -P ofa-v2-iwarp -s $what")
+	sleep 2
+	HOST_TIMEOUT=120 host_bg "$DIR/dtest-uwarp-client.log" \
+		ip netns exec "$NETNS" env DAT_OVERRIDE="$DIR/dat-host.conf" dtest -P uwarp -h "$TAP_GUEST_IP" $what
+	wait $!
+	guest_wait "$job" 60 >"$DIR/dtest-siw-server.log" 2>&1
+	if passed "$DIR/dtest-uwarp-client.log" && passed "$DIR/dtest-siw-server.log"; then
+		pass "dtest $what: uwarp client -> siw server, PASSED both sides" \
+			"($(grep -Eo 'latency [0-9.]+ us' "$DIR/dtest-uwarp-client.log" | head -1))"
+	else
+		fail "dtest $what: uwarp client -> siw server"
+		show uwarp "$DIR/dtest-uwarp-client.log"
+		show siw "$DIR/dtest-siw-server.log"
+		guest_dtest_end
+	fi
+}
+
+# siw client -> uwarp server
+from_siw() {
+	local what="$*"
+	HOST_TIMEOUT=120 host_bg "$DIR/dtest-uwarp-server.log" \
+		ip netns exec "$NETNS" env DAT_OVERRIDE="$DIR/dat-host.conf" dtest -P uwarp -s $what
+	local srv=$!
+	sleep 0.5
+	guest "DAT_OVERRIDE=/mnt/host/dat-guest.conf dtest -P ofa-v2-iwarp -h $TAP_HOST_IP $what" \
+		>"$DIR/dtest-siw-client.log" 2>&1
+	passed "$DIR/dtest-siw-client.log" || end_host $srv
+	wait $srv
+	if passed "$DIR/dtest-uwarp-server.log" && passed "$DIR/dtest-siw-client.log"; then
+		pass "dtest $what: siw client -> uwarp server, PASSED both sides" \
+			"($(grep -Eo 'latency [0-9.]+ us' "$DIR/dtest-siw-client.log" | head -1))"
+	else
+		fail "dtest $what: siw client -> uwarp server"
+		show uwarp "$DIR/dtest-uwarp-server.log"
+		show siw "$DIR/dtest-siw-client.log"
+		guest_dtest_end
+	fi
+}
+
+# the default run (RDMA Writes both ways with a Send after, an RDMA Read,
+# Send/Receive ping-pong), unidirectional, a CNO
+for m in "" "-u" "-c"; do
+	to_siw $m $ARGS
+	from_siw $m $ARGS
+done
+# polling (-p): a guest server that polls, under emulation, seldom ends
+# within a minute, though its uwarp client passes; run here as the client
+from_siw -p $ARGS
+# Write ping-pong with every byte checked (-W -D): with siw as the
+# server the uwarp client passes, but siw completes its own last Write
+# with an error (DAT_DTO_ERR_LOCAL_EP) when the client's FIN follows
+# that Write's data closely, so its side fails; run here as the client
+from_siw -W -D -b 4096
+finish
