@@ -100,12 +100,9 @@ void esock__update(struct esock *e, bool arrived_data)
 	}
 }
 
-int esock__wait(struct esock *e, unsigned ms)
+/* @ms from now on the monotonic clock, which our condition variables use */
+static struct timespec deadline_after(unsigned ms)
 {
-	if (!ms) {
-		pthread_cond_wait(&e->cv, &e->mu);
-		return 0;
-	}
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += ms / 1000;
@@ -114,6 +111,16 @@ int esock__wait(struct esock *e, unsigned ms)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
+	return ts;
+}
+
+int esock__wait(struct esock *e, unsigned ms)
+{
+	if (!ms) {
+		pthread_cond_wait(&e->cv, &e->mu);
+		return 0;
+	}
+	struct timespec ts = deadline_after(ms);
 	return pthread_cond_timedwait(&e->cv, &e->mu, &ts);
 }
 
@@ -370,14 +377,7 @@ static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_st
 
 int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	struct timespec ts = deadline_after(ms);
 	pthread_mutex_lock(&eng_mu);
 	for (;;) {
 		for (int i = 0; i < narrived; i++) {

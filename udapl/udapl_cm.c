@@ -173,6 +173,38 @@ static DAT_RETURN sp_listen(struct ud_ia *ia, struct ud_sp *sp, DAT_CONN_QUAL qu
 	return DAT_SUCCESS;
 }
 
+/* A service point listening on @qual: a PSP, or with @ep an RSP that
+ * reserves it */
+static DAT_RETURN sp_open(struct ud_ia *ia, struct ud_evd *evd, struct ud_ep *ep, DAT_CONN_QUAL qual,
+			  DAT_PSP_FLAGS flags, struct ud_sp **out)
+{
+	struct ud_sp *sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return UD_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+	sp->evd = evd;
+	sp->ep = ep;
+	sp->flags = flags;
+	pthread_mutex_lock(&ia->mu);
+	DAT_RETURN rc = ep && ep->param.ep_state != DAT_EP_STATE_UNCONNECTED
+				? UD_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_CONNECTED)
+				: sp_listen(ia, sp, qual);
+	if (rc != DAT_SUCCESS) {
+		pthread_mutex_unlock(&ia->mu);
+		free(sp);
+		return rc;
+	}
+	ud_obj_init(ia, &sp->h, ep ? UD_MAGIC_RSP : UD_MAGIC_PSP,
+		    ep ? DAT_HANDLE_TYPE_RSP : DAT_HANDLE_TYPE_PSP);
+	evd->users++;
+	if (ep) {
+		ep->rsp = sp;
+		ep->param.ep_state = DAT_EP_STATE_RESERVED;
+	}
+	pthread_mutex_unlock(&ia->mu);
+	*out = sp;
+	return DAT_SUCCESS;
+}
+
 static DAT_RETURN psp_make(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EVD_HANDLE evdh,
 			   DAT_PSP_FLAGS flags, DAT_PSP_HANDLE *out, DAT_CONN_QUAL *got)
 {
@@ -186,21 +218,10 @@ static DAT_RETURN psp_make(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EVD_HANDLE e
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
 	if (!out)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
-	struct ud_sp *sp = calloc(1, sizeof(*sp));
-	if (!sp)
-		return UD_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-	sp->evd = evd;
-	sp->flags = flags;
-	pthread_mutex_lock(&ia->mu);
-	DAT_RETURN rc = sp_listen(ia, sp, qual);
-	if (rc != DAT_SUCCESS) {
-		pthread_mutex_unlock(&ia->mu);
-		free(sp);
+	struct ud_sp *sp;
+	DAT_RETURN rc = sp_open(ia, evd, NULL, qual, flags, &sp);
+	if (rc != DAT_SUCCESS)
 		return rc;
-	}
-	ud_obj_init(ia, &sp->h, UD_MAGIC_PSP, DAT_HANDLE_TYPE_PSP);
-	evd->users++;
-	pthread_mutex_unlock(&ia->mu);
 	if (got)
 		*got = sp->qual;
 	*out = sp;
@@ -285,27 +306,7 @@ DAT_RETURN DAT_API ud_rsp_create(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EP_HAN
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
 	if (!out)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
-	struct ud_sp *sp = calloc(1, sizeof(*sp));
-	if (!sp)
-		return UD_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-	sp->evd = evd;
-	sp->ep = ep;
-	pthread_mutex_lock(&ia->mu);
-	DAT_RETURN rc = ep->param.ep_state == DAT_EP_STATE_UNCONNECTED
-				? sp_listen(ia, sp, qual)
-				: UD_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_CONNECTED);
-	if (rc != DAT_SUCCESS) {
-		pthread_mutex_unlock(&ia->mu);
-		free(sp);
-		return rc;
-	}
-	ud_obj_init(ia, &sp->h, UD_MAGIC_RSP, DAT_HANDLE_TYPE_RSP);
-	evd->users++;
-	ep->rsp = sp;
-	ep->param.ep_state = DAT_EP_STATE_RESERVED;
-	pthread_mutex_unlock(&ia->mu);
-	*out = sp;
-	return DAT_SUCCESS;
+	return sp_open(ia, evd, ep, qual, 0, (struct ud_sp **)out);
 }
 
 DAT_RETURN DAT_API ud_rsp_query(DAT_RSP_HANDLE h, DAT_RSP_PARAM_MASK m, DAT_RSP_PARAM *p)
