@@ -528,6 +528,8 @@ static void on_conn_event(struct ud_ia *ia, struct uw_cm_event *e)
 	case UW_CM_EVENT_ESTABLISHED:
 		ep->deadline_ms = 0;
 		ep->param.ep_state = DAT_EP_STATE_CONNECTED;
+		if (ep->flags & UD_EP_ACTIVE) /* the port TCP gave the connection */
+			ep->param.local_port_qual = get_port(&e->id->local_addr);
 		if (ep->flags & UD_EP_ACTIVE)
 			conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED, e->private_data,
 				   e->private_data_len);

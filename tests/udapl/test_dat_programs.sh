@@ -7,7 +7,9 @@
 #              with a Send after, RDMA Read, Send/Receive ping-pong
 #              (the default run), unidirectional (-u), streaming Writes
 #              (-w), Write ping-pong with data verification (-W -D) over
-#              every size from 1 byte to 64 KiB (-a), a CNO (-c),
+#              every size from 1 byte to 64 KiB (-a; 100 round trips a
+#              size: both sides spin on memory, and ctest runs another
+#              test beside this one on two cores), a CNO (-c),
 #              polling (-p), performance times (-t)
 #   dapltest   transaction tests with data verification (-V): Send/Recv,
 #              RDMA Read and Write, several threads and EPs, polling (-P);
@@ -58,7 +60,7 @@ dtest_pair() {
 	if [ $c -ne 0 ] || [ $sr -ne 0 ] || ! grep -q "Test Complete. PASSED" "$work/dtc.$n" ||
 		! grep -q "Test Complete. PASSED" "$work/dts.$n"; then
 		bad "dtest $*: client rc $c, server rc $sr"
-		tail -8 "$work/dtc.$n" "$work/dts.$n"
+		tail -n 8 "$work/dtc.$n" "$work/dts.$n"
 		return
 	fi
 	echo "dtest $*: PASSED both sides ($(grep -Eo '[0-9.]+ MB/s(ec)?' "$work/dtc.$n" | tail -1))"
@@ -66,7 +68,7 @@ dtest_pair() {
 dtest_pair
 dtest_pair -u
 dtest_pair -w
-dtest_pair -W -D -a -b 65536
+dtest_pair -W -D -a -b 65536 -B 100
 dtest_pair -c
 dtest_pair -p
 dtest_pair -t
@@ -85,7 +87,7 @@ dapl_client() { # what T|P [args...] (dapltest wants -T first)
 	if [ $rc -ne 0 ] || ! grep -q "End of Work" "$work/dpc.$n" ||
 		grep -Eqi "error|fail" "$work/dpc.$n"; then
 		bad "dapltest $what ($*): rc $rc"
-		tail -8 "$work/dpc.$n"
+		tail -n 8 "$work/dpc.$n"
 		return
 	fi
 	echo "dapltest $what: ok $(grep -E 'Bandwidth|Total WQE' "$work/dpc.$n" | head -1 | tr -s ' ')"
