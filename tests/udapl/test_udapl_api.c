@@ -119,6 +119,14 @@ static void connect_pair(struct pair *p)
 	OK(dat_cr_accept(cr, p->b, 0, NULL));
 	assert_int_equal(wait_event(p->conn_b).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
 	assert_int_equal(wait_event(p->conn_a).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+	/* each end names the other's port: a's is the one TCP gave it */
+	DAT_EP_PARAM pa, pb;
+	OK(dat_ep_query(p->a, DAT_EP_FIELD_ALL, &pa));
+	OK(dat_ep_query(p->b, DAT_EP_FIELD_ALL, &pb));
+	assert_int_equal(pa.remote_port_qual, p->qual);
+	assert_int_equal(pb.local_port_qual, p->qual);
+	assert_int_not_equal(pa.local_port_qual, 0);
+	assert_int_equal(pb.remote_port_qual, pa.local_port_qual);
 }
 
 static DAT_LMR_TRIPLET seg(struct pair *p, size_t off, size_t len)
