@@ -612,7 +612,7 @@ static void trace(const struct uw_cm_event *e)
 void *ud_cm_thread(void *arg)
 {
 	struct ud_ia *ia = arg;
-	while (!ia->stopping) {
+	while (!__atomic_load_n(&ia->stopping, __ATOMIC_ACQUIRE)) {
 		struct uw_cm_event *e = NULL;
 		/* a tenth of a second: connect timeouts, and the IA's close */
 		int rc = uw_cm_get_event_timeout(ia->cm, &e, 100);

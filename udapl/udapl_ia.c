@@ -306,7 +306,7 @@ DAT_RETURN DAT_API ud_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags)
 	pthread_mutex_unlock(&ia->mu);
 	if (busy && flags == DAT_CLOSE_GRACEFUL_FLAG)
 		return UD_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_IA_IN_USE);
-	ia->stopping = true;
+	__atomic_store_n(&ia->stopping, true, __ATOMIC_RELEASE);
 	pthread_join(ia->cm_thread, NULL);
 	destroy_all(ia);
 	uw_cm_destroy_channel(ia->cm);

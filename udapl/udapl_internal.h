@@ -101,7 +101,7 @@ struct ud_ia {
 	struct uw_context *ctx;
 	struct uw_cm_channel *cm;
 	pthread_t cm_thread;
-	bool stopping;
+	bool stopping; /* (atomic: the CM thread reads it unlocked) */
 	struct ud_evd *async_evd;
 	bool own_async;
 	/* Every object of the IA, one lock for their states and links:

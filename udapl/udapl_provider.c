@@ -386,3 +386,16 @@ UD_EXPORT void DAT_API dat_provider_fini(const DAT_PROVIDER_INFO *info)
 		dat_registry_remove_provider(&p->table, info);
 	/* (the table stays: handles still name it until the library goes) */
 }
+
+/* The registry dlclose()s a provider when its last IA closes, and opens it
+ * again for the next: the tables go with the library, not before. */
+__attribute__((destructor)) static void provs_free(void)
+{
+	pthread_mutex_lock(&provs_mu);
+	while (provs) {
+		struct ud_prov *p = provs;
+		provs = p->next;
+		free(p);
+	}
+	pthread_mutex_unlock(&provs_mu);
+}

@@ -45,6 +45,37 @@ trap cleanup EXIT
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
 
+# wait_listen PID: until the program PID started (under timeout) listens
+# on a TCP port, 20 s at most: a fixed sleep loses to a loaded machine
+wait_listen() {
+	local i c
+	for i in $(seq 200); do
+		for c in $(pgrep -P "$1"); do
+			ss -Hltnp 2>/dev/null | grep -q "pid=$c," && return 0
+		done
+		sleep 0.1
+	done
+	return 1
+}
+
+# dtest's server sends its parameters and only then listens for the
+# connection: a client that outruns it is refused. In our own namespace
+# the first SYN of each run to dtest's port (45248) is dropped, and TCP
+# sends it again a second later.
+if [ -n "${UWARP_DAT_NETNS:-}" ] && command -v nft >/dev/null; then
+	nft -f - <<'NFT' || echo "(no nftables rule: dtest runs may race)"
+table inet uwarp_dtest {
+	set tried { type ipv4_addr . inet_service; flags dynamic,timeout; timeout 60s; }
+	chain out {
+		type filter hook output priority 0;
+		tcp dport 45248 tcp flags & (syn | ack) == syn ip daddr . tcp dport @tried accept
+		tcp dport 45248 tcp flags & (syn | ack) == syn update @tried { ip daddr . tcp dport } drop
+	}
+}
+NFT
+fi
+dtest_fresh() { nft flush set inet uwarp_dtest tried 2>/dev/null || true; }
+
 # ---- dtest: server and client, both must pass ----
 n=0
 dtest_pair() {
@@ -52,7 +83,8 @@ dtest_pair() {
 	timeout 120 dtest -P uwarp -s "$@" >"$work/dts.$n" 2>&1 &
 	local s=$!
 	pids+=("$s")
-	sleep 0.5
+	wait_listen "$s"
+	dtest_fresh
 	timeout 120 dtest -P uwarp -h 127.0.0.1 "$@" >"$work/dtc.$n" 2>&1
 	local c=$?
 	wait "$s"
@@ -77,7 +109,7 @@ dtest_pair -t
 timeout 600 dapltest -T S -D uwarp >"$work/dps" 2>&1 &
 srv=$!
 pids+=("$srv")
-sleep 1
+wait_listen "$srv"
 dapl_client() { # what T|P [args...] (dapltest wants -T first)
 	local what=$1 type=$2
 	shift 2
