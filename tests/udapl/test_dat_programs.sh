@@ -23,12 +23,16 @@
 # assertion.
 set -u
 # DAPL maps connection qualifiers to TCP ports as the OpenFabrics provider
-# does, and dapltest's limit test listens on a hundred consecutive ones in
-# the kernel's ephemeral range, where any other program's connection may
-# hold one (a parallel ctest job did, in CI). Where we may, we run in a
-# network namespace of our own: a loopback no one else uses.
+# does, and dapltest's limit test listens on a hundred consecutive ones
+# (43414-43513) in the kernel's ephemeral range, where a connection may
+# hold one: a parallel ctest job's did in CI, and so did one of this
+# script's own earlier clients. Where we may, we run in a network
+# namespace of our own (a loopback no one else uses) whose connections
+# take their ports from above 50000.
 if [ -z "${UWARP_DAT_NETNS:-}" ] && unshare -n true 2>/dev/null; then
-	UWARP_DAT_NETNS=1 exec unshare -n bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
+	UWARP_DAT_NETNS=1 exec unshare -n bash -c 'ip link set lo up &&
+		echo "50000 60999" >/proc/sys/net/ipv4/ip_local_port_range &&
+		exec bash "$0" "$@"' "$0" "$@"
 fi
 export DAT_OVERRIDE=$1
 [ -f "$DAT_OVERRIDE" ] || { echo "no $DAT_OVERRIDE"; exit 1; }
