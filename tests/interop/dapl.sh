@@ -16,6 +16,7 @@ command -v dtest >/dev/null || { echo "dtest missing (apt-get install dapl2-util
 command -v nft >/dev/null || { echo "nft missing (apt-get install nftables)"; exit 1; }
 LIB=$(cd "$UWARP_BIN/../lib" && pwd)/libuwarp-dapl.so.2
 PORT=45248 # dtest's connection qualifier as OpenFabrics DAPL maps it to a port
+INFO_PORT=15828 # where dtest's server hands its parameters to the client
 ARGS="-b 4096 -B 10"
 
 cat >"$DIR/dat-host.conf" <<CONF
@@ -60,7 +61,7 @@ to_siw() {
 		in_netns nft flush set inet uwarp_dtest tried
 		local job
 		job=$(guest_bg "DAT_OVERRIDE=/mnt/host/dat-guest.conf dtest -P ofa-v2-iwarp -s $what")
-		sleep 2
+		wait_guest_port $INFO_PORT "$job"
 		HOST_TIMEOUT=120 host_bg "$DIR/dtest-uwarp-client.log" \
 			ip netns exec "$NETNS" env DAT_OVERRIDE="$DIR/dat-host.conf" UWARP_DAT_DEBUG=1 \
 			dtest -P uwarp -h "$TAP_GUEST_IP" $what
@@ -90,7 +91,11 @@ from_siw() {
 	HOST_TIMEOUT=120 host_bg "$DIR/dtest-uwarp-server.log" \
 		ip netns exec "$NETNS" env DAT_OVERRIDE="$DIR/dat-host.conf" dtest -P uwarp -s $what
 	local srv=$!
-	sleep 0.5
+	local i
+	for i in $(seq 100); do
+		in_netns ss -Hltn "sport = :$INFO_PORT" | grep -q . && break
+		sleep 0.1
+	done
 	guest "DAT_OVERRIDE=/mnt/host/dat-guest.conf dtest -P ofa-v2-iwarp -h $TAP_HOST_IP $what" \
 		>"$DIR/dtest-siw-client.log" 2>&1
 	passed "$DIR/dtest-siw-client.log" || end_host $srv
