@@ -311,9 +311,12 @@ void uw__conn_close(struct uw_conn *c, int status, int event)
 	}
 	uv_poll_stop(&c->poll);
 	uv_timer_stop(&c->timer);
-	close(c->fd);
+	/* libuv takes the descriptor out of its epoll set in uv_close: the
+	 * number must still be ours then, not reused by another thread's
+	 * socket or eventfd (ThreadSanitizer saw exactly that) */
 	uv_close((uv_handle_t *)&c->poll, handle_closed);
 	uv_close((uv_handle_t *)&c->timer, handle_closed);
+	close(c->fd);
 	if (c->id) {
 		struct uw_cm_id_impl *id = c->id;
 		id->conn = NULL;
