@@ -278,16 +278,20 @@ void ud_sp_destroy(struct ud_sp *sp)
 	free(sp);
 }
 
-DAT_RETURN DAT_API ud_psp_free(DAT_PSP_HANDLE h)
+static DAT_RETURN sp_free(struct ud_sp *sp)
 {
-	struct ud_sp *sp = h;
-	if (!ud_valid(sp, UD_MAGIC_PSP))
-		return UD_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PSP);
 	struct ud_ia *ia = sp->h.ia;
 	pthread_mutex_lock(&ia->mu);
 	ud_sp_destroy(sp);
 	pthread_mutex_unlock(&ia->mu);
 	return DAT_SUCCESS;
+}
+
+DAT_RETURN DAT_API ud_psp_free(DAT_PSP_HANDLE h)
+{
+	if (!ud_valid(h, UD_MAGIC_PSP))
+		return UD_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PSP);
+	return sp_free(h);
 }
 
 DAT_RETURN DAT_API ud_rsp_create(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EP_HANDLE eph,
@@ -324,14 +328,9 @@ DAT_RETURN DAT_API ud_rsp_query(DAT_RSP_HANDLE h, DAT_RSP_PARAM_MASK m, DAT_RSP_
 
 DAT_RETURN DAT_API ud_rsp_free(DAT_RSP_HANDLE h)
 {
-	struct ud_sp *sp = h;
-	if (!ud_valid(sp, UD_MAGIC_RSP))
+	if (!ud_valid(h, UD_MAGIC_RSP))
 		return UD_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RSP);
-	struct ud_ia *ia = sp->h.ia;
-	pthread_mutex_lock(&ia->mu);
-	ud_sp_destroy(sp);
-	pthread_mutex_unlock(&ia->mu);
-	return DAT_SUCCESS;
+	return sp_free(h);
 }
 
 /* ---- connection requests ---- */

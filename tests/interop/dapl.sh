@@ -15,7 +15,6 @@
 command -v dtest >/dev/null || { echo "dtest missing (apt-get install dapl2-utils)"; exit 1; }
 command -v nft >/dev/null || { echo "nft missing (apt-get install nftables)"; exit 1; }
 LIB=$(cd "$UWARP_BIN/../lib" && pwd)/libuwarp-dapl.so.2
-PORT=45248 # dtest's connection qualifier as OpenFabrics DAPL maps it to a port
 INFO_PORT=15828 # where dtest's server hands its parameters to the client
 ARGS="-b 4096 -B 10"
 
@@ -28,20 +27,10 @@ ofa-v2-iwarp u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "eth1 0" ""
 uwarp u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "eth1 0" ""
 CONF
 
-# dtest's server sends its parameters and only then listens: a client as
-# quick as uwarp's (no device to open) connects before the guest's
-# server does, and is refused. The first SYN of each run to dtest's port
-# is dropped on the host's side, so TCP sends it again a second later.
-in_netns nft -f - <<NFT || { echo "cannot load the nftables rule"; exit 1; }
-table inet uwarp_dtest {
-	set tried { type ipv4_addr . inet_service; flags dynamic,timeout; timeout 60s; }
-	chain out {
-		type filter hook output priority 0;
-		tcp dport $PORT tcp flags & (syn | ack) == syn ip daddr . tcp dport @tried accept
-		tcp dport $PORT tcp flags & (syn | ack) == syn update @tried { ip daddr . tcp dport } drop
-	}
-}
-NFT
+# dtest's server listens only after sending its parameters: the first SYN
+# of each run to its port is dropped (the rule's file says why)
+in_netns nft -f "$ROOT/tests/udapl/dtest-first-syn.nft" ||
+	{ echo "cannot load the nftables rule"; exit 1; }
 trap 'in_netns nft delete table inet uwarp_dtest 2>/dev/null' EXIT
 
 guest_dtest_end() { guest 'for p in $(pidof dtest); do kill $p; done; true' >/dev/null 2>&1; }

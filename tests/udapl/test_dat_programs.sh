@@ -62,21 +62,11 @@ wait_listen() {
 	return 1
 }
 
-# dtest's server sends its parameters and only then listens for the
-# connection: a client that outruns it is refused. In our own namespace
-# the first SYN of each run to dtest's port (45248) is dropped, and TCP
-# sends it again a second later.
+# dtest's server listens only after sending its parameters: in our own
+# namespace the first SYN of each run to its port is dropped (the rule's
+# file says why)
 if [ -n "${UWARP_DAT_NETNS:-}" ] && command -v nft >/dev/null; then
-	nft -f - <<'NFT' || echo "(no nftables rule: dtest runs may race)"
-table inet uwarp_dtest {
-	set tried { type ipv4_addr . inet_service; flags dynamic,timeout; timeout 60s; }
-	chain out {
-		type filter hook output priority 0;
-		tcp dport 45248 tcp flags & (syn | ack) == syn ip daddr . tcp dport @tried accept
-		tcp dport 45248 tcp flags & (syn | ack) == syn update @tried { ip daddr . tcp dport } drop
-	}
-}
-NFT
+	nft -f "$(dirname "$0")/dtest-first-syn.nft" || echo "(no nftables rule: dtest runs may race)"
 fi
 dtest_fresh() { nft flush set inet uwarp_dtest tried 2>/dev/null || true; }
 
