@@ -33,9 +33,12 @@ uwarp_ensure_packages() {
 		printf '#!/bin/sh\nexit 101\n' | $sudo tee $policy >/dev/null &&
 			$sudo chmod +x $policy && made_policy=1
 	fi
-	$sudo apt-get update -qq
+	# A freshly booted machine may be running unattended upgrades: wait for
+	# dpkg's lock (up to 10 minutes) as apt-get itself can, instead of failing.
+	local lock=(-o DPkg::Lock::Timeout=600)
+	$sudo apt-get "${lock[@]}" update -qq
 	# shellcheck disable=SC2086
-	$sudo apt-get install -y -qq --no-install-recommends $missing
+	$sudo apt-get "${lock[@]}" install -y -qq --no-install-recommends $missing
 	local rc=$?
 	[ $made_policy = 1 ] && $sudo rm -f $policy
 	return $rc
@@ -58,4 +61,17 @@ uwarp_build() {
 	cmake -S "$UWARP_ROOT" -B "$dir" "$@" >"$dir.configure.log" 2>&1 ||
 		{ mkdir -p "$dir"; cat "$dir.configure.log"; return 1; }
 	cmake --build "$dir" -j "$UWARP_JOBS"
+}
+
+# uwarp_build_quiet DIR LOGNAME [cmake args...]: uwarp_build with its output
+# in DIR/LOGNAME, shown only when the build fails. DIR is made first: on a
+# fresh clone it does not exist yet, and the log lives in it.
+uwarp_build_quiet() {
+	local dir=$1 log=$1/$2
+	shift 2
+	mkdir -p "$dir" || return 1
+	uwarp_build "$dir" "$@" >"$log" 2>&1 && return 0
+	cat "$log"
+	echo "the build of $dir/ failed (log: $log)"
+	return 1
 }
