@@ -3,11 +3,14 @@
  * progress happens (the application's calls, or an engine thread).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "uw_internal.h"
 
@@ -18,16 +21,54 @@ uint64_t uw__now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Fills buf from the kernel: getrandom, or /dev/urandom where a sandbox
+ * refuses the system call. With neither there is no safe STag to give. */
+static void kernel_random(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t n = getrandom(p, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		p += n;
+		len -= (size_t)n;
+	}
+	if (!len)
+		return;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	while (fd >= 0 && len) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		p += n;
+		len -= (size_t)n;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (len) {
+		fprintf(stderr, "uwarp: no random bytes from the kernel (getrandom, /dev/urandom)\n");
+		abort();
+	}
+}
+
 uint32_t uw__random32(struct uw_context *ctx)
 {
-	/* xorshift64*: cheap, and seeded from the kernel, so STag keys are
-	 * not predictable from one run to the next */
-	uint64_t x = ctx->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	ctx->rng = x;
-	return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
+	/* the kernel's CSPRNG, a system call per 64 draws: a peer that has
+	 * seen its own STags learns nothing of the next ones */
+	if (!ctx->rand_left) {
+		kernel_random(ctx->rand_pool, sizeof(ctx->rand_pool));
+		ctx->rand_left = sizeof(ctx->rand_pool) / sizeof(ctx->rand_pool[0]);
+	}
+	return ctx->rand_pool[--ctx->rand_left];
+}
+
+static uint32_t stag_random(void *ctx)
+{
+	return uw__random32(ctx);
 }
 
 void uw__progress(struct uw_context *ctx)
@@ -126,12 +167,10 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 	ctx->reply_timeout_ms = attr && attr->mpa_reply_timeout_ms ? attr->mpa_reply_timeout_ms : 10000;
 	ctx->request_timeout_ms =
 		attr && attr->mpa_request_timeout_ms ? attr->mpa_request_timeout_ms : 5000;
-	if (getrandom(&ctx->rng, sizeof(ctx->rng), 0) != sizeof(ctx->rng))
-		ctx->rng = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull;
-	ctx->rng |= 1;
 	ctx->next_qpn = 1;
 	ctx->next_pd = 1;
 	ctx->stag_free = UINT32_MAX;
+	stag_table_init(&ctx->stag_ix, stag_random, ctx);
 	uw_list_init(&ctx->conns);
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
@@ -185,6 +224,7 @@ int uw_close(struct uw_context *ctx)
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_cond_destroy(&ctx->cond);
 	free(ctx->stags);
+	stag_table_free(&ctx->stag_ix);
 	free(ctx);
 	return 0;
 }

@@ -24,6 +24,7 @@
 #include "fpdu.h"
 #include "mpa_negotiate.h"
 #include "rdmap_conn.h"
+#include "stag_table.h"
 
 /* ---- doubly linked lists ---- */
 
@@ -74,10 +75,12 @@ struct uw_context {
 	bool stopping;
 	unsigned reply_timeout_ms;
 	unsigned request_timeout_ms;
-	/* STag table: index = STag >> 8 */
+	/* memory table: STag >> 8 is a random index (stag_ix) naming a slot */
 	struct uw_stag_entry *stags;
 	uint32_t nstags, stag_free;
-	uint64_t rng;
+	struct stag_table stag_ix;
+	uint32_t rand_pool[64];   /* the kernel's random bytes, drawn 256 at a time */
+	unsigned rand_left;
 	uint32_t next_qpn;
 	uint32_t next_pd;
 	int nobjects;             /* PDs, CQs, channels, ids: uw_close needs 0 */
@@ -97,6 +100,8 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms);
 void uw__kick(struct uw_context *ctx);
 /* Completions or events appeared: wake auto-progress waiters. */
 void uw__notify(struct uw_context *ctx);
+/* 32 bits from the kernel's CSPRNG (STag indices and keys must not be
+ * predictable from STags a peer has seen). */
 uint32_t uw__random32(struct uw_context *ctx);
 uint64_t uw__now_ms(void);
 
@@ -114,6 +119,7 @@ struct uw_stag_entry {
 	uint8_t kind;
 	uint8_t key;
 	bool valid;        /* a window bound and not invalidated */
+	uint32_t index;    /* the STag's index part (stag_table.h) */
 	uint32_t next_free;
 	uint32_t pd;
 	uint32_t qp;       /* a window bound to one QP */
@@ -132,7 +138,7 @@ struct uw_mr_impl {
 
 struct uw_mw_impl {
 	struct uw_mw pub;
-	uint32_t index;
+	uint32_t slot;
 	struct uw_mr_impl *over;
 };
 

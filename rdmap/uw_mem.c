@@ -2,18 +2,18 @@
  * uw_mem.c: protection domains, memory regions, memory windows, and the
  * STag table every tagged access is checked against.
  *
- * STag = table index << 8 | an 8-bit key drawn at random for each
- * registration or bind, so a stale or guessed STag misses. Index 0 is
- * never used: STags below 256 name nothing (siw's RTR uses STag 1 with
- * zero length, which needs no lookup).
+ * STag = index << 8 | key. The index is drawn at random from the 24-bit
+ * space and held back for a while once freed (stag_table.h), and the
+ * 8-bit key is drawn again at each registration or bind, so a stale or
+ * guessed STag misses. Index 0 is never used: STags below 256 name
+ * nothing (siw's RTR uses STag 1 with zero length, which needs no lookup).
+ * Entries live in a dense array of slots; the index names a slot.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "uw_internal.h"
-
-#define STAG_MAX_INDEX 0xffffff
 
 static uint32_t rights_of(int access)
 {
@@ -29,36 +29,48 @@ static uint32_t rights_of(int access)
 	return r;
 }
 
-static int stag_alloc(struct uw_context *ctx, uint32_t *index)
+/* A free slot, named by a fresh random index (e->index). */
+static int stag_alloc(struct uw_context *ctx, uint32_t *slot)
 {
+	uint32_t i;
 	if (ctx->stag_free != UINT32_MAX) {
-		*index = ctx->stag_free;
-		ctx->stag_free = ctx->stags[*index].next_free;
-		return 0;
-	}
-	if (ctx->nstags == 0)
-		ctx->nstags = 1; /* index 0 stays unused */
-	if (ctx->nstags > STAG_MAX_INDEX)
-		return ENOMEM;
-	/* grow in chunks; entries are small and lookups index directly */
-	if ((ctx->nstags & 255) == 0 || ctx->nstags == 1) {
-		size_t cap = ((size_t)ctx->nstags + 256) & ~(size_t)255;
-		struct uw_stag_entry *n = realloc(ctx->stags, cap * sizeof(*n));
-		if (!n)
+		i = ctx->stag_free;
+	} else {
+		if (ctx->nstags >= STAG_MAX_LIVE)
 			return ENOMEM;
-		memset(n + ctx->nstags, 0, (cap - ctx->nstags) * sizeof(*n));
-		ctx->stags = n;
+		/* grow in chunks; entries are small and slots index directly */
+		if ((ctx->nstags & 255) == 0) {
+			size_t cap = (size_t)ctx->nstags + 256;
+			struct uw_stag_entry *n = realloc(ctx->stags, cap * sizeof(*n));
+			if (!n)
+				return ENOMEM;
+			memset(n + ctx->nstags, 0, (cap - ctx->nstags) * sizeof(*n));
+			ctx->stags = n;
+		}
+		i = ctx->nstags;
 	}
-	*index = ctx->nstags++;
+	uint32_t index;
+	int rc = stag_table_add(&ctx->stag_ix, i, &index);
+	if (rc)
+		return rc;
+	if (i == ctx->stag_free)
+		ctx->stag_free = ctx->stags[i].next_free;
+	else
+		ctx->nstags++;
+	ctx->stags[i].index = index;
+	*slot = i;
 	return 0;
 }
 
-static void stag_free(struct uw_context *ctx, uint32_t index)
+static void stag_free(struct uw_context *ctx, uint32_t slot)
 {
-	struct uw_stag_entry *e = &ctx->stags[index];
+	struct uw_stag_entry *e = &ctx->stags[slot];
+	stag_table_remove(&ctx->stag_ix, e->index);
+	uint8_t key = e->key; /* the next key of this slot differs from it */
 	memset(e, 0, sizeof(*e));
+	e->key = key;
 	e->next_free = ctx->stag_free;
-	ctx->stag_free = index;
+	ctx->stag_free = slot;
 }
 
 static uint8_t new_key(struct uw_context *ctx, uint8_t old)
@@ -72,10 +84,10 @@ static uint8_t new_key(struct uw_context *ctx, uint8_t old)
 
 static struct uw_stag_entry *stag_find(struct uw_context *ctx, uint32_t stag)
 {
-	uint32_t i = stag >> 8;
-	if (i == 0 || i >= ctx->nstags)
+	int64_t slot = stag_table_find(&ctx->stag_ix, stag >> 8);
+	if (slot < 0)
 		return NULL;
-	struct uw_stag_entry *e = &ctx->stags[i];
+	struct uw_stag_entry *e = &ctx->stags[slot];
 	if (e->kind == UW_STAG_FREE || e->key != (uint8_t)stag || !e->valid)
 		return NULL;
 	return e;
@@ -168,7 +180,7 @@ struct uw_mr *uw_reg_mr(struct uw_pd *p, void *addr, size_t length, int access)
 	struct uw_pd_impl *pd = (struct uw_pd_impl *)p;
 	const int known = UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ |
 			  UW_ACCESS_REMOTE_ATOMIC | UW_ACCESS_MW_BIND;
-	uint32_t index;
+	uint32_t slot;
 
 	if (!pd || (!addr && length) || (access & ~known) ||
 	    ((access & (UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_ATOMIC)) &&
@@ -183,14 +195,14 @@ struct uw_mr *uw_reg_mr(struct uw_pd *p, void *addr, size_t length, int access)
 	}
 	struct uw_context *ctx = p->context;
 	pthread_mutex_lock(&ctx->lock);
-	int rc = stag_alloc(ctx, &index);
+	int rc = stag_alloc(ctx, &slot);
 	if (rc) {
 		pthread_mutex_unlock(&ctx->lock);
 		free(mr);
 		errno = rc;
 		return NULL;
 	}
-	struct uw_stag_entry *e = &ctx->stags[index];
+	struct uw_stag_entry *e = &ctx->stags[slot];
 	e->kind = UW_STAG_MR;
 	e->key = new_key(ctx, e->key);
 	e->valid = true;
@@ -199,7 +211,7 @@ struct uw_mr *uw_reg_mr(struct uw_pd *p, void *addr, size_t length, int access)
 	e->addr = addr;
 	e->len = length;
 	e->mr = &mr->pub;
-	mr->pub = (struct uw_mr){ ctx, p, addr, length, index << 8 | e->key, index << 8 | e->key };
+	mr->pub = (struct uw_mr){ ctx, p, addr, length, e->index << 8 | e->key, e->index << 8 | e->key };
 	mr->access = access;
 	pd->refs++;
 	pthread_mutex_unlock(&ctx->lock);
@@ -217,7 +229,7 @@ int uw_dereg_mr(struct uw_mr *m)
 		pthread_mutex_unlock(&ctx->lock);
 		return EBUSY;
 	}
-	stag_free(ctx, m->lkey >> 8);
+	stag_free(ctx, (uint32_t)stag_table_find(&ctx->stag_ix, m->lkey >> 8));
 	((struct uw_pd_impl *)m->pd)->refs--;
 	pthread_mutex_unlock(&ctx->lock);
 	free(mr);
@@ -227,7 +239,7 @@ int uw_dereg_mr(struct uw_mr *m)
 struct uw_mw *uw_alloc_mw(struct uw_pd *p)
 {
 	struct uw_pd_impl *pd = (struct uw_pd_impl *)p;
-	uint32_t index;
+	uint32_t slot;
 	if (!pd) {
 		errno = EINVAL;
 		return NULL;
@@ -239,20 +251,20 @@ struct uw_mw *uw_alloc_mw(struct uw_pd *p)
 	}
 	struct uw_context *ctx = p->context;
 	pthread_mutex_lock(&ctx->lock);
-	int rc = stag_alloc(ctx, &index);
+	int rc = stag_alloc(ctx, &slot);
 	if (rc) {
 		pthread_mutex_unlock(&ctx->lock);
 		free(mw);
 		errno = rc;
 		return NULL;
 	}
-	struct uw_stag_entry *e = &ctx->stags[index];
+	struct uw_stag_entry *e = &ctx->stags[slot];
 	e->kind = UW_STAG_MW;
 	e->valid = false;
 	e->pd = pd->id;
 	e->mw = mw;
 	mw->pub = (struct uw_mw){ ctx, p, 0 };
-	mw->index = index;
+	mw->slot = slot;
 	pd->refs++;
 	pthread_mutex_unlock(&ctx->lock);
 	return &mw->pub;
@@ -274,7 +286,7 @@ int uw_dealloc_mw(struct uw_mw *w)
 	struct uw_context *ctx = w->context;
 	pthread_mutex_lock(&ctx->lock);
 	unbind(mw);
-	stag_free(ctx, mw->index);
+	stag_free(ctx, mw->slot);
 	((struct uw_pd_impl *)w->pd)->refs--;
 	pthread_mutex_unlock(&ctx->lock);
 	free(mw);
@@ -299,7 +311,7 @@ int uw_bind_mw(struct uw_mw *w, struct uw_qp *qp, struct uw_mr *m, void *addr, s
 		return EACCES;
 	struct uw_context *ctx = w->context;
 	pthread_mutex_lock(&ctx->lock);
-	struct uw_stag_entry *e = &ctx->stags[mw->index];
+	struct uw_stag_entry *e = &ctx->stags[mw->slot];
 	unbind(mw);
 	e->key = new_key(ctx, e->key); /* the previous rkey dies here */
 	e->valid = true;
@@ -310,7 +322,7 @@ int uw_bind_mw(struct uw_mw *w, struct uw_qp *qp, struct uw_mr *m, void *addr, s
 	e->mr = m;
 	mw->over = mr;
 	mr->windows++;
-	w->rkey = mw->index << 8 | e->key;
+	w->rkey = e->index << 8 | e->key;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }
