@@ -11,10 +11,22 @@ enum ddp_tag_check ddp_check_tagged(const struct ddp_mem *mem, uint32_t stag, ui
 {
 	struct ddp_region r;
 
-	if (!mem || !mem->lookup || mem->lookup(mem->ctx, stag, &r))
+	/* An STag this stream may not use (another PD's, a window bound to
+	 * another QP) is reported exactly as one that names nothing: a
+	 * distinct "not associated" answer would tell a peer walking STags
+	 * that it had found another connection's memory (RFC 5042 section
+	 * 5; docs/wire-notes.md, "STags and isolation"). */
+	if (!mem || !mem->lookup || mem->lookup(mem->ctx, stag, &r) || r.pd != pd ||
+	    (r.qp && r.qp != qp))
 		return DDP_TAG_INVALID_STAG;
-	if (r.pd != pd || (r.qp && r.qp != qp))
-		return DDP_TAG_NOT_ASSOCIATED;
+	/* So is, to a peer's request, a region with no remote rights at all
+	 * (local keys are never given to a peer): a rights answer would tell
+	 * a walker that an STag of its own PD is live. Rights are reported
+	 * only for STags that grant the peer something. (A Read Response
+	 * lands with local rights in the sink its own Read named.) */
+	const uint32_t remote = DDP_REMOTE_WRITE | DDP_REMOTE_READ | DDP_REMOTE_ATOMIC;
+	if ((rights & remote) && !(r.rights & remote))
+		return DDP_TAG_INVALID_STAG;
 	if (len && to + len - 1 < to)
 		return DDP_TAG_TO_WRAP;
 	if (to < r.to_base || to - r.to_base > r.len || len > r.len - (to - r.to_base))
@@ -36,10 +48,6 @@ void ddp_tag_error(enum ddp_tag_check c, struct rddp_error *e)
 		 * that cannot be used for this as invalid. */
 		rddp_error_set(e, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG,
 			       "invalid STag");
-		return;
-	case DDP_TAG_NOT_ASSOCIATED:
-		rddp_error_set(e, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_STAG_NOT_ASSOCIATED,
-			       "STag not associated with this stream");
 		return;
 	case DDP_TAG_BOUNDS:
 		rddp_error_set(e, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_BASE_BOUNDS,

@@ -44,8 +44,7 @@ struct ddp_mem {
 
 enum ddp_tag_check {
 	DDP_TAG_OK = 0,
-	DDP_TAG_INVALID_STAG,
-	DDP_TAG_NOT_ASSOCIATED,
+	DDP_TAG_INVALID_STAG, /* unknown, stale, or not this stream's */
 	DDP_TAG_BOUNDS,
 	DDP_TAG_TO_WRAP,
 	DDP_TAG_ACCESS,
@@ -54,8 +53,10 @@ enum ddp_tag_check {
 /*
  * May len bytes at tagged offset to of stag be accessed with rights by the
  * stream (pd, qp)? On DDP_TAG_OK *addr is where offset to lives. Checked in
- * the order RFC 5041 lists the errors: STag, association, TO wrap, bounds,
- * then rights (an RDMAP matter, reported last so DDP errors win).
+ * the order RFC 5041 lists the errors: STag (an STag of another PD or QP is
+ * as invalid as one that names nothing, so that none of the answers tells
+ * a peer another stream's STag exists), TO wrap, bounds, then rights (an
+ * RDMAP matter, reported last so DDP errors win).
  */
 enum ddp_tag_check ddp_check_tagged(const struct ddp_mem *mem, uint32_t stag, uint64_t to,
 				    uint64_t len, uint32_t rights, uint32_t pd, uint32_t qp,

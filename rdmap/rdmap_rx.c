@@ -41,8 +41,6 @@ static int protection(struct rdmap_conn *c, enum ddp_tag_check chk, bool rdmap_h
 		const char *what;
 	} map[] = {
 		[DDP_TAG_INVALID_STAG] = { UW_RDMAP_INVALID_STAG, "invalid STag" },
-		[DDP_TAG_NOT_ASSOCIATED] = { UW_RDMAP_STAG_NOT_ASSOCIATED,
-					     "STag not associated with this stream" },
 		[DDP_TAG_BOUNDS] = { UW_RDMAP_BASE_BOUNDS, "base or bounds violation" },
 		[DDP_TAG_TO_WRAP] = { UW_RDMAP_TO_WRAP, "TO wrap" },
 		[DDP_TAG_ACCESS] = { UW_RDMAP_ACCESS_RIGHTS, "access rights violation" },

@@ -31,18 +31,18 @@
 
 static struct {
 	struct uw_context *ctx;
-	struct uw_pd *pd;
+	struct uw_pd *pd, *pd_other; /* the raw peers' QPs are in pd */
 	struct uw_cq *cq;
 	struct uw_cm_channel *ch;
 	struct uw_cm_id *lid;
 	int port;
 	uint8_t arena[GUARD + REGION + GUARD + RECV + GUARD];
 	uint8_t *region, *recvbuf;
-	struct uw_mr *mr_rw, *mr_none, *mr_recv;
+	struct uw_mr *mr_rw, *mr_none, *mr_ro, *mr_wo, *mr_recv, *mr_other;
 } S;
 
 struct welcome {
-	uint32_t rkey_rw, rkey_none;
+	uint32_t rkey_rw, rkey_none, rkey_ro, rkey_wo, rkey_other;
 	uint64_t addr;
 };
 
@@ -62,10 +62,18 @@ static int setup(void **state)
 	S.mr_rw = uw_reg_mr(S.pd, S.region, REGION,
 			    UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ);
 	S.mr_none = uw_reg_mr(S.pd, S.region, REGION, UW_ACCESS_LOCAL_WRITE);
+	S.mr_ro = uw_reg_mr(S.pd, S.region, REGION, UW_ACCESS_REMOTE_READ);
+	S.mr_wo = uw_reg_mr(S.pd, S.region, REGION, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	/* another connection's memory: open to its own peer, in its own PD */
+	S.pd_other = uw_alloc_pd(S.ctx);
+	S.mr_other = S.pd_other ? uw_reg_mr(S.pd_other, S.region, REGION,
+					    UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE |
+						    UW_ACCESS_REMOTE_READ)
+				: NULL;
 	S.mr_recv = uw_reg_mr(S.pd, S.recvbuf, RECV, UW_ACCESS_LOCAL_WRITE);
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	if (!S.mr_rw || !S.mr_none || !S.mr_recv || uw_cm_listen(S.lid, (struct sockaddr *)&a, 16))
+	if (!S.mr_rw || !S.mr_none || !S.mr_ro || !S.mr_wo || !S.mr_recv || !S.mr_other || uw_cm_listen(S.lid, (struct sockaddr *)&a, 16))
 		return -1;
 	S.port = ntohs(((struct sockaddr_in *)&S.lid->local_addr)->sin_port);
 	return 0;
@@ -77,6 +85,10 @@ static int teardown(void **state)
 	uw_cm_destroy_channel(S.ch);
 	uw_dereg_mr(S.mr_rw);
 	uw_dereg_mr(S.mr_none);
+	uw_dereg_mr(S.mr_ro);
+	uw_dereg_mr(S.mr_wo);
+	uw_dereg_mr(S.mr_other);
+	uw_dealloc_pd(S.pd_other);
 	uw_dereg_mr(S.mr_recv);
 	uw_destroy_cq(S.cq);
 	uw_dealloc_pd(S.pd);
@@ -157,7 +169,8 @@ static void server_accepts(struct raw *r)
 	struct uw_sge s = { (uintptr_t)S.recvbuf, RECV, S.mr_recv->lkey };
 	struct uw_recv_wr rw = { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
 	assert_int_equal(uw_post_recv(r->qp, &rw, NULL), 0);
-	struct welcome w = { S.mr_rw->rkey, S.mr_none->rkey, (uintptr_t)S.region };
+	struct welcome w = { S.mr_rw->rkey,	   S.mr_none->rkey,    S.mr_ro->rkey,
+			     S.mr_wo->rkey,	   S.mr_other->rkey,   (uintptr_t)S.region };
 	struct uw_conn_param p = { .private_data = &w, .private_data_len = sizeof(w), .ird = 16, .ord = 16 };
 	assert_int_equal(uw_cm_accept(r->id, &p), 0);
 	e = event(5000);
@@ -199,7 +212,9 @@ static void raw_send(struct raw *r, const uint8_t *hdr, size_t hl, const void *p
 /* Everything the server sends back until it closes: it must be one
  * Terminate with this code. Then the server's end reports DISCONNECTED
  * and the receive it had posted is flushed. */
-static void read_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t ecode)
+/* The one Terminate the server sent r, read to the close: its codes
+ * (layer, error type, error code, RFC 6580 reading). */
+static void term_codes(struct raw *r, uint8_t got[3])
 {
 	uint8_t in[4096];
 	size_t n = 0;
@@ -241,16 +256,25 @@ static void read_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t 
 	assert_int_equal(be32_get(ulpdu + DDP_OFF_MSN), 1);
 	struct rdmap_term t;
 	assert_int_equal(rdmap_term_decode(ulpdu + DDP_UNTAGGED_HDR_LEN, ulen - DDP_UNTAGGED_HDR_LEN, &t), 0);
-	if (t.rfc.layer != layer || t.rfc.etype != etype || t.rfc.ecode != ecode)
-		fail_msg("Terminate %u/%u/0x%02x, want %u/%u/0x%02x", t.rfc.layer, t.rfc.etype,
-			 t.rfc.ecode, layer, etype, ecode);
+	got[0] = t.rfc.layer;
+	got[1] = t.rfc.etype;
+	got[2] = t.rfc.ecode;
 	close(r->fd);
 }
 
-static void expect_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t ecode)
+static void read_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t ecode)
 {
-	read_terminate(r, layer, etype, ecode);
+	uint8_t t[3];
+	term_codes(r, t);
+	if (t[0] != layer || t[1] != etype || t[2] != ecode)
+		fail_msg("Terminate %u/%u/0x%02x, want %u/%u/0x%02x", t[0], t[1], t[2], layer, etype,
+			 ecode);
+}
 
+/* The server's end of r, terminated with (layer, ecode): its event, the
+ * flushed receive, and its objects freed. */
+static void server_end_terminated(struct raw *r, uint8_t layer, uint8_t ecode)
+{
 	struct uw_cm_event *e = event(5000);
 	assert_non_null(e);
 	assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
@@ -271,6 +295,19 @@ static void expect_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_
 	uw_destroy_qp(r->qp);
 	uw_cm_destroy_id(r->id);
 	assert_true(guards_intact());
+}
+
+static void expect_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t ecode)
+{
+	read_terminate(r, layer, etype, ecode);
+	server_end_terminated(r, layer, ecode);
+}
+
+/* Whatever Terminate r earns: its codes, the server's end cleaned up. */
+static void raw_terminate_codes(struct raw *r, uint8_t got[3])
+{
+	term_codes(r, got);
+	server_end_terminated(r, got[0], got[2]);
 }
 
 static size_t untagged(uint8_t *h, uint8_t op, uint32_t qn, uint32_t msn, uint32_t mo, uint32_t w)
@@ -404,13 +441,25 @@ static void write_past_the_region_is_ddp_1_01(void **state)
 	expect_terminate(&r, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_BASE_BOUNDS);
 }
 
+/* rights are reported for a region that grants the peer something else */
 static void write_without_rights_is_rdmap_1_02(void **state)
 {
 	struct raw r;
 	uint8_t h[64];
 	raw_connect(&r);
-	raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_none, r.w.addr), data, 64, false);
+	raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_ro, r.w.addr), data, 64, false);
 	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_ACCESS_RIGHTS);
+}
+
+static size_t read_req(uint8_t *h, uint32_t src_stag, uint64_t src_to)
+{
+	size_t n = untagged(h, RDMAP_RDMA_READ_REQ, 1, 1, 0, 0);
+	be32_put(h + n + RDMAP_RR_OFF_SINK_STAG, 0x100);
+	be64_put(h + n + RDMAP_RR_OFF_SINK_TO, 0);
+	be32_put(h + n + RDMAP_RR_OFF_SIZE, 64);
+	be32_put(h + n + RDMAP_RR_OFF_SRC_STAG, src_stag);
+	be64_put(h + n + RDMAP_RR_OFF_SRC_TO, src_to);
+	return n + RDMAP_READ_REQ_LEN;
 }
 
 static void read_without_rights_is_rdmap_1_02(void **state)
@@ -418,14 +467,66 @@ static void read_without_rights_is_rdmap_1_02(void **state)
 	struct raw r;
 	uint8_t h[64];
 	raw_connect(&r);
-	size_t n = untagged(h, RDMAP_RDMA_READ_REQ, 1, 1, 0, 0);
-	be32_put(h + n + RDMAP_RR_OFF_SINK_STAG, 0x100);
-	be64_put(h + n + RDMAP_RR_OFF_SINK_TO, 0);
-	be32_put(h + n + RDMAP_RR_OFF_SIZE, 64);
-	be32_put(h + n + RDMAP_RR_OFF_SRC_STAG, r.w.rkey_none);
-	be64_put(h + n + RDMAP_RR_OFF_SRC_TO, r.w.addr);
-	raw_send(&r, h, n + RDMAP_READ_REQ_LEN, NULL, 0, false);
+	raw_send(&r, h, read_req(h, r.w.rkey_wo, r.w.addr), NULL, 0, false);
 	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_ACCESS_RIGHTS);
+}
+
+/* a local key (no remote rights at all) named by a peer is answered as an
+ * STag that names nothing: no oracle (docs/wire-notes.md, "STags and
+ * isolation") */
+static void write_to_a_local_key_is_invalid_stag(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_none, r.w.addr), data, 64, false);
+	expect_terminate(&r, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG);
+}
+
+/* An STag valid for another connection (its own PD) is refused here with
+ * exactly the Terminate a made-up STag gets, for a Write and for a Read,
+ * inside its region's bounds and outside them: nothing tells a peer that it
+ * hit another connection's memory. */
+static void another_connections_stag_is_refused_as_a_random_one(void **state)
+{
+	uint8_t h[64];
+	const uint32_t made_up = 0x5EED0000u ^ (uint32_t)S.port;
+	struct {
+		bool read;
+		uint64_t off;
+	} cases[] = { { false, 0 }, { false, REGION + 4096 }, { true, 0 }, { true, REGION + 4096 } };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct raw r;
+		uint8_t got[2][3];
+		for (int k = 0; k < 2; k++) {
+			raw_connect(&r);
+			uint32_t stag = k ? made_up : r.w.rkey_other;
+			if (cases[i].read)
+				raw_send(&r, h, read_req(h, stag, r.w.addr + cases[i].off), NULL, 0, false);
+			else
+				raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, stag, r.w.addr + cases[i].off),
+					 data, 64, false);
+			raw_terminate_codes(&r, got[k]);
+		}
+		assert_memory_equal(got[0], got[1], 3);
+		if (cases[i].read) {
+			assert_int_equal(got[0][0], UW_TERM_LAYER_RDMAP);
+			assert_int_equal(got[0][2], UW_RDMAP_INVALID_STAG);
+		} else {
+			assert_int_equal(got[0][0], UW_TERM_LAYER_DDP);
+			assert_int_equal(got[0][2], UW_DDP_T_INVALID_STAG);
+		}
+	}
+	assert_true(guards_intact());
+}
+
+static void read_of_a_local_key_is_invalid_stag(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, read_req(h, r.w.rkey_none, r.w.addr), NULL, 0, false);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_INVALID_STAG);
 }
 
 static void send_with_invalidate_of_an_mr_is_rdmap_2_09(void **state)
@@ -669,6 +770,9 @@ int main(void)
 		cmocka_unit_test(write_past_the_region_is_ddp_1_01),
 		cmocka_unit_test(write_without_rights_is_rdmap_1_02),
 		cmocka_unit_test(read_without_rights_is_rdmap_1_02),
+		cmocka_unit_test(write_to_a_local_key_is_invalid_stag),
+		cmocka_unit_test(read_of_a_local_key_is_invalid_stag),
+		cmocka_unit_test(another_connections_stag_is_refused_as_a_random_one),
 		cmocka_unit_test(send_with_invalidate_of_an_mr_is_rdmap_2_09),
 		cmocka_unit_test(ulpdu_too_short_is_llp_0x03),
 		cmocka_unit_test(the_server_goes_on_serving),

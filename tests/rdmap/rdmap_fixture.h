@@ -27,7 +27,9 @@ struct fixture {
 	uint32_t stag_rw;       /* PD 1, remote read/write/atomic */
 	uint32_t stag_other_pd; /* PD 2 */
 	uint32_t stag_other_qp; /* a window bound to QP 99 */
-	uint32_t stag_no_rights;
+	uint32_t stag_no_rights; /* local write only: never a peer's */
+	uint32_t stag_read_only; /* remote read, no remote write or atomic */
+	uint32_t stag_write_only; /* remote write, no remote read or atomic */
 	uint32_t stag_mw;       /* invalidatable */
 	uint8_t a_sink[REGION]; /* A's Read sink */
 	uint32_t a_sink_stag;
@@ -50,6 +52,10 @@ static inline void fixture_init(struct fixture *f, bool rfc7306, uint16_t ird)
 	f->stag_other_qp = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION, all, 1, 99, true);
 	f->stag_no_rights = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION, DDP_LOCAL_WRITE, 1,
 					0, false);
+	f->stag_read_only = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION,
+					DDP_LOCAL_WRITE | DDP_REMOTE_READ, 1, 0, false);
+	f->stag_write_only = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION,
+					 DDP_LOCAL_WRITE | DDP_REMOTE_WRITE, 1, 0, false);
 	f->stag_mw = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION, all, 1, 0, true);
 	f->a_sink_stag = sim_mem_add(&f->a.mem, f->a_sink, 0, REGION, DDP_LOCAL_WRITE, 1, 0, false);
 	memset(&f->w, 0, sizeof(f->w));

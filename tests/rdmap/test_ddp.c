@@ -144,20 +144,32 @@ static void tagged_check_order_and_bounds(void **state)
 			 DDP_TAG_TO_WRAP);
 	assert_int_equal(ddp_check_tagged(&m, 0x101, 5000, 1, DDP_REMOTE_WRITE, 1, 2, &addr),
 			 DDP_TAG_INVALID_STAG);
+	/* another PD's STag is as invalid as one that names nothing (no
+	 * oracle: docs/wire-notes.md, "STags and isolation") */
 	assert_int_equal(ddp_check_tagged(&m, 0x100, 5000, 1, DDP_REMOTE_WRITE, 2, 2, &addr),
-			 DDP_TAG_NOT_ASSOCIATED);
+			 DDP_TAG_INVALID_STAG);
 	assert_int_equal(ddp_check_tagged(&m, 0x100, 5000, 1, DDP_REMOTE_READ, 1, 2, &addr),
 			 DDP_TAG_ACCESS);
-	/* an STag problem wins over bounds, association over rights */
+	/* an STag problem wins over bounds and rights, even out of bounds:
+	 * a stranger's STag never earns a bounds answer */
 	assert_int_equal(ddp_check_tagged(&m, 0x101, 0, 1, DDP_REMOTE_READ, 2, 2, &addr),
 			 DDP_TAG_INVALID_STAG);
 	assert_int_equal(ddp_check_tagged(&m, 0x100, 0, 1, DDP_REMOTE_READ, 2, 2, &addr),
-			 DDP_TAG_NOT_ASSOCIATED);
+			 DDP_TAG_INVALID_STAG);
 	/* a window bound to QP 7 */
 	the_region.qp = 7;
 	assert_int_equal(ddp_check_tagged(&m, 0x100, 5000, 1, DDP_REMOTE_WRITE, 1, 2, &addr),
-			 DDP_TAG_NOT_ASSOCIATED);
+			 DDP_TAG_INVALID_STAG);
+	assert_int_equal(ddp_check_tagged(&m, 0x100, 0, 1, DDP_REMOTE_WRITE, 1, 2, &addr),
+			 DDP_TAG_INVALID_STAG);
 	assert_int_equal(ddp_check_tagged(&m, 0x100, 5000, 1, DDP_REMOTE_WRITE, 1, 7, &addr),
+			 DDP_TAG_OK);
+	/* a region with no remote rights is not a peer's to name at all, but
+	 * still takes a Read Response (local rights) in its own sink */
+	the_region = (struct ddp_region){ mem, 5000, 1000, DDP_LOCAL_WRITE, 1, 0 };
+	assert_int_equal(ddp_check_tagged(&m, 0x100, 5000, 1, DDP_REMOTE_READ, 1, 2, &addr),
+			 DDP_TAG_INVALID_STAG);
+	assert_int_equal(ddp_check_tagged(&m, 0x100, 5000, 1, DDP_LOCAL_WRITE, 1, 2, &addr),
 			 DDP_TAG_OK);
 }
 

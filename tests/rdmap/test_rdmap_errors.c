@@ -427,33 +427,46 @@ static void row25_read_past_the_end_is_rdmap_1_01(void **state)
 		    UW_RDMAP_BASE_BOUNDS, true, true);
 }
 
-/* Row 26 */
-static void row26_stag_of_another_pd_is_1_02(void **state)
+/* Row 26: an STag of another PD, or a window bound to another QP, gets the
+ * Terminate of an STag that names nothing, never "not associated" (that
+ * answer would tell a peer walking STags it had found another stream's
+ * memory; docs/wire-notes.md, "STags and isolation"), and the same answer
+ * out of bounds as within them. */
+static void row26_stag_of_another_pd_is_invalid_1_00(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t h[64];
 	size_t n = hdr_tagged(h, RDMAP_RDMA_WRITE, true, f->stag_other_pd, 0x10000);
-	expect_term(f, send_raw(f, h, n, payload, 8), L_DDP, UW_DDP_TAGGED,
-		    UW_DDP_T_STAG_NOT_ASSOCIATED, true, false);
+	expect_term(f, send_raw(f, h, n, payload, 8), L_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG,
+		    true, false);
 	assert_true(untouched(f->region, REGION));
 }
 
-static void row26_window_bound_to_another_qp_is_1_02(void **state)
+static void row26_stag_of_another_pd_out_of_bounds_is_invalid_1_00(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t h[64];
+	size_t n = hdr_tagged(h, RDMAP_RDMA_WRITE, true, f->stag_other_pd, 0x10);
+	expect_term(f, send_raw(f, h, n, payload, 8), L_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG,
+		    true, false);
+}
+
+static void row26_window_bound_to_another_qp_is_invalid_1_00(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t h[64];
 	size_t n = hdr_tagged(h, RDMAP_RDMA_WRITE, true, f->stag_other_qp, 0x10000);
-	expect_term(f, send_raw(f, h, n, payload, 8), L_DDP, UW_DDP_TAGGED,
-		    UW_DDP_T_STAG_NOT_ASSOCIATED, true, false);
+	expect_term(f, send_raw(f, h, n, payload, 8), L_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG,
+		    true, false);
 }
 
-static void row26_read_of_another_pd_is_rdmap_1_03(void **state)
+static void row26_read_of_another_pd_is_rdmap_invalid_1_00(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t h[64];
 	size_t n = hdr_read_req(h, 1, f->a_sink_stag, 0, 8, f->stag_other_pd, 0x10000);
 	expect_term(f, send_raw(f, h, n, NULL, 0), L_RDMAP, UW_RDMAP_REMOTE_PROTECTION,
-		    UW_RDMAP_STAG_NOT_ASSOCIATED, true, true);
+		    UW_RDMAP_INVALID_STAG, true, true);
 }
 
 /* Row 27 */
@@ -472,7 +485,7 @@ static void row28_write_without_remote_write_is_rdmap_1_02(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t h[64];
-	size_t n = hdr_tagged(h, RDMAP_RDMA_WRITE, true, f->stag_no_rights, 0x10000);
+	size_t n = hdr_tagged(h, RDMAP_RDMA_WRITE, true, f->stag_read_only, 0x10000);
 	expect_term(f, send_raw(f, h, n, payload, 8), L_RDMAP, UW_RDMAP_REMOTE_PROTECTION,
 		    UW_RDMAP_ACCESS_RIGHTS, true, false);
 	assert_true(untouched(f->region, REGION));
@@ -482,9 +495,32 @@ static void row28_read_without_remote_read_is_rdmap_1_02(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t h[64];
-	size_t n = hdr_read_req(h, 1, f->a_sink_stag, 0, 8, f->stag_no_rights, 0x10000);
+	size_t n = hdr_read_req(h, 1, f->a_sink_stag, 0, 8, f->stag_write_only, 0x10000);
 	expect_term(f, send_raw(f, h, n, NULL, 0), L_RDMAP, UW_RDMAP_REMOTE_PROTECTION,
 		    UW_RDMAP_ACCESS_RIGHTS, true, true);
+}
+
+/* Row 28, a region with no remote rights at all: its STag is a local key,
+ * never given to a peer, and a peer that names it gets the answer for an
+ * STag that names nothing (a rights answer would tell a walker it is live;
+ * docs/wire-notes.md, "STags and isolation"). */
+static void row28_write_to_a_local_only_region_is_invalid_1_00(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t h[64];
+	size_t n = hdr_tagged(h, RDMAP_RDMA_WRITE, true, f->stag_no_rights, 0x10000);
+	expect_term(f, send_raw(f, h, n, payload, 8), L_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG,
+		    true, false);
+	assert_true(untouched(f->region, REGION));
+}
+
+static void row28_read_of_a_local_only_region_is_rdmap_invalid_1_00(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t h[64];
+	size_t n = hdr_read_req(h, 1, f->a_sink_stag, 0, 8, f->stag_no_rights, 0x10000);
+	expect_term(f, send_raw(f, h, n, NULL, 0), L_RDMAP, UW_RDMAP_REMOTE_PROTECTION,
+		    UW_RDMAP_INVALID_STAG, true, true);
 }
 
 /* Row 29: Read Responses that do not match the outstanding Read. B is the
@@ -734,7 +770,7 @@ static void atomic_without_remote_atomic_is_rdmap_1_02(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t h[128];
-	size_t n = hdr_atomic(h, 1, RDMAP_ATOMIC_SWAP, f->stag_no_rights, 0x10000);
+	size_t n = hdr_atomic(h, 1, RDMAP_ATOMIC_SWAP, f->stag_read_only, 0x10000);
 	expect_term(f, send_raw(f, h, n, NULL, 0), L_RDMAP, UW_RDMAP_REMOTE_PROTECTION,
 		    UW_RDMAP_ACCESS_RIGHTS, true, false);
 	assert_true(untouched(f->region, REGION));
@@ -790,12 +826,15 @@ int main(void)
 		T(row25_write_below_the_start_is_1_01),
 		T(row25_write_second_segment_past_the_end_is_1_01),
 		T(row25_read_past_the_end_is_rdmap_1_01),
-		T(row26_stag_of_another_pd_is_1_02),
-		T(row26_window_bound_to_another_qp_is_1_02),
-		T(row26_read_of_another_pd_is_rdmap_1_03),
+		T(row26_stag_of_another_pd_is_invalid_1_00),
+		T(row26_stag_of_another_pd_out_of_bounds_is_invalid_1_00),
+		T(row26_window_bound_to_another_qp_is_invalid_1_00),
+		T(row26_read_of_another_pd_is_rdmap_invalid_1_00),
 		T(row27_to_wrap_is_1_03),
 		T(row28_write_without_remote_write_is_rdmap_1_02),
 		T(row28_read_without_remote_read_is_rdmap_1_02),
+		T(row28_write_to_a_local_only_region_is_invalid_1_00),
+		T(row28_read_of_a_local_only_region_is_rdmap_invalid_1_00),
 		T(row29_read_response_wrong_stag_is_1_00),
 		T(row29_read_response_wrong_to_is_1_01),
 		T(row29_read_response_too_long_is_1_01),
