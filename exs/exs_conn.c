@@ -210,9 +210,16 @@ static int qp_setup(struct exs_sock *s, struct uw_cm_id *id)
 		s->ring = aligned_alloc(4096, s->ring_size);
 		if (!s->ring)
 			return -ENOMEM;
+		/* Every socket's QP is in the runtime's one PD (a program's
+		 * registered memory serves any socket), so the ring's own
+		 * region has no remote rights: the peer reaches it through a
+		 * window bound to this QP alone (docs/wire-notes.md, "STags
+		 * and isolation"). */
 		s->ring_mr = uw_reg_mr(exs_rt.pd, s->ring, s->ring_size,
-				       UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
-		if (!s->ring_mr)
+				       UW_ACCESS_LOCAL_WRITE | UW_ACCESS_MW_BIND);
+		s->ring_mw = s->ring_mr ? uw_alloc_mw(exs_rt.pd) : NULL;
+		if (!s->ring_mw || uw_bind_mw(s->ring_mw, s->qp, s->ring_mr, s->ring, s->ring_size,
+					      UW_ACCESS_REMOTE_WRITE))
 			return -ENOMEM;
 	} else {
 		s->sp_adv = calloc(2 * EXS_MAX_RECVS, sizeof(*s->sp_adv));
@@ -230,7 +237,7 @@ static void hello_of(const struct exs_sock *s, uint8_t out[EXS_HELLO_LEN])
 	if (s->type == SOCK_STREAM && s->flow == EXS_FLOW_CREDIT)
 		h.slot_log2 = (uint8_t)__builtin_ctz(s->credit_size);
 	if (s->ring) {
-		h.ring_stag = s->ring_mr->rkey;
+		h.ring_stag = s->ring_mw->rkey;
 		h.ring_addr = (uintptr_t)s->ring;
 		h.ring_size = s->ring_size;
 	}

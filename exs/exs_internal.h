@@ -181,7 +181,8 @@ struct exs_sock {
 
 	/* stream */
 	uint8_t *ring;
-	struct uw_mr *ring_mr;
+	struct uw_mr *ring_mr; /* no remote rights: the peer writes through ring_mw */
+	struct uw_mw *ring_mw; /* bound to this socket's QP alone */
 	uint64_t peer_ring_addr, peer_ring_size;
 	uint32_t peer_ring_stag;
 	struct exs_sp_tx tx;
@@ -286,7 +287,7 @@ void exs__op_mem_release(struct exs_op *op);
 /* A window over a receive's buffer for the socket's peer: 0 or -errno. */
 int exs__op_window(struct exs_sock *s, struct exs_op *op);
 /* the peer's key to a one-buffer receive */
-uint32_t exs__op_rkey(const struct exs_op *op);
+uint32_t exs__op_rkey(struct exs_sock *s, struct exs_op *op);
 
 /* exs_conn.c: connections */
 int exs__post_ctl(struct exs_sock *s, struct exs_ctl *m);

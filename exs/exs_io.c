@@ -153,9 +153,9 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	if (iovcnt > 1 && total) {
 		/* the peer writes into one contiguous buffer: scatter later */
 		op->bounce = malloc(total);
+		/* the peer writes it through the window bound below */
 		op->bounce_mr = op->bounce ? uw_reg_mr(exs_rt.pd, op->bounce, total,
-						       UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE |
-							       UW_ACCESS_MW_BIND)
+						       UW_ACCESS_LOCAL_WRITE | UW_ACCESS_MW_BIND)
 					   : NULL;
 		if (!op->bounce_mr)
 			rc = -ENOMEM;

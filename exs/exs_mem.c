@@ -8,14 +8,13 @@
 
 static int uw_access(int access)
 {
-	/* windows may be bound over any region: a receive's (below), or one
-	 * exs_expose gives the peer */
-	int a = UW_ACCESS_LOCAL_WRITE | UW_ACCESS_MW_BIND;
-	/* the peer writes a receive through a window bound over it; the
-	 * region's own key never leaves this process */
-	if (access & EXS_ACCESS_WRITE)
-		a |= UW_ACCESS_REMOTE_WRITE;
-	return a;
+	/* Windows may be bound over any region: a receive's (below), or one
+	 * exs_expose gives the peer. The region itself has no remote rights:
+	 * every socket's QP shares the runtime's PD, and a region open to
+	 * remote writes there would be open to every peer of the process. The
+	 * peer writes a receive only through a window bound to its own QP. */
+	(void)access;
+	return UW_ACCESS_LOCAL_WRITE | UW_ACCESS_MW_BIND;
 }
 
 exs_mhandle_t exs_mregister(const void *addr, size_t len, int access)
@@ -127,11 +126,12 @@ int exs__op_window(struct exs_sock *s, struct exs_op *op)
 	return -rc;
 }
 
-uint32_t exs__op_rkey(const struct exs_op *op)
+uint32_t exs__op_rkey(struct exs_sock *s, struct exs_op *op)
 {
-	if (op->mw)
-		return op->mw->rkey;
-	if (op->bounce_mr)
-		return op->bounce_mr->rkey;
-	return op->mem[0] ? op->mem[0]->mr->rkey : op->own[0]->rkey;
+	/* a receive posted before its socket connected has no window yet:
+	 * it gets one now, as it is advertised; a region's own key is never
+	 * sent (it has no remote rights) */
+	if (!op->mw && exs__op_window(s, op))
+		return 0;
+	return op->mw ? op->mw->rkey : 0;
 }

@@ -114,6 +114,8 @@ static void reap(void)
 	while ((s = exs_rt.graveyard)) {
 		exs_rt.graveyard = s->next;
 		exs__windows_free(s); /* (bound to its QP) */
+		if (s->ring_mw)
+			uw_dealloc_mw(s->ring_mw); /* before the region under it */
 		if (s->qp) {
 			uw_destroy_qp(s->qp); /* its flushed completions name no QP now */
 			exs_rt.nconns--;

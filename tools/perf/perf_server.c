@@ -4,7 +4,9 @@
  * else gets a 1 MiB buffer open for remote read and write and 16 posted
  * receives of 64 KiB. Receives are posted and the buffer registered before
  * the accept, because the peer may send at once. A malformed message on
- * one connection terminates only that connection.
+ * one connection terminates only that connection. Each session has a
+ * protection domain of its own: its buffer is open to its peer and to no
+ * other (docs/wire-notes.md, "STags and isolation").
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,6 +31,7 @@ static double cpu_now(void)
 struct session {
 	struct session *next;
 	struct uw_cm_id *id;
+	struct uw_pd *pd; /* this session's alone */
 	struct uw_qp *qp;
 	struct uw_cq *cq;
 	struct uw_mr *mr, *ctl_mr;
@@ -47,7 +50,6 @@ struct session {
 };
 
 static struct uw_context *ctx;
-static struct uw_pd *pd;
 static struct uw_cq *cq; /* every session completes here */
 static const struct perf_opts *opts;
 
@@ -82,6 +84,8 @@ static void session_free(struct session *s)
 		uw_dereg_mr(s->mr);
 	if (s->ctl_mr)
 		uw_dereg_mr(s->ctl_mr);
+	if (s->pd)
+		uw_dealloc_pd(s->pd);
 	free(s->buf);
 	free(s);
 }
@@ -118,17 +122,18 @@ static struct session *session_new(struct uw_cm_event *e)
 	s->buf = malloc(s->size * (s->slots + s->nrecv) + 1);
 	s->rbuf = s->buf + s->len;
 	s->cq = cq;
-	if (!s->buf)
+	s->pd = uw_alloc_pd(ctx);
+	if (!s->buf || !s->pd)
 		goto fail;
 	for (uint32_t i = 0; i < s->slots; i++)
 		perf_fill(s->buf + (uint64_t)i * s->size, s->size, i);
-	s->mr = uw_reg_mr(pd, s->buf, s->size * (s->slots + s->nrecv) + 1,
+	s->mr = uw_reg_mr(s->pd, s->buf, s->size * (s->slots + s->nrecv) + 1,
 			  UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ |
 				  UW_ACCESS_REMOTE_ATOMIC);
-	s->ctl_mr = uw_reg_mr(pd, s->ctl, sizeof(s->ctl), UW_ACCESS_LOCAL_WRITE);
+	s->ctl_mr = uw_reg_mr(s->pd, s->ctl, sizeof(s->ctl), UW_ACCESS_LOCAL_WRITE);
 	struct uw_qp_init_attr qa = { .qp_context = s, .send_cq = s->cq, .recv_cq = s->cq,
 				      .cap = { 2 * s->depth + 8, s->nrecv + 4, 1, 1, 64 } };
-	if (!s->mr || !s->ctl_mr || !(s->qp = uw_cm_create_qp(s->id, pd, &qa)))
+	if (!s->mr || !s->ctl_mr || !(s->qp = uw_cm_create_qp(s->id, s->pd, &qa)))
 		goto fail;
 	for (uint32_t i = 0; i < s->nrecv; i++)
 		if (post_recv(s))
@@ -230,8 +235,7 @@ int perf_server(const struct perf_opts *o)
 		return 2;
 	}
 	ctx = uw_open(&ca);
-	pd = ctx ? uw_alloc_pd(ctx) : NULL;
-	struct uw_cm_channel *ch = pd ? uw_cm_create_channel(ctx) : NULL;
+	struct uw_cm_channel *ch = ctx ? uw_cm_create_channel(ctx) : NULL;
 	struct uw_cm_id *lid = ch ? uw_cm_create_id(ch, NULL) : NULL;
 	struct uw_comp_channel *cc = lid ? uw_create_comp_channel(ctx) : NULL;
 	cq = cc ? uw_create_cq(ctx, 1 << 20, NULL, cc) : NULL;
@@ -363,7 +367,6 @@ int perf_server(const struct perf_opts *o)
 	uw_destroy_comp_channel(cc);
 	uw_cm_destroy_id(lid);
 	uw_cm_destroy_channel(ch);
-	uw_dealloc_pd(pd);
 	uw_close(ctx);
 	return 0;
 }

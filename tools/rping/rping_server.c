@@ -99,15 +99,18 @@ static int serve(struct rping_conn *c, const struct rping_opts *o)
 	}
 }
 
-static int one_connection(struct uw_context *ctx, struct uw_pd *pd, struct uw_cm_channel *ch,
-			  struct uw_cm_id *id, const struct rping_opts *o)
+/* Each connection has a protection domain of its own: its buffers are open
+ * to its client alone (docs/wire-notes.md, "STags and isolation"). */
+static int one_connection(struct uw_context *ctx, struct uw_cm_channel *ch, struct uw_cm_id *id,
+			  const struct rping_opts *o)
 {
-	struct rping_conn c = { .o = o, .ctx = ctx, .pd = pd, .ch = ch, .id = id };
+	struct rping_conn c = { .o = o, .ctx = ctx, .ch = ch, .id = id };
 	struct uw_qp_init_attr qa = { .send_cq = NULL, .cap = { 8, 8, 1, 1, 64 } };
 	int rc = ENOMEM;
-	c.cq = uw_create_cq(ctx, 32, NULL, NULL);
+	c.pd = uw_alloc_pd(ctx);
+	c.cq = c.pd ? uw_create_cq(ctx, 32, NULL, NULL) : NULL;
 	qa.send_cq = qa.recv_cq = c.cq;
-	if (c.cq && (c.qp = uw_cm_create_qp(id, pd, &qa)) &&
+	if (c.cq && (c.qp = uw_cm_create_qp(id, c.pd, &qa)) &&
 	    !(rc = rping_conn_buffers(&c, o->size, 0)) && !(rc = rping_post_recv(&c))) {
 		/* our IRD/ORD default: relaxed negotiation meets the client's */
 		struct uw_conn_param p = rping_param(o);
@@ -139,6 +142,8 @@ static int one_connection(struct uw_context *ctx, struct uw_pd *pd, struct uw_cm
 			;
 		uw_destroy_cq(c.cq);
 	}
+	if (c.pd)
+		uw_dealloc_pd(c.pd);
 	return rc == ECONNRESET ? 0 : rc;
 }
 
@@ -158,8 +163,7 @@ int rping_server(const struct rping_opts *o)
 			pick = a;
 	struct uw_context_attr ca = { .progress = UW_PROGRESS_MANUAL };
 	struct uw_context *ctx = uw_open(&ca);
-	struct uw_pd *pd = ctx ? uw_alloc_pd(ctx) : NULL;
-	struct uw_cm_channel *ch = pd ? uw_cm_create_channel(ctx) : NULL;
+	struct uw_cm_channel *ch = ctx ? uw_cm_create_channel(ctx) : NULL;
 	struct uw_cm_id *lid = ch ? uw_cm_create_id(ch, NULL) : NULL;
 	int rc = lid ? uw_cm_listen(lid, pick->ai_addr, 16) : ENOMEM;
 	freeaddrinfo(ai);
@@ -183,13 +187,12 @@ int rping_server(const struct rping_opts *o)
 		}
 		struct uw_cm_id *id = e->id;
 		uw_cm_ack_event(e);
-		rc = one_connection(ctx, pd, ch, id, o);
+		rc = one_connection(ctx, ch, id, o);
 		served++;
 		fflush(stdout);
 	}
 	uw_cm_destroy_id(lid);
 	uw_cm_destroy_channel(ch);
-	uw_dealloc_pd(pd);
 	uw_close(ctx);
 	return rc;
 }

@@ -1,0 +1,142 @@
+#!/bin/bash
+# test_stag_isolation.sh perf|preload BUILD_DIR: no client of a uwarp
+# server reaches another client's memory (docs/wire-notes.md, "STags and
+# isolation"; RFC 5040 section 8, RFC 5042 section 5).
+#
+#   perf     a uwarp-perf -s server; honest uwarp-perf clients run verified
+#            Reads and Writes, one after another, for as long as the walk
+#            lasts (each must verify: exit 0)
+#   preload  redis-server under libesock-preload.so with its port in DDP
+#            mode, in each ES-API stream mode (direct, dynamic, indirect);
+#            honest redis-cli clients, preloaded too, SET and GET values
+#            and check them for as long as the walk lasts
+#
+# Beside them, tests/hostile/stag_walk.py, a peer of our own that speaks
+# MPA/DDP/RDMAP itself, opens a victim connection, then from thousands of
+# connections of its own uses the victim's STag (inside and outside its
+# memory) and walks STags near its own and at random: every access must get
+# the Terminate for an STag that names nothing, read nothing, and leave the
+# victim's memory as it was.
+set -u
+# a loopback of our own where we may (nobody else's connections, no port
+# taken between choosing it and listening on it)
+if [ -z "${UWARP_HOSTILE_NETNS:-}" ] && unshare -n true 2>/dev/null; then
+	UWARP_HOSTILE_NETNS=1 exec unshare -n bash -c 'ip link set lo up && exec bash "$0" "$@"' \
+		"$0" "$@"
+fi
+what=$1
+build=$2
+here=$(cd "$(dirname "$0")" && pwd)
+walk=$here/stag_walk.py
+# thousands of guesses in all: 3000 against uwarp-perf, 1000 in each preload mode
+guesses=${UWARP_HOSTILE_GUESSES:-$([ "$1" = preload ] && echo 1000 || echo 3000)}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail=0
+bad() { echo "FAIL $*"; fail=1; }
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT PID: until PID's server listens on PORT (20 s at most)
+wait_port() {
+	local i
+	for i in $(seq 200); do
+		ss -Hltn "sport = :$1" | grep -q . && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# honest_while PID LOG CMD...: CMD again and again while PID (the walk)
+# lives, at least once; each run must succeed. Prints the number of runs.
+honest_while() {
+	local walker=$1 log=$2 n=0
+	shift 2
+	while :; do
+		if ! "$@" >>"$log" 2>&1; then
+			echo "honest client failed (run $((n + 1))): $*" >>"$log"
+			echo "FAILED $n"
+			return 1
+		fi
+		n=$((n + 1))
+		kill -0 "$walker" 2>/dev/null || break
+	done
+	echo "$n"
+}
+
+# attack KIND PORT NAME: the walk beside honest clients (honest_cmd)
+attack() {
+	local kind=$1 port=$2 name=$3
+	python3 "$walk" "$kind" 127.0.0.1 "$port" --guesses "$guesses" >"$work/walk-$name.log" 2>&1 &
+	local w=$!
+	local runs
+	runs=$(honest_while "$w" "$work/honest-$name.log" honest_cmd "$port")
+	local hrc=$?
+	wait "$w"
+	local wrc=$?
+	sed 's/^/    /' "$work/walk-$name.log"
+	if [ $wrc -ne 0 ]; then
+		bad "$name: the walk reached memory it must not, or got an answer that tells (above)"
+	fi
+	if [ $hrc -ne 0 ]; then
+		tail -n 20 "$work/honest-$name.log"
+		bad "$name: an honest client's run did not verify during the walk"
+	else
+		echo "ok   $name: $runs honest runs verified during the walk"
+	fi
+}
+
+case $what in
+perf)
+	"$build/bin/uwarp-perf" -s -p 0 --loop >"$work/server.log" 2>&1 &
+	pids+=($!)
+	port=
+	for _ in $(seq 200); do
+		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$work/server.log")
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || { cat "$work/server.log"; echo "FAIL the uwarp-perf server did not start"; exit 1; }
+	honest_cmd() {
+		"$build/bin/uwarp-perf" -c 127.0.0.1 -p "$1" --op read --size 65536 --iters 200 &&
+			"$build/bin/uwarp-perf" -c 127.0.0.1 -p "$1" --op write --size 65536 --iters 200
+	}
+	attack perf "$port" uwarp-perf
+	kill -0 "${pids[0]}" 2>/dev/null || bad "the uwarp-perf server died"
+	;;
+preload)
+	command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
+		{ echo "FAIL redis-server/redis-cli missing (apt-get install redis-server redis-tools)"; exit 1; }
+	lib=$build/lib/libesock-preload.so
+	for mode in direct dynamic indirect; do
+		port=$(free_port)
+		ESOCK_MODE=$mode ESOCK_DDPMODE=$port LD_PRELOAD=$lib redis-server --port "$port" \
+			--bind 127.0.0.1 --save "" --appendonly no >"$work/redis-$mode.log" 2>&1 &
+		rp=$!
+		pids+=($rp)
+		wait_port "$port" "$rp" || { cat "$work/redis-$mode.log"; bad "redis ($mode) did not start"; continue; }
+		honest_cmd() {
+			local v="value-$RANDOM-$RANDOM" got
+			ESOCK_MODE=$mode ESOCK_DDPMODE=$1 LD_PRELOAD=$lib redis-cli -p "$1" SET honest "$v" >/dev/null &&
+				got=$(ESOCK_MODE=$mode ESOCK_DDPMODE=$1 LD_PRELOAD=$lib redis-cli -p "$1" GET honest) &&
+				[ "$got" = "$v" ]
+		}
+		attack exs "$port" "redis-$mode"
+		kill -0 "$rp" 2>/dev/null || bad "redis ($mode) died"
+	done
+	;;
+*)
+	echo "usage: $0 perf|preload BUILD_DIR"
+	exit 2
+	;;
+esac
+exit $fail
