@@ -36,11 +36,22 @@ size_t uw__ext_append(uint8_t *pd, size_t len)
 
 /* ---- events ---- */
 
+/* The channel's descriptor is readable exactly while events are queued:
+ * signalled when one is queued, drained when the last one leaves, by
+ * whatever path it leaves (taken, moved with its id, or dropped with it). */
 static void ch_signal(struct uw_cm_channel_impl *ch)
 {
 	uint64_t one = 1;
 	if (write(ch->evfd, &one, sizeof(one)) < 0) {
 		/* cannot overflow in practice */
+	}
+}
+
+static void ch_settle(struct uw_cm_channel_impl *ch)
+{
+	uint64_t v;
+	if (uw_list_empty(&ch->events) && read(ch->evfd, &v, sizeof(v)) < 0) {
+		/* nothing was signalled */
 	}
 }
 
@@ -201,12 +212,7 @@ int uw_cm_get_event_timeout(struct uw_cm_channel *c, struct uw_cm_event **event,
 			struct uw_cm_event_impl *e =
 				uw_container_of(ch->events.next, struct uw_cm_event_impl, link);
 			uw_list_del(&e->link);
-			if (uw_list_empty(&ch->events)) {
-				uint64_t v;
-				if (read(ch->evfd, &v, sizeof(v)) < 0) {
-					/* already drained */
-				}
-			}
+			ch_settle(ch);
 			*event = &e->pub;
 			pthread_mutex_unlock(&ctx->lock);
 			return 0;
@@ -332,6 +338,10 @@ int uw_cm_destroy_id(struct uw_cm_id *i)
 			id->refs--;
 		}
 	}
+	/* with them gone the channel may have nothing left: a descriptor
+	 * left readable would wake its poller for ever (an idle server spun
+	 * a core) */
+	ch_settle(id->ch);
 	uw__cm_id_put(id);
 	uw__kick(ctx);
 	pthread_mutex_unlock(&ctx->lock);
@@ -363,12 +373,7 @@ int uw_cm_migrate_id(struct uw_cm_id *i, struct uw_cm_channel *c)
 			moved = true;
 		}
 	}
-	if (uw_list_empty(&from->events)) {
-		uint64_t v;
-		if (read(from->evfd, &v, sizeof(v)) < 0) {
-			/* nothing was signalled */
-		}
-	}
+	ch_settle(from);
 	from->users--;
 	to->users++;
 	id->ch = to;

@@ -49,6 +49,10 @@ struct session {
 	double t0, cpu0;
 };
 
+/* how long a latency session's server keeps spinning after its last
+ * message before it sleeps (a round trip resumed later pays one wake-up) */
+#define PERF_SPIN_WINDOW_S 0.2
+
 static struct uw_context *ctx;
 static struct uw_cq *cq; /* every session completes here */
 static const struct perf_opts *opts;
@@ -193,19 +197,22 @@ static void session_wc(struct session *s, const struct uw_wc *wc)
 
 /* Write latency: the client writes a mark into our buffer's last byte; we
  * answer with a Write of our buffer into its. */
-static void session_poll_memory(struct session *s)
+/* Write latency: the client's Write landed (its last byte changed), so
+ * Write back. True when it did. */
+static bool session_poll_memory(struct session *s)
 {
 	if (!s->ours || s->h.mode != MODE_LAT || s->h.op != OP_WRITE || !s->size)
-		return;
+		return false;
 	uint8_t m = __atomic_load_n(&s->buf[s->size - 1], __ATOMIC_ACQUIRE);
 	if (m == s->last_mark || m == 0)
-		return;
+		return false;
 	s->last_mark = m;
 	struct uw_sge sge = { (uintptr_t)s->buf, (uint32_t)s->size, s->mr->lkey };
 	struct uw_send_wr wr = { .wr_id = 4, .sg_list = &sge, .num_sge = 1,
 				 .opcode = UW_WR_RDMA_WRITE,
 				 .rdma = { be64toh(s->h.client_addr), ntohl(s->h.client_rkey) } };
 	uw_post_send(s->qp, &wr, NULL);
+	return true;
 }
 
 static void report(struct session *s)
@@ -264,6 +271,7 @@ int perf_server(const struct perf_opts *o)
 	printf("server: listening on port %d (TCP baseline on %d), progress %s\n", bound, bound + 1,
 	       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual");
 	fflush(stdout);
+	double last_work = perf_now();
 	for (;;) {
 		struct uw_cm_event *e;
 		bool spin = false, work = false;
@@ -348,12 +356,16 @@ int perf_server(const struct perf_opts *o)
 			if (wc[i].qp)
 				session_wc(wc[i].qp->qp_context, &wc[i]);
 		for (struct session *s = sessions; s; s = s->next)
-			session_poll_memory(s);
-		if (work || spin)
+			work |= session_poll_memory(s);
+		if (work)
+			last_work = perf_now();
+		if (work || (spin && perf_now() - last_work < PERF_SPIN_WINDOW_S))
 			continue;
 		/* Nothing to do: sleep until the network, a completion or a
-		 * connection event needs us. Latency sessions spin instead;
-		 * bandwidth ones leave the CPU to the TCP stack. */
+		 * connection event needs us. Latency sessions spin instead,
+		 * but only within PERF_SPIN_WINDOW_S of their last message:
+		 * an idle latency client must not cost the server a core.
+		 * Bandwidth ones leave the CPU to the TCP stack. */
 		uw_req_notify_cq(cq, 0);
 		if (uw_poll_cq(cq, 0, NULL) < 0)
 			break;
