@@ -2,10 +2,12 @@
  * exs_io.c: exs_send, exs_recv and their vector forms.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exs_internal.h"
+#include "mem_range.h"
 
 static ssize_t finish(struct exs_sync *w, exs_qhandle_t qh)
 {
@@ -29,7 +31,11 @@ static ssize_t fail(int err)
 	return -1;
 }
 
-static int check_iov(const struct iovec *iov, int iovcnt, size_t *total)
+/* The vector's total, which a call must be able to return (EINVAL past
+ * SSIZE_MAX, as send(2)); memory with no handle is checked to be mapped
+ * (EFAULT, never a crash when it is read or written later). Memory with
+ * handles is checked against them (exs__op_mem). */
+static int check_iov(const struct iovec *iov, int iovcnt, const exs_mhandle_t *mh, size_t *total)
 {
 	if (!iov || iovcnt < 1 || iovcnt > EXS_IOV_MAX)
 		return EINVAL;
@@ -37,9 +43,14 @@ static int check_iov(const struct iovec *iov, int iovcnt, size_t *total)
 	for (int i = 0; i < iovcnt; i++) {
 		if (!iov[i].iov_base && iov[i].iov_len)
 			return EFAULT;
-		if (t + iov[i].iov_len < t)
+		if (t + iov[i].iov_len < t || t + iov[i].iov_len > SSIZE_MAX)
 			return EINVAL;
 		t += iov[i].iov_len;
+	}
+	for (int i = 0; !mh && i < iovcnt; i++) {
+		int err = mem_range_check(iov[i].iov_base, iov[i].iov_len);
+		if (err)
+			return err;
 	}
 	*total = t;
 	return 0;
@@ -49,7 +60,7 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		  void *ahandle, const exs_mhandle_t *mh)
 {
 	size_t total;
-	int err = check_iov(iov, iovcnt, &total);
+	int err = check_iov(iov, iovcnt, mh, &total);
 	if (err || (flags & ~(MSG_NOSIGNAL | MSG_DONTWAIT))) {
 		errno = err ? err : EINVAL;
 		return -1;
@@ -115,7 +126,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		  void *ahandle, const exs_mhandle_t *mh)
 {
 	size_t total;
-	int err = check_iov(iov, iovcnt, &total);
+	int err = check_iov(iov, iovcnt, mh, &total);
 	if (err || (flags & ~(MSG_WAITALL | MSG_DONTWAIT | MSG_NOSIGNAL))) {
 		errno = err ? err : EINVAL;
 		return -1;

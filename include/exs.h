@@ -332,7 +332,9 @@ EXS_EXTERN void exs_set_fd_floor(int floor);
  * at most EXS_MSG_MAX bytes. SOCK_STREAM: bytes of the stream; a zero
  * length completes at once. Returns -1 with errno: EBADF, ENOTCONN, EPIPE
  * (after exs_shutdown(SHUT_WR)), EAGAIN (EXS_MAX_SENDS outstanding, or the
- * queue is full), EFAULT (@mhandle does not cover the buffer), EMSGSIZE.
+ * queue is full), EFAULT (@mhandle does not cover the buffer; without a
+ * handle, part of the buffer is not mapped), EINVAL (@len above SSIZE_MAX),
+ * EMSGSIZE. The same for exs_sendv, exs_recv and exs_recvv (their totals).
  * Completion errors: ECONNRESET (the connection failed), ECANCELED (the
  * socket closed first), EPROTO (the peer broke the protocol).
  */

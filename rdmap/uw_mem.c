@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem_range.h"
 #include "uw_internal.h"
 
 static uint32_t rights_of(int access)
@@ -186,6 +187,12 @@ struct uw_mr *uw_reg_mr(struct uw_pd *p, void *addr, size_t length, int access)
 	    ((access & (UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_ATOMIC)) &&
 	     !(access & UW_ACCESS_LOCAL_WRITE))) {
 		errno = EINVAL;
+		return NULL;
+	}
+	/* as ibv_reg_mr: memory that is not there cannot be registered */
+	int bad = mem_range_check(addr, length);
+	if (bad) {
+		errno = bad;
 		return NULL;
 	}
 	struct uw_mr_impl *mr = calloc(1, sizeof(*mr));

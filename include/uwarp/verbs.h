@@ -146,8 +146,9 @@ struct uw_mr {
  * registration, so a guessed or stale STag does not work. Tagged offsets
  * are virtual addresses: a peer writes to remote_addr (uint64_t)addr + n.
  * Returns the MR, or NULL with errno: EINVAL (NULL addr with a nonzero
- * length, REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE, unknown
- * flags), ENOMEM (the STag table is full).
+ * length, a range that wraps the address space, REMOTE_WRITE or
+ * REMOTE_ATOMIC without LOCAL_WRITE, unknown flags), EFAULT (part of the
+ * range is not mapped, as ibv_reg_mr), ENOMEM (the STag table is full).
  */
 UW_EXTERN struct uw_mr *uw_reg_mr(struct uw_pd *pd, void *addr, size_t length, int access);
 
