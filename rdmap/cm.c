@@ -4,6 +4,7 @@
  * connection), disconnecting, and the events that report all of it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -568,7 +569,10 @@ int uw_cm_listen(struct uw_cm_id *i, const struct sockaddr *addr, int backlog)
 		return errno;
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, addr, len) || listen(fd, backlog > 0 ? backlog : 128)) {
+	/* the system's largest queue whatever @backlog says (verbs.h): the
+	 * kernel cuts INT_MAX down to net.core.somaxconn */
+	(void)backlog;
+	if (bind(fd, addr, len) || listen(fd, INT_MAX)) {
 		int e = errno;
 		close(fd);
 		return e;

@@ -595,7 +595,11 @@ UW_EXTERN int uw_cm_destroy_id(struct uw_cm_id *id);
 UW_EXTERN int uw_cm_migrate_id(struct uw_cm_id *id, struct uw_cm_channel *ch);
 
 /* uw_cm_listen - listen on an IPv4 or IPv6 address and port (0 picks a
- * port: read it from id->local_addr). Returns 0 or an errno value. */
+ * port: read it from id->local_addr). @backlog is taken for rdma_cm's sake
+ * and not used: the kernel's queue of TCP connections not yet taken is
+ * always the system's largest (net.core.somaxconn), since uwarp takes each
+ * one at once to run its MPA exchange, and a flood of connections must not
+ * meet SYN retransmissions. Returns 0 or an errno value. */
 UW_EXTERN int uw_cm_listen(struct uw_cm_id *id, const struct sockaddr *addr, int backlog);
 
 /*
