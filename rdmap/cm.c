@@ -687,6 +687,9 @@ int uw_cm_accept(struct uw_cm_id *i, const struct uw_conn_param *param)
 	if (!c->wait_rtr) {
 		uw__conn_timer(c, UW_MPA_HOLD_MS);
 		uw__cm_event(id, UW_CM_EVENT_ESTABLISHED, 0, NULL, c);
+	} else {
+		/* the RTR is waited for as long as a Request is */
+		uw__conn_timer(c, ctx->request_timeout_ms);
 	}
 	if (c->rxlen)
 		uw__conn_rx(c);

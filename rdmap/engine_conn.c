@@ -104,10 +104,15 @@ static void timer_cb(uv_timer_t *t)
 		uw__conn_close(c, ETIMEDOUT, UW_EV_AUTO);
 		break;
 	case UW_CONN_RUNNING:
-		/* the peer did not speak first: we may (WIRE.md 7.1) */
+		/* the peer did not speak first: we may (docs/wire-notes.md) */
 		if (c->hold_tx && !c->wait_rtr) {
 			uw__conn_release_tx(c);
 			uw__conn_tx(c);
+		} else if (c->wait_rtr) {
+			/* a P2P initiator that never sends its RTR is as
+			 * silent as one that never sends its Request: the
+			 * connection was never established */
+			uw__conn_close(c, ETIMEDOUT, UW_CM_EVENT_CONNECT_ERROR);
 		} else if (c->nudge_ticks) {
 			nudge_tick(c);
 		}

@@ -652,6 +652,63 @@ static void perf_server_ends_only_the_bad_connection(void **state)
 	proc_end(&srv);
 }
 
+/* A P2P initiator whose RTR never comes: the responder's application
+ * accepted, and gets CONNECT_ERROR (ETIMEDOUT) after the context's MPA
+ * request timeout, and the connection is closed, not held for ever. */
+static void a_p2p_rtr_that_never_comes_times_out(void **state)
+{
+	struct uw_context_attr ca = { .progress = UW_PROGRESS_AUTO, .mpa_request_timeout_ms = 300 };
+	struct uw_context *c = uw_open(&ca);
+	struct uw_pd *pd = uw_alloc_pd(c);
+	struct uw_cq *cq = uw_create_cq(c, 16, NULL, NULL);
+	struct uw_cm_channel *ch = uw_cm_create_channel(c);
+	struct uw_cm_id *lid = uw_cm_create_id(ch, NULL);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	assert_int_equal(uw_cm_listen(lid, (struct sockaddr *)&a, 4), 0);
+	a.sin_port = ((struct sockaddr_in *)&lid->local_addr)->sin_port;
+
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	struct mpa_frame req = { .type = MPA_FRAME_REQUEST, .rev = 2, .crc = true, .enhanced = true,
+				 .p2p = true, .rtr = MPA_RTR_WRITE, .ird = 4, .ord = 4 };
+	uint8_t buf[600];
+	ssize_t n = mpa_frame_encode(&req, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(write(fd, buf, (size_t)n), n);
+
+	struct uw_cm_event *e;
+	assert_int_equal(uw_cm_get_event_timeout(ch, &e, 5000), 0);
+	assert_int_equal(e->event, UW_CM_EVENT_CONNECT_REQUEST);
+	struct uw_cm_id *id = e->id;
+	uw_cm_ack_event(e);
+	struct uw_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .cap = { 4, 4, 1, 1, 0 } };
+	struct uw_qp *qp = uw_cm_create_qp(id, pd, &qa);
+	assert_non_null(qp);
+	struct uw_conn_param p = { .ird = 4, .ord = 4 };
+	assert_int_equal(uw_cm_accept(id, &p), 0);
+	/* the Reply comes; the RTR does not */
+	assert_int_equal(uw_cm_get_event_timeout(ch, &e, 5000), 0);
+	assert_int_equal(e->event, UW_CM_EVENT_CONNECT_ERROR);
+	assert_int_equal(e->status, ETIMEDOUT);
+	uw_cm_ack_event(e);
+	/* and the connection is gone: the peer reads the Reply, then the end */
+	struct timeval tv = { 5, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t k;
+	while ((k = read(fd, buf, sizeof(buf))) > 0)
+		;
+	assert_true(k == 0 || (k < 0 && errno == ECONNRESET));
+	close(fd);
+	uw_destroy_qp(qp);
+	uw_cm_destroy_id(id);
+	uw_cm_destroy_id(lid);
+	uw_cm_destroy_channel(ch);
+	uw_destroy_cq(cq);
+	uw_dealloc_pd(pd);
+	assert_int_equal(uw_close(c), 0);
+}
+
 /* siw's responder race (docs/wire-notes.md): a responder that is not
  * uwarp says nothing after its Reply and reads nothing for a while. The
  * uwarp initiator, once its Send is acknowledged, adds one zero-length
@@ -778,6 +835,7 @@ int main(void)
 		cmocka_unit_test(the_server_goes_on_serving),
 		cmocka_unit_test(perf_server_ends_only_the_bad_connection),
 		cmocka_unit_test(initiator_nudges_a_silent_responder_once),
+		cmocka_unit_test(a_p2p_rtr_that_never_comes_times_out),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
