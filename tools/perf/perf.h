@@ -63,7 +63,13 @@ struct perf_opts {
 	bool json;
 	bool verify;
 	bool quiet;
+	/* server: peers ask, the server decides */
+	int max_conns;	   /* sessions at once; more are refused */
+	uint64_t max_mem;  /* bytes of buffers over all sessions */
 };
+
+#define PERF_DEFAULT_MAX_CONNS 1024
+#define PERF_DEFAULT_MAX_MEM (1ull << 30)
 
 const char *perf_op_name(enum perf_op op);
 double perf_now(void);

@@ -211,6 +211,20 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 			q->markers_tx = e->markers_tx;
 			q->markers_rx = e->markers_rx;
 		}
+		if (t == UW_CM_EVENT_REJECTED && e->private_data_len) {
+			/* a uwarp-perf server says why in its Reject */
+			char why[256];
+			size_t n = e->private_data_len < sizeof(why) - 1 ? e->private_data_len
+									 : sizeof(why) - 1;
+			memcpy(why, e->private_data, n);
+			why[n] = 0;
+			for (size_t i = 0; i < n; i++)
+				if (why[i] < 0x20 || why[i] > 0x7e)
+					why[i] = '?';
+			fprintf(stderr, "client: the server refused the connection: %s\n", why);
+			uw_cm_ack_event(e);
+			return 1;
+		}
 		uw_cm_ack_event(e);
 		if (t == UW_CM_EVENT_ESTABLISHED)
 			break;

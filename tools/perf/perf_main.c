@@ -27,6 +27,7 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s -s [-p PORT] [-a ADDR] [--loop] [--progress manual|auto] [--crc on|off] [--tcp]\n"
+		"          [--max-conns N] [--max-mem BYTES]\n"
 		"       %s -c HOST [-p PORT] --op send|write|read|imm|atomic --size BYTES\n"
 		"          (--iters N | --time SECONDS) [--lat|--bw] [--crc on|off] [--markers on|off]\n"
 		"          [--progress manual|auto] [--qps N] [--depth N] [--sge N] [--rev 1|2]\n"
@@ -61,7 +62,8 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--perftest") || !strncmp(argv[i], "--perftest=", 11))
 			return perf_pt_main(argc, argv);
 	struct perf_opts o = { .port = 18515 + 1000, .op = OP_WRITE, .size = 65536, .mode = MODE_BW,
-			       .crc = UW_CRC_DEFAULT, .qps = 1, .depth = 16, .sge = 1, .verify = true };
+			       .crc = UW_CRC_DEFAULT, .qps = 1, .depth = 16, .sge = 1, .verify = true,
+			       .max_conns = PERF_DEFAULT_MAX_CONNS, .max_mem = PERF_DEFAULT_MAX_MEM };
 	static const struct option longopts[] = {
 		{ "op", required_argument, 0, 'o' },	 { "size", required_argument, 0, 'S' },
 		{ "iters", required_argument, 0, 'n' },	 { "time", required_argument, 0, 't' },
@@ -72,6 +74,7 @@ int main(int argc, char **argv)
 		{ "rev", required_argument, 0, 'r' },	 { "tcp", no_argument, 0, 'T' },
 		{ "json", no_argument, 0, 'j' },	 { "loop", no_argument, 0, 'l' },
 		{ "no-verify", no_argument, 0, 'V' },	 { "quiet", no_argument, 0, 'Q' },
+		{ "max-conns", required_argument, 0, 'X' }, { "max-mem", required_argument, 0, 'Y' },
 		{ "help", no_argument, 0, 'h' },	 { 0, 0, 0, 0 },
 	};
 	int c;
@@ -121,10 +124,13 @@ int main(int argc, char **argv)
 		case 'l': o.loop = true; break;
 		case 'V': o.verify = false; break;
 		case 'Q': o.quiet = true; break;
+		case 'X': o.max_conns = atoi(optarg); break;
+		case 'Y': o.max_mem = parse_size(optarg); break;
 		default: usage(argv[0]); return c == 'h' ? 0 : 2;
 		}
 	}
-	if (o.server == !!o.host || o.qps < 1 || o.qps > 4096 || o.depth < 1 || o.depth > 4096 ||
+	if (o.server == !!o.host || o.qps < 1 || o.qps > 4096 || o.max_conns < 1 || !o.max_mem ||
+	    o.depth < 1 || o.depth > 4096 ||
 	    o.sge < 1 || o.sge > UW_MAX_SGE || o.rev < 0 || o.rev > 2 || o.port < 0 || o.port > 65535) {
 		usage(argv[0]);
 		return 2;

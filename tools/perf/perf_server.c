@@ -47,6 +47,7 @@ struct session {
 	uint32_t since_ack;
 	uint8_t last_mark;
 	double t0, cpu0;
+	uint64_t mem; /* bytes of buffer it holds, against --max-mem */
 };
 
 /* how long a latency session's server keeps spinning after its last
@@ -54,7 +55,10 @@ struct session {
 #define PERF_SPIN_WINDOW_S 0.2
 
 static struct uw_context *ctx;
-static struct uw_cq *cq; /* every session completes here */
+static struct uw_cq *cq;
+/* what the sessions hold, against --max-conns and --max-mem */
+static int nsessions;
+static uint64_t mem_used; /* every session completes here */
 static const struct perf_opts *opts;
 
 static int post_recv(struct session *s)
@@ -91,14 +95,27 @@ static void session_free(struct session *s)
 	if (s->pd)
 		uw_dealloc_pd(s->pd);
 	free(s->buf);
+	nsessions--;
+	mem_used -= s->mem;
 	free(s);
 }
 
-static struct session *session_new(struct uw_cm_event *e)
+/* A session for a connection request, or NULL with why it was refused in
+ * why (a sentence the client prints). The client asks for its buffers in
+ * its hello; the server decides: within --max-conns sessions and --max-mem
+ * bytes over all of them, or the request is refused at once. */
+static struct session *session_new(struct uw_cm_event *e, char *why, size_t whylen)
 {
+	if (nsessions >= opts->max_conns) {
+		snprintf(why, whylen, "uwarp-perf server: at its limit of %d connections (--max-conns)",
+			 opts->max_conns);
+		return NULL;
+	}
+	snprintf(why, whylen, "uwarp-perf server: out of memory");
 	struct session *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	nsessions++;
 	s->id = e->id;
 	if (e->private_data_len >= sizeof(struct perf_hello)) {
 		memcpy(&s->h, e->private_data, sizeof(s->h));
@@ -119,11 +136,26 @@ static struct session *session_new(struct uw_cm_event *e)
 	}
 	s->len = s->size * s->slots;
 	if (perf_pattern_init(s->size)) {
-		free(s);
+		s->id = NULL;
+		session_free(s);
 		return NULL;
 	}
 	s->nrecv = 2 * s->depth;
-	s->buf = malloc(s->size * (s->slots + s->nrecv) + 1);
+	uint64_t need = s->size * (s->slots + s->nrecv) + 1;
+	if (need > opts->max_mem - mem_used) {
+		snprintf(why, whylen,
+			 "uwarp-perf server: the test needs %llu MiB of buffers, %llu MiB of its "
+			 "%llu MiB are free (--max-mem)",
+			 (unsigned long long)(need >> 20),
+			 (unsigned long long)((opts->max_mem - mem_used) >> 20),
+			 (unsigned long long)(opts->max_mem >> 20));
+		s->id = NULL; /* the caller rejects it */
+		session_free(s);
+		return NULL;
+	}
+	s->mem = need;
+	mem_used += need;
+	s->buf = malloc(need);
 	s->rbuf = s->buf + s->len;
 	s->cq = cq;
 	s->pd = uw_alloc_pd(ctx);
@@ -282,10 +314,14 @@ int perf_server(const struct perf_opts *o)
 			work = true;
 			switch (e->event) {
 			case UW_CM_EVENT_CONNECT_REQUEST:
-				s = session_new(e);
+				char why[160];
+				s = session_new(e, why, sizeof(why));
 				if (!s) {
-					uw_cm_reject(e->id, NULL, 0);
+					/* the reason goes to the client, which prints it */
+					uw_cm_reject(e->id, why, (uint16_t)strlen(why));
 					uw_cm_destroy_id(e->id);
+					if (!o->quiet)
+						printf("server: refused a connection: %s\n", why);
 					break;
 				}
 				struct perf_welcome w = { htonl(PERF_MAGIC), htonl(s->mr->rkey),

@@ -1,0 +1,105 @@
+#!/bin/bash
+# test_perf_limits.sh BUILD_DIR: peers ask, the server decides. A
+# uwarp-perf server holds at most --max-conns sessions and --max-mem bytes
+# of buffers over all of them; a request past either is refused at once
+# with an MPA Reject whose private data says why, the client prints it and
+# fails, and the server goes on serving. A 40-byte hello asking for 256 MiB
+# used to be granted to every connection that sent it.
+set -u
+if [ -z "${UWARP_HOSTILE_NETNS:-}" ] && unshare -n true 2>/dev/null; then
+	UWARP_HOSTILE_NETNS=1 exec unshare -n bash -c 'ip link set lo up && exec bash "$0" "$@"' \
+		"$0" "$@"
+fi
+build=$1
+here=$(cd "$(dirname "$0")" && pwd)
+perf=$build/bin/uwarp-perf
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail=0
+bad() { echo "FAIL $*"; fail=1; }
+
+# server NAME ARGS...: a uwarp-perf server; sets $srv and $port
+server() {
+	local log=$work/$1.log
+	shift
+	"$perf" -s -p 0 --loop "$@" >"$log" 2>&1 &
+	srv=$!
+	pids+=($srv)
+	port=
+	for _ in $(seq 200); do
+		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$log")
+		[ -n "$port" ] && return 0
+		sleep 0.1
+	done
+	cat "$log"
+	echo "FAIL the server did not start"
+	exit 1
+}
+
+# refused WHAT PATTERN ARGS...: the client must fail, saying PATTERN
+refused() {
+	local what=$1 pattern=$2 out
+	shift 2
+	if out=$("$perf" -c 127.0.0.1 -p "$port" "$@" 2>&1); then
+		bad "$what: the client ran"
+	elif grep -q "refused the connection: .*$pattern" <<<"$out"; then
+		echo "ok   $what: $(grep -o 'refused the connection: .*' <<<"$out")"
+	else
+		echo "$out"
+		bad "$what: not refused with the reason ($pattern)"
+	fi
+}
+
+served() {
+	if "$perf" -c 127.0.0.1 -p "$port" "$@" >"$work/client.log" 2>&1; then
+		echo "ok   $1 $2 ...: served"
+	else
+		cat "$work/client.log"
+		bad "a client within the limits was not served: $*"
+	fi
+}
+
+server conns --max-conns 2
+refused "three QPs against --max-conns 2" "--max-conns" --op send --size 64 --iters 10 --qps 3
+served --op send --size 64 --iters 10 --qps 2
+served --op write --size 65536 --iters 100
+
+server mem --max-mem 16M
+refused "1 MiB Writes against --max-mem 16M" "--max-mem" --op write --size 1M --iters 10
+served --op write --size 65536 --iters 100
+served --op read --size 4096 --iters 100
+
+# crafted hellos, each asking for 256 MiB (64 slots of 4 MiB), held open
+# together against a server with 300 MiB: one is granted, the rest refused
+server hello --max-mem 300M
+python3 - "$port" "$here" "$srv" <<'PY' || bad "crafted hellos"
+import struct, sys
+sys.path.insert(0, sys.argv[2])
+from rddp_peer import Conn, Refused
+port, pid = int(sys.argv[1]), sys.argv[3]
+# magic "UWPF", version 1, op write, mode bw, verify; size, slots, depth, ...
+hello = struct.pack(">IBBBBQIIQII", 0x55575046, 1, 1, 0, 1, 4 << 20, 64, 1, 0, 0, 0)
+granted, refused, held = 0, 0, []
+for i in range(10):
+    try:
+        held.append(Conn("127.0.0.1", port, hello))
+        granted += 1
+    except Refused:
+        refused += 1
+rss = 0
+for line in open("/proc/%s/status" % pid):
+    if line.startswith("VmRSS:"):
+        rss = int(line.split()[1]) // 1024
+print("ok   crafted 256 MiB hellos, 10 held open: %d granted, %d refused; "
+      "the server holds %d MiB" % (granted, refused, rss))
+sys.exit(0 if granted == 1 and refused == 9 and rss < 300 + 64 else 1)
+PY
+served --op send --size 64 --iters 10
+kill -0 "$srv" 2>/dev/null || bad "the server died"
+exit $fail
