@@ -26,6 +26,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,38 +123,55 @@ static size_t next_size(const struct opts *o)
 
 /* ---- server ---- */
 
-static void serve(int fd, int type)
+/* One connection's run. A failure ends this connection alone, in one line
+ * on stderr: a --loop server serves others meanwhile and goes on after.
+ * Returns 0, or 1 when the connection failed. */
+static int serve(int fd, int type)
 {
 	exs_qhandle_t q = exs_qcreate(EXS_MAX_RECVS + 4);
 	uint8_t hdr[HDR_LEN];
+	uint8_t *buf = NULL;
+	exs_mhandle_t mh = EXS_MHANDLE_INVALID;
+	const char *failed = NULL;
+	int out = 0;
+	if (q == EXS_QHANDLE_INVALID) {
+		failed = "exs_qcreate";
+		goto end;
+	}
 	if (exs_recv(fd, hdr, HDR_LEN, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL,
-		     EXS_MHANDLE_INVALID) != HDR_LEN)
-		die("job");
+		     EXS_MHANDLE_INVALID) != HDR_LEN) {
+		failed = "reading the job";
+		goto end;
+	}
 	struct job j;
 	memcpy(&j, hdr, sizeof(j));
 	if (j.magic != JOB_MAGIC || !j.recvs || j.recvs > EXS_MAX_RECVS || !j.rsize) {
-		fprintf(stderr, "exs-pump: not a job\n");
-		exs_close(fd, EXS_QHANDLE_INVALID, NULL);
-		return;
+		errno = EPROTO;
+		failed = "not a job";
+		goto end;
 	}
 	size_t slab = (size_t)j.recvs * j.rsize;
-	uint8_t *buf = aligned_alloc(4096, (slab + 4095) / 4096 * 4096);
-	exs_mhandle_t mh = exs_mregister(buf, slab, EXS_ACCESS_WRITE);
-	if (!buf || !mh)
-		die("buffers");
+	buf = aligned_alloc(4096, (slab + 4095) / 4096 * 4096);
+	mh = buf ? exs_mregister(buf, slab, EXS_ACCESS_WRITE) : EXS_MHANDLE_INVALID;
+	if (!mh) {
+		failed = "buffers";
+		goto end;
+	}
 	double t0 = now(), c0 = cpu();
-	for (uint32_t i = 0; i < j.recvs; i++)
-		if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, (void *)(uintptr_t)i, mh))
-			die("exs_recv");
+	for (uint32_t i = 0; i < j.recvs; i++, out++)
+		if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, (void *)(uintptr_t)i, mh)) {
+			failed = "exs_recv";
+			goto end;
+		}
 	uint64_t off = 0, msgs = 0, bad = UINT64_MAX;
-	int out = (int)j.recvs;
 	bool eof = false;
 	while (out) {
 		exs_event_t ev = next_event(q);
 		out--;
 		if (ev.exs_evt_errno) {
 			errno = ev.exs_evt_errno;
-			die("receive");
+			failed = "receive";
+			goto end;
 		}
 		ssize_t n = ev.exs_evt_union.xfer.bytes;
 		if (n == 0) {
@@ -169,8 +187,10 @@ static void serve(int fd, int type)
 		off += (uint64_t)n;
 		msgs++;
 		if (!eof) {
-			if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, ev.exs_evt_ahandle, mh))
-				die("exs_recv");
+			if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, ev.exs_evt_ahandle, mh)) {
+				failed = "exs_recv";
+				goto end;
+			}
 			out++;
 		}
 	}
@@ -182,18 +202,40 @@ static void serve(int fd, int type)
 			    bad, cpu() - c0, now() - t0, c.copied, c.ring_used };
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, &r, sizeof(r));
-	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != HDR_LEN)
-		die("result");
+	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != HDR_LEN) {
+		failed = "sending the result";
+		goto end;
+	}
 	printf("server: %s %llu bytes in %llu receives, %s, %.3f s, cpu %.3f s\n",
 	       type == SOCK_STREAM ? "stream" : "seqpacket", (unsigned long long)off,
 	       (unsigned long long)msgs,
 	       !r.ok ? "DATA WRONG" : j.flags & JOB_NO_VERIFY ? "data not checked" : "data verified",
 	       r.secs, r.cpu);
 	fflush(stdout);
+end:
+	if (failed)
+		fprintf(stderr, "exs-pump: server: a connection failed: %s: %s\n", failed,
+			strerror(errno));
+	/* the close cancels what is still posted; its events go with the queue */
 	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
-	exs_mderegister(&mh);
+	if (mh)
+		exs_mderegister(&mh);
 	free(buf);
-	exs_qdelete(q);
+	if (q != EXS_QHANDLE_INVALID)
+		exs_qdelete(q);
+	return failed ? 1 : 0;
+}
+
+struct conn_arg {
+	int fd, type;
+};
+
+static void *serve_thread(void *arg)
+{
+	struct conn_arg a = *(struct conn_arg *)arg;
+	free(arg);
+	serve(a.fd, a.type);
+	return NULL;
 }
 
 static size_t server_ring;
@@ -229,7 +271,7 @@ static int listen_on(int type, int port)
 
 static int run_server(const struct opts *o)
 {
-	int port = atoi(o->port), ls, lq;
+	int port = atoi(o->port), ls, lq, rc = 0;
 	if (port) {
 		ls = listen_on(SOCK_STREAM, port);
 		lq = listen_on(SOCK_SEQPACKET, port + 1);
@@ -256,13 +298,41 @@ static int run_server(const struct opts *o)
 			die("exs_poll");
 		int l = pf[0].revents ? ls : lq;
 		int fd = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
-		if (fd < 0)
-			die("exs_accept");
-		serve(fd, l == ls ? SOCK_STREAM : SOCK_SEQPACKET);
+		if (fd < 0) {
+			/* a client that failed its negotiation: others may come */
+			if (!o->loop)
+				die("exs_accept");
+			fprintf(stderr, "exs-pump: server: exs_accept: %s\n", strerror(errno));
+			continue;
+		}
+		int type = l == ls ? SOCK_STREAM : SOCK_SEQPACKET;
+		if (!o->loop) {
+			rc = serve(fd, type);
+			break;
+		}
+		/* --loop: each client in a thread of its own, so that a slow,
+		 * silent or failing one holds up nobody else */
+		struct conn_arg *a = malloc(sizeof(*a));
+		pthread_t t;
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (a) {
+			*a = (struct conn_arg){ fd, type };
+			if (pthread_create(&t, &at, serve_thread, a)) {
+				free(a);
+				a = NULL;
+			}
+		}
+		pthread_attr_destroy(&at);
+		if (!a) {
+			fprintf(stderr, "exs-pump: server: no thread for a connection\n");
+			exs_close(fd, EXS_QHANDLE_INVALID, NULL);
+		}
 	} while (o->loop);
 	exs_close(ls, EXS_QHANDLE_INVALID, NULL);
 	exs_close(lq, EXS_QHANDLE_INVALID, NULL);
-	return 0;
+	return rc;
 }
 
 /* ---- client ---- */
