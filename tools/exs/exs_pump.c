@@ -254,7 +254,8 @@ static int listen_try(int type, int port)
 	if (ring && type == SOCK_STREAM &&
 	    exs_setsockopt(fd, SOL_EXS, EXS_SO_RING_SIZE, &ring, sizeof(ring)))
 		die("EXS_SO_RING_SIZE");
-	if (exs_listen(fd, 8)) {
+	/* as many waiting clients as the system allows a listener */
+	if (exs_listen(fd, SOMAXCONN)) {
 		exs_close(fd, EXS_QHANDLE_INVALID, NULL);
 		return -1;
 	}
