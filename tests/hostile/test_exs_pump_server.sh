@@ -5,34 +5,13 @@
 # not the server. It used to serve one client at a time and to exit when
 # any of them failed.
 set -u
-if [ -z "${UWARP_HOSTILE_NETNS:-}" ] && unshare -n true 2>/dev/null; then
-	UWARP_HOSTILE_NETNS=1 exec unshare -n bash -c 'ip link set lo up && exec bash "$0" "$@"' \
-		"$0" "$@"
-fi
+. "$(dirname "$0")/lib.sh"
+hostile_begin "$0" "$@"
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
 pump=$build/bin/exs-pump
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail=0
-bad() { echo "FAIL $*"; fail=1; }
 
-"$pump" -s -p 0 --loop >"$work/server.log" 2>"$work/server.err" &
-srv=$!
-pids+=($srv)
-port=
-for _ in $(seq 200); do
-	port=$(sed -n 's/^server: listening on port \([0-9]*\) .*/\1/p' "$work/server.log")
-	[ -n "$port" ] && break
-	sleep 0.1
-done
-[ -n "$port" ] || { cat "$work/server.log" "$work/server.err"; echo "FAIL exs-pump -s did not start"; exit 1; }
+start_server "$work/server.log" "$PUMP_LISTENING" "$pump" -s -p 0 --loop
 
 # a client that is not served within a minute is a failure, not a hang
 client() { timeout 60 "$pump" -c 127.0.0.1 -p "$port" "$@" >>"$work/clients.log" 2>&1; }
@@ -49,7 +28,7 @@ print("connected", flush=True)
 time.sleep(600)
 PY
 silent=$!
-pids+=($silent)
+track $silent
 for _ in $(seq 200); do grep -q connected "$work/silent.log" && break; sleep 0.1; done
 grep -q connected "$work/silent.log" || { cat "$work/silent.log"; bad "the silent client could not connect"; }
 
@@ -66,7 +45,7 @@ wait $a && wait $b && echo "ok   two clients at once" || bad "two clients at onc
 # a client killed mid-transfer: the server logs it and goes on
 "$pump" -c 127.0.0.1 -p "$port" --mode dynamic --bytes 64G >/dev/null 2>&1 &
 k=$!
-pids+=($k)
+track $k
 # killed once its transfer runs: its connection has carried 64 MiB
 for _ in $(seq 300); do
 	acked=$(ss -Htni state established "dport = :$port" |
@@ -95,7 +74,7 @@ client --mode direct --bytes 16M && echo "ok   served after a bad CRC" || bad "a
 kill -0 "$srv" 2>/dev/null || bad "the server exited"
 n=$(grep -c 'data verified' "$work/server.log")
 echo "     the server verified $n transfers; its failures, a line each:"
-sed 's/^/       /' "$work/server.err"
+grep 'exs-pump: server:' "$work/server.log" | sed 's/^/       /'
 [ "$n" -ge 5 ] || bad "the server verified $n transfers, want 5"
 [ $fail -eq 0 ] || { echo "--- clients"; tail -n 20 "$work/clients.log"; }
 exit $fail

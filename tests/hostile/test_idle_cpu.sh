@@ -18,21 +18,10 @@
 #   with "preload": redis-server under libesock-preload.so after DDP
 #   clients in each ES-API mode
 set -u
-if [ -z "${UWARP_HOSTILE_NETNS:-}" ] && unshare -n true 2>/dev/null; then
-	UWARP_HOSTILE_NETNS=1 exec unshare -n bash -c 'ip link set lo up && exec bash "$0" "$@"' \
-		"$0" "$@"
-fi
+. "$(dirname "$0")/lib.sh"
+hostile_begin "$0" "$@"
 build=$1
 with_preload=${2:-}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail=0
 hz=$(getconf CLK_TCK)
 
 # cpu_ticks PID: the process's user and system time so far, in clock ticks
@@ -62,27 +51,8 @@ idle_check() {
 
 # start_perf_server PROGRESS: sets $srv and $port
 start_perf_server() {
-	"$build/bin/uwarp-perf" -s -p 0 --loop --progress "$1" >"$work/perf-$1.log" 2>&1 &
-	srv=$!
-	pids+=($srv)
-	port=
-	for _ in $(seq 200); do
-		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$work/perf-$1.log")
-		[ -n "$port" ] && return 0
-		sleep 0.1
-	done
-	cat "$work/perf-$1.log"
-	echo "FAIL uwarp-perf -s --progress $1 did not start"
-	exit 1
-}
-
-# wait_log FILE PATTERN: until FILE has a line matching PATTERN (20 s)
-wait_log() {
-	for _ in $(seq 200); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
+	start_server "$work/perf-$1.log" "$PERF_LISTENING" "$build/bin/uwarp-perf" -s -p 0 --loop \
+		--progress "$1"
 }
 
 perf_c() { "$build/bin/uwarp-perf" -c 127.0.0.1 -p "$port" "$@" >>"$work/clients.log" 2>&1; }
@@ -104,7 +74,7 @@ for progress in manual auto; do
 	"$build/bin/uwarp-perf" -c 127.0.0.1 -p "$port" --op send --size 64 --lat --time 60 \
 		>"$work/idle-client.log" 2>&1 &
 	c=$!
-	pids+=($c)
+	track $c
 	# stopped once its round trips run: its connection has carried 2 KiB
 	# (the MPA exchange is under 200 bytes; a round trip's Send is 90)
 	for _ in $(seq 200); do
@@ -121,11 +91,7 @@ for progress in manual auto; do
 	wait "$srv" 2>/dev/null
 done
 
-"$build/bin/exs-pump" -s -p 0 --loop >"$work/exs.log" 2>&1 &
-srv=$!
-pids+=($srv)
-wait_log "$work/exs.log" 'listening on port' || { cat "$work/exs.log"; echo "FAIL exs-pump did not start"; exit 1; }
-port=$(sed -n 's/^server: listening on port \([0-9]*\) .*/\1/p' "$work/exs.log")
+start_server "$work/exs.log" "$PUMP_LISTENING" "$build/bin/exs-pump" -s -p 0 --loop
 for round in 1 2 3; do
 	for mode in dynamic direct indirect; do
 		"$build/bin/exs-pump" -c 127.0.0.1 -p "$port" --mode "$mode" --bytes 4M >>"$work/clients.log" 2>&1 ||
@@ -140,12 +106,12 @@ done
 if [ "$with_preload" = preload ]; then
 	lib=$build/lib/libesock-preload.so
 	for mode in direct dynamic indirect; do
-		port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+		port=$(free_port)
 		ESOCK_MODE=$mode ESOCK_DDPMODE=$port LD_PRELOAD=$lib redis-server --port "$port" \
 			--bind 127.0.0.1 --save "" --appendonly no --hz 1 >"$work/redis-$mode.log" 2>&1 &
 		srv=$!
-		pids+=($srv)
-		for _ in $(seq 200); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.1; done
+		track $srv
+		wait_port "$port" "$srv" || { cat "$work/redis-$mode.log"; fail=1; continue; }
 		for round in 1 2 3; do
 			ESOCK_MODE=$mode ESOCK_DDPMODE=$port LD_PRELOAD=$lib \
 				redis-benchmark -p "$port" -n 2000 -c 4 -t set,get -q >>"$work/clients.log" 2>&1 ||

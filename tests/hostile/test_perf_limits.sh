@@ -6,40 +6,17 @@
 # fails, and the server goes on serving. A 40-byte hello asking for 256 MiB
 # used to be granted to every connection that sent it.
 set -u
-if [ -z "${UWARP_HOSTILE_NETNS:-}" ] && unshare -n true 2>/dev/null; then
-	UWARP_HOSTILE_NETNS=1 exec unshare -n bash -c 'ip link set lo up && exec bash "$0" "$@"' \
-		"$0" "$@"
-fi
+. "$(dirname "$0")/lib.sh"
+hostile_begin "$0" "$@"
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
 perf=$build/bin/uwarp-perf
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail=0
-bad() { echo "FAIL $*"; fail=1; }
 
 # server NAME ARGS...: a uwarp-perf server; sets $srv and $port
 server() {
-	local log=$work/$1.log
+	local name=$1
 	shift
-	"$perf" -s -p 0 --loop "$@" >"$log" 2>&1 &
-	srv=$!
-	pids+=($srv)
-	port=
-	for _ in $(seq 200); do
-		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$log")
-		[ -n "$port" ] && return 0
-		sleep 0.1
-	done
-	cat "$log"
-	echo "FAIL the server did not start"
-	exit 1
+	start_server "$work/$name.log" "$PERF_LISTENING" "$perf" -s -p 0 --loop "$@"
 }
 
 # refused WHAT PATTERN ARGS...: the client must fail, saying PATTERN

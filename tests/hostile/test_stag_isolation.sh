@@ -20,44 +20,14 @@
 # the Terminate for an STag that names nothing, read nothing, and leave the
 # victim's memory as it was.
 set -u
-# a loopback of our own where we may (nobody else's connections, no port
-# taken between choosing it and listening on it)
-if [ -z "${UWARP_HOSTILE_NETNS:-}" ] && unshare -n true 2>/dev/null; then
-	UWARP_HOSTILE_NETNS=1 exec unshare -n bash -c 'ip link set lo up && exec bash "$0" "$@"' \
-		"$0" "$@"
-fi
+. "$(dirname "$0")/lib.sh"
+hostile_begin "$0" "$@"
 what=$1
 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
 walk=$here/stag_walk.py
 # thousands of guesses in all: 3000 against uwarp-perf, 1000 in each preload mode
 guesses=${UWARP_HOSTILE_GUESSES:-$([ "$1" = preload ] && echo 1000 || echo 3000)}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail=0
-bad() { echo "FAIL $*"; fail=1; }
-
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# wait_port PORT PID: until PID's server listens on PORT (20 s at most)
-wait_port() {
-	local i
-	for i in $(seq 200); do
-		ss -Hltn "sport = :$1" | grep -q . && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
 # honest_while PID LOG CMD...: CMD again and again while PID (the walk)
 # lives, at least once; each run must succeed. Prints the number of runs.
 honest_while() {
@@ -99,32 +69,16 @@ attack() {
 
 case $what in
 perf)
-	"$build/bin/uwarp-perf" -s -p 0 --loop >"$work/server.log" 2>&1 &
-	pids+=($!)
-	port=
-	for _ in $(seq 200); do
-		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$work/server.log")
-		[ -n "$port" ] && break
-		sleep 0.1
-	done
-	[ -n "$port" ] || { cat "$work/server.log"; echo "FAIL the uwarp-perf server did not start"; exit 1; }
+	start_server "$work/server.log" "$PERF_LISTENING" "$build/bin/uwarp-perf" -s -p 0 --loop
 	honest_cmd() {
 		"$build/bin/uwarp-perf" -c 127.0.0.1 -p "$1" --op read --size 65536 --iters 200 &&
 			"$build/bin/uwarp-perf" -c 127.0.0.1 -p "$1" --op write --size 65536 --iters 200
 	}
 	attack perf "$port" uwarp-perf
-	kill -0 "${pids[0]}" 2>/dev/null || bad "the uwarp-perf server died"
+	kill -0 "$srv" 2>/dev/null || bad "the uwarp-perf server died"
 	;;
 exs)
-	"$build/bin/exs-pump" -s -p 0 --loop >"$work/server.log" 2>&1 &
-	pids+=($!)
-	port=
-	for _ in $(seq 200); do
-		port=$(sed -n 's/^server: listening on port \([0-9]*\) .*/\1/p' "$work/server.log")
-		[ -n "$port" ] && break
-		sleep 0.1
-	done
-	[ -n "$port" ] || { cat "$work/server.log"; echo "FAIL exs-pump -s did not start"; exit 1; }
+	start_server "$work/server.log" "$PUMP_LISTENING" "$build/bin/exs-pump" -s -p 0 --loop
 	# Under the walk's flood of short connections an ES-API process meets
 	# its connection limit (EXS_MAX_CONNECTIONS: closed connections are
 	# freed a little later), and refuses some, honest ones too (issue 17,
@@ -143,7 +97,7 @@ exs)
 		done
 	}
 	attack exs "$port" exs-pump
-	kill -0 "${pids[0]}" 2>/dev/null || bad "exs-pump died"
+	kill -0 "$srv" 2>/dev/null || bad "exs-pump died"
 	;;
 preload)
 	command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
@@ -154,7 +108,7 @@ preload)
 		ESOCK_MODE=$mode ESOCK_DDPMODE=$port LD_PRELOAD=$lib redis-server --port "$port" \
 			--bind 127.0.0.1 --save "" --appendonly no >"$work/redis-$mode.log" 2>&1 &
 		rp=$!
-		pids+=($rp)
+		track $rp
 		wait_port "$port" "$rp" || { cat "$work/redis-$mode.log"; bad "redis ($mode) did not start"; continue; }
 		honest_cmd() {
 			local v="value-$RANDOM-$RANDOM" got
