@@ -457,7 +457,7 @@ static int send_frame(struct uw_conn *c, const struct mpa_frame *f)
 	c->out_len = (size_t)n;
 	c->out_off = 0;
 	/* one write for the whole frame: older siw aborts on a split one */
-	ssize_t w = write(c->fd, c->out, c->out_len);
+	ssize_t w = uw__sock_write(c->fd, c->out, c->out_len);
 	if (w > 0)
 		c->out_off = (size_t)w;
 	else if (w < 0 && errno != EAGAIN && errno != EINTR)
@@ -484,7 +484,7 @@ static void setup_terminate(struct uw_conn *c, uint8_t ecode, bool crc)
 	n += rdmap_term_encode(&e, 0, NULL, 0, NULL, p + n);
 	fpdu_tx_init(&tx, crc, false);
 	fpdu_batch_init(&b, iov, 4, scratch, sizeof(scratch));
-	if (fpdu_tx_append(&tx, &b, t, n, NULL, 0) == 0 && writev(c->fd, b.iov, b.niov) < 0) {
+	if (fpdu_tx_append(&tx, &b, t, n, NULL, 0) == 0 && uw__sock_writev(c->fd, b.iov, b.niov) < 0) {
 		/* best effort: the connection closes either way */
 	}
 }

@@ -51,7 +51,7 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 		if (c->st == UW_CONN_CONNECTING)
 			uw__cm_connected(c);
 		else if (c->out_off < c->out_len) {
-			ssize_t n = write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
+			ssize_t n = uw__sock_write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
 			if (n > 0)
 				c->out_off += (size_t)n;
 			else if (n < 0 && errno != EAGAIN && errno != EINTR)
@@ -288,7 +288,8 @@ void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e)
 	bool between = c->wr_iov == c->batch.niov || c->wr_pos == 0;
 	if (between) {
 		size_t n = rdmap_tx_terminate(&c->rd, t);
-		if (fpdu_tx_append(&c->tx, &b, t, n, NULL, 0) == 0 && writev(c->fd, b.iov, b.niov) > 0)
+		if (fpdu_tx_append(&c->tx, &b, t, n, NULL, 0) == 0 &&
+		    uw__sock_writev(c->fd, b.iov, b.niov) > 0)
 			c->terminate_sent = true;
 	}
 	uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);

@@ -274,7 +274,7 @@ void uw__conn_tx(struct uw_conn *c)
 				return;
 			}
 		}
-		ssize_t n = writev(c->fd, c->batch.iov + c->wr_iov, c->batch.niov - c->wr_iov);
+		ssize_t n = uw__sock_writev(c->fd, c->batch.iov + c->wr_iov, c->batch.niov - c->wr_iov);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

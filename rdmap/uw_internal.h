@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <uv.h>
@@ -86,6 +87,20 @@ struct uw_context {
 	int nobjects;             /* PDs, CQs, channels, ids: uw_close needs 0 */
 	struct uw_list conns;     /* live connections (closing ones too) */
 };
+
+/* Writes on a connection's socket never raise SIGPIPE: a peer that resets
+ * must cost the program an error on that connection, never the process
+ * (a server died when it sent a Terminate to a client killed mid-transfer). */
+static inline ssize_t uw__sock_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)iovcnt };
+	return sendmsg(fd, &m, MSG_NOSIGNAL);
+}
+
+static inline ssize_t uw__sock_write(int fd, const void *buf, size_t len)
+{
+	return send(fd, buf, len, MSG_NOSIGNAL);
+}
 
 /* Called with ctx->lock held: move whatever is ready, without blocking. */
 void uw__progress(struct uw_context *ctx);

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 #include "mpa_negotiate.h"
 #include "proc.h"
 #include "rdmap_term.h"
+#include "uw_internal.h"
 
 #define GUARD 1024
 #define REGION 4096
@@ -652,6 +654,56 @@ static void perf_server_ends_only_the_bad_connection(void **state)
 	proc_end(&srv);
 }
 
+static volatile sig_atomic_t sigpipes;
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+	sigpipes++;
+}
+
+/* A connection whose socket can no longer send (as after a peer's reset
+ * that a partial write did not report): the next write is an error on that
+ * connection, never SIGPIPE, which would end the whole program (a server
+ * died so when a client was killed mid-transfer). */
+static void a_socket_that_cannot_send_costs_an_error_not_sigpipe(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_sigpipe }, old;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPIPE, &sa, &old);
+	sigpipes = 0;
+	struct raw r;
+	raw_connect(&r);
+	pthread_mutex_lock(&S.ctx->lock);
+	int fd = ((struct uw_qp_impl *)r.qp)->conn->fd;
+	pthread_mutex_unlock(&S.ctx->lock);
+	assert_int_equal(shutdown(fd, SHUT_WR), 0); /* every send is EPIPE now */
+	struct uw_send_wr wr = { .wr_id = 77, .opcode = UW_WR_SEND,
+				 .sg_list = &(struct uw_sge){ (uintptr_t)S.region, 64, S.mr_rw->lkey },
+				 .num_sge = 1, .send_flags = UW_SEND_SIGNALED };
+	assert_int_equal(uw_post_send(r.qp, &wr, NULL), 0);
+	struct uw_cm_event *e = event(5000);
+	assert_non_null(e);
+	assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
+	uw_cm_ack_event(e);
+	/* the Send and the posted receive complete, with errors */
+	struct uw_wc wc[4];
+	int got = 0;
+	for (int i = 0; i < 100 && got < 2; i++) {
+		int n = uw_poll_cq(S.cq, 4 - got, wc + got);
+		got += n > 0 ? n : 0;
+		if (got < 2)
+			usleep(10000);
+	}
+	assert_int_equal(got, 2);
+	for (int i = 0; i < 2; i++)
+		assert_int_not_equal(wc[i].status, UW_WC_SUCCESS);
+	assert_int_equal(sigpipes, 0);
+	close(r.fd);
+	uw_destroy_qp(r.qp);
+	uw_cm_destroy_id(r.id);
+	sigaction(SIGPIPE, &old, NULL);
+}
+
 /* A P2P initiator whose RTR never comes: the responder's application
  * accepted, and gets CONNECT_ERROR (ETIMEDOUT) after the context's MPA
  * request timeout, and the connection is closed, not held for ever. */
@@ -836,6 +888,7 @@ int main(void)
 		cmocka_unit_test(perf_server_ends_only_the_bad_connection),
 		cmocka_unit_test(initiator_nudges_a_silent_responder_once),
 		cmocka_unit_test(a_p2p_rtr_that_never_comes_times_out),
+		cmocka_unit_test(a_socket_that_cannot_send_costs_an_error_not_sigpipe),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

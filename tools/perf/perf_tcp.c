@@ -28,7 +28,8 @@ static int io_all(int fd, void *p, size_t n, bool wr)
 {
 	uint8_t *b = p;
 	while (n) {
-		ssize_t k = wr ? write(fd, b, n) : read(fd, b, n);
+		/* no SIGPIPE when the other end has gone: an error, as uwarp's */
+		ssize_t k = wr ? send(fd, b, n, MSG_NOSIGNAL) : read(fd, b, n);
 		if (k <= 0) {
 			if (k < 0 && errno == EINTR)
 				continue;
