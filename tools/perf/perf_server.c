@@ -311,10 +311,10 @@ int perf_server(const struct perf_opts *o)
 			spin |= s->active && s->ours && s->h.mode == MODE_LAT;
 		while (!uw_cm_get_event_timeout(ch, &e, 0)) {
 			struct session *s = NULL;
+			char why[160]; /* a refused request's reason */
 			work = true;
 			switch (e->event) {
 			case UW_CM_EVENT_CONNECT_REQUEST:
-				char why[160];
 				s = session_new(e, why, sizeof(why));
 				if (!s) {
 					/* the reason goes to the client, which prints it */
