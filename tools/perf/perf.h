@@ -68,7 +68,7 @@ struct perf_opts {
 	uint64_t max_mem;  /* bytes of buffers over all sessions */
 };
 
-#define PERF_DEFAULT_MAX_CONNS 1024
+#define PERF_DEFAULT_MAX_CONNS 16384 /* four clients at the client's largest --qps */
 #define PERF_DEFAULT_MAX_MEM (1ull << 30)
 
 const char *perf_op_name(enum perf_op op);
