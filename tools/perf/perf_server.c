@@ -288,18 +288,27 @@ int perf_server(const struct perf_opts *o)
 		if (a->ai_family == AF_INET6)
 			pick = a;
 	int rc = lid ? uw_cm_listen(lid, pick->ai_addr, 128) : errno;
+	int bound = rc ? 0 : ntohs(((struct sockaddr_in *)&lid->local_addr)->sin_port);
+	/* The TCP baseline takes the next port. With -p 0 another program may
+	 * hold that one (seen in CI): then both listen again on another pair. */
+	for (int again = 0; !rc && o->tcp && perf_tcp_server_start(o, bound + 1); again++) {
+		if (o->port || again == 20) {
+			fprintf(stderr, "server: TCP baseline listener on port %d: %s\n", bound + 1,
+				strerror(errno));
+			freeaddrinfo(ai);
+			return 1;
+		}
+		uw_cm_destroy_id(lid);
+		lid = uw_cm_create_id(ch, NULL);
+		rc = lid ? uw_cm_listen(lid, pick->ai_addr, 128) : errno;
+		bound = rc ? 0 : ntohs(((struct sockaddr_in *)&lid->local_addr)->sin_port);
+	}
 	freeaddrinfo(ai);
 	if (rc) {
 		fprintf(stderr, "server: listen on port %d: %s\n", o->port, strerror(rc));
 		return 1;
 	}
 	/* with -p 0 the system picked the port: say which (tests read it) */
-	int bound = ntohs(((struct sockaddr_in *)&lid->local_addr)->sin_port);
-	if (o->tcp && perf_tcp_server_start(o, bound + 1)) {
-		fprintf(stderr, "server: TCP baseline listener on port %d: %s\n", bound + 1,
-			strerror(errno));
-		return 1;
-	}
 	printf("server: listening on port %d (TCP baseline on %d), progress %s\n", bound, bound + 1,
 	       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual");
 	fflush(stdout);

@@ -119,8 +119,13 @@ int perf_tcp_server_start(const struct perf_opts *o, int tcp_port)
 	int rc = fd < 0 || bind(fd, pick->ai_addr, pick->ai_addrlen) || listen(fd, 64);
 	freeaddrinfo(ai);
 	pthread_t t;
-	if (rc || pthread_create(&t, NULL, acceptor, (void *)(intptr_t)fd))
+	if (rc || pthread_create(&t, NULL, acceptor, (void *)(intptr_t)fd)) {
+		int err = errno;
+		if (fd >= 0)
+			close(fd); /* the caller may try another port */
+		errno = err;
 		return -1;
+	}
 	pthread_detach(t);
 	return 0;
 }
