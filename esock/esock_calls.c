@@ -35,7 +35,7 @@ static void fresh(int fd, uint8_t flags)
 {
 	if (!in_range(fd))
 		return;
-	if (esock__get(fd))
+	if (esock__get(fd) || (esock_fdflags[fd] & FD_LISTENER))
 		esock__forget(fd);
 	esock_fdflags[fd] = flags;
 }
@@ -50,6 +50,9 @@ static void copy_name(int from, int to)
 	struct esock *e = esock__get(from);
 	if (e)
 		esock__set(to, e);
+	struct esock_listener *l = esock__listener(from);
+	if (l)
+		esock__listener_name(to, l);
 	esock_fdflags[to] = esock_fdflags[from];
 }
 
@@ -169,6 +172,9 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 EXPORT int listen(int fd, int backlog)
 {
+	struct esock_listener *l = esock__listener(fd);
+	if (l)
+		return esock__listener_relisten(l, backlog);
 	int r = REAL(listen)(fd, backlog);
 	if (r || !in_range(fd) || esock_inside || !(esock_fdflags[fd] & FD_TCP) ||
 	    (esock_fdflags[fd] & FD_NO_DDP))
@@ -177,60 +183,37 @@ EXPORT int listen(int fd, int backlog)
 #ifdef ESOCK_PRELOAD
 	want = want || esock__env_selects(fd, NULL);
 #endif
-	if (want)
-		esock_fdflags[fd] |= FD_DDP_LISTEN;
-	return r;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Does the client on @c speak MPA? Its first 16 bytes tell; a client that
- * sends nothing for the peek time is a plain one (its server speaks
- * first). */
-static bool speaks_mpa(int c)
-{
-	uint64_t deadline = now_ms() + esock__peek_ms();
-	uint8_t b[16];
-	for (;;) {
-		ssize_t n = REAL(recv)(c, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			return false;
-		if (n > 0 && !esock__mpa_prefix(b, (size_t)n))
-			return false;
-		if (n == (ssize_t)sizeof(b))
-			return true;
-		uint64_t now = now_ms();
-		if (now >= deadline)
-			return false;
-		if (n > 0) {
-			/* a prefix so far: the rest is on its way */
-			struct timespec ts = { 0, 200000 };
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		struct pollfd p = { .fd = c, .events = POLLIN };
-		poll(&p, 1, (int)(deadline - now));
+	/* (a listener that cannot be made a DDP one stays a plain one) */
+	if (want) {
+		int err = errno;
+		esock__listener_make(fd, backlog);
+		errno = err;
 	}
+	return r;
 }
 
 EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
+	struct esock_listener *l = esock_inside ? NULL : esock__listener(fd);
+	if (l) {
+		bool ddp;
+		int c = esock__listener_accept(l, fd, addr, len, flags, &ddp);
+		if (c >= 0 && !ddp)
+			fresh(c, FD_TCP);
+		return c;
+	}
 	if (!in_range(fd) || esock_inside || !(esock_fdflags[fd] & FD_DDP_LISTEN)) {
 		int c = REAL(accept4)(fd, addr, len, flags);
 		if (c >= 0)
 			fresh(c, in_range(fd) ? (esock_fdflags[fd] & FD_TCP) : 0);
 		return c;
 	}
+	/* a DDP listener shared with forked processes: sorted here */
 	int c = REAL(accept4)(fd, addr, len, flags);
 	if (c < 0)
 		return c;
 	fresh(c, FD_TCP);
-	if (!speaks_mpa(c))
+	if (!esock__speaks_mpa(c))
 		return c;
 	esock_fdflags[c] = 0;
 	return esock__adopt_accepted(c, flags);
@@ -258,6 +241,12 @@ static int set_ddpmode(int fd, const void *val, socklen_t len)
 		errno = EOPNOTSUPP; /* a DDP connection cannot turn back */
 		return -1;
 	}
+	if (esock__listener(fd)) {
+		if (on)
+			return 0;
+		errno = EOPNOTSUPP; /* its clients are already being sorted */
+		return -1;
+	}
 	int proto = 0, dom = 0;
 	socklen_t l = sizeof(int);
 	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l))
@@ -282,8 +271,10 @@ static int set_ddpmode(int fd, const void *val, socklen_t len)
 	l = sizeof(int);
 	REAL(getsockopt)(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l);
 	if (listening) {
-		esock_fdflags[fd] |= FD_DDP_LISTEN;
-		return 0;
+		if (esock__listener(fd))
+			return 0;
+		/* (the backlog listen was given is not known here: the most) */
+		return esock__listener_make(fd, INT_MAX);
 	}
 	struct sockaddr_storage me, peer;
 	socklen_t ml = sizeof(me), pl = sizeof(peer);
@@ -315,8 +306,14 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		return set_ddpmode(fd, val, len);
 	}
 	struct esock *e = esock__get(fd);
-	if (!e)
+	if (!e) {
+		struct esock_listener *l = esock__listener(fd);
+		/* accept's timeouts are the program's number's, the rest the
+		 * TCP listener's */
+		if (l && !(level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)))
+			return REAL(setsockopt)(l->tcp, level, name, val, len);
 		return REAL(setsockopt)(fd, level, name, val, len);
+	}
 	if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)) {
 		if (!val || len < (socklen_t)sizeof(struct timeval)) {
 			errno = EINVAL;
@@ -355,8 +352,12 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		return put_int(val, len,
 			       e || (in_range(fd) && (esock_fdflags[fd] & (FD_WANT_DDP | FD_DDP_LISTEN))));
 	}
-	if (!e)
+	if (!e) {
+		struct esock_listener *l = esock__listener(fd);
+		if (l && !(level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)))
+			return REAL(getsockopt)(l->tcp, level, name, val, len);
 		return REAL(getsockopt)(fd, level, name, val, len);
+	}
 	if (level == SOL_SOCKET) {
 		switch (name) {
 		case SO_ERROR: {
@@ -393,7 +394,8 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	struct esock *e = esock__get(fd);
-	return REAL(getsockname)(e ? e->tcp : fd, addr, len);
+	struct esock_listener *l = e ? NULL : esock__listener(fd);
+	return REAL(getsockname)(e ? e->tcp : l ? l->tcp : fd, addr, len);
 }
 
 EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
@@ -492,7 +494,10 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 EXPORT int shutdown(int fd, int how)
 {
 	struct esock *e = esock__get(fd);
-	return e ? esock__shutdown(e, how) : REAL(shutdown)(fd, how);
+	if (e)
+		return esock__shutdown(e, how);
+	struct esock_listener *l = esock__listener(fd);
+	return REAL(shutdown)(l ? l->tcp : fd, how);
 }
 
 /* ---- data ---- */

@@ -258,6 +258,11 @@ static void on_accept(const exs_event_t *ev)
 {
 	if (ev->exs_evt_errno)
 		return; /* cancelled: the process is going */
+	if (esock__gate_arrived(ev->exs_evt_union.accept.fd, &ev->exs_evt_union.accept.addr)) {
+		post_accept();
+		return;
+	}
+	/* a connected socket switched at both ends (esock__switch) waits */
 	pthread_mutex_lock(&eng_mu);
 	if (narrived < ARRIVED_MAX) {
 		arrived[narrived].fd = ev->exs_evt_union.accept.fd;
@@ -362,7 +367,7 @@ int esock__engine(void)
 
 int esock__handoff_fd(void) { return handoff; }
 
-static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+bool esock__same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
 	if (a->ss_family != b->ss_family)
 		return false;
@@ -381,7 +386,7 @@ int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms)
 	pthread_mutex_lock(&eng_mu);
 	for (;;) {
 		for (int i = 0; i < narrived; i++) {
-			if (!same_peer(&arrived[i].peer, peer))
+			if (!esock__same_peer(&arrived[i].peer, peer))
 				continue;
 			int fd = arrived[i].fd;
 			arrived[i] = arrived[--narrived];

@@ -94,6 +94,7 @@ enum {
 	FD_WANT_DDP = 0x2,  /* setsockopt(ESOCK_DDPMODE, 1) before connect/listen */
 	FD_DDP_LISTEN = 0x4, /* a listener whose MPA clients become DDP sockets */
 	FD_NO_DDP = 0x8,    /* setsockopt(ESOCK_DDPMODE, 0): never */
+	FD_LISTENER = 0x10, /* the number names a DDP listener (esock_listen.c) */
 };
 
 enum esock_state { ES_CONNECTING, ES_CONNECTED, ES_FAILED };
@@ -206,6 +207,8 @@ int esock__handoff_fd(void); /* the exs listener accepted sockets are given to *
 void esock__exs_options(int exs_fd);
 /* wait for the accepted exs socket whose peer is @peer (ms): fd or -errno */
 int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms);
+/* the same address and port */
+bool esock__same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 int esock__post_recvs(struct esock *e);	  /* under e->mu */
 void esock__repost_free(struct esock *e);	/* under e->mu: the RC_FREE chunks */
 /* under e->mu: the ring's unposted bytes go, and a shutdown or close that
@@ -215,13 +218,94 @@ bool esock__settle(struct esock *e);
 void esock__update(struct esock *e, bool arrived); /* readiness: under e->mu */
 int esock__wait(struct esock *e, unsigned ms);	   /* under e->mu: 0 or ETIMEDOUT */
 
+/*
+ * A DDP listener (esock_listen.c, esock_gate.c). accept must never wait
+ * for a client to say what it is or to finish its MPA negotiation: one
+ * slow or hostile client would stall the program for all the others. So
+ * the listening TCP socket moves to a number of ours, and the program's
+ * number names an AF_UNIX listener in the abstract namespace instead. The
+ * gate thread accepts TCP clients, tells MPA clients from plain ones by
+ * their first bytes, lets the engine negotiate MPA, and queues each
+ * client once it is ready, then connects one token socket to the AF_UNIX
+ * listener: the program's number is readable exactly while ready clients
+ * wait, and accept, O_NONBLOCK, SO_RCVTIMEO, EINTR and every poll, select
+ * and epoll mode behave as the kernel makes them for a listener.
+ *
+ * A fork shares the listener. Prefork servers (nginx) listen, fork and
+ * accept in the children only; the parent's gate would take clients that
+ * nobody accepts. So a listener the program has never accepted from
+ * becomes the TCP listener again at fork, in parent and child, and the
+ * synchronous accept serves it (a client's negotiation waits in accept
+ * again there). One already accepted from stays gated in the parent
+ * (redis forks to save, and goes on accepting); a child's accept on it
+ * takes what the TCP listener has, as plain TCP.
+ */
+struct esock_ready {
+	struct esock_ready *next;
+	int fd;	 /* a plain client's TCP socket, or an MPA client's exs socket */
+	int tcp; /* an MPA client's TCP socket (a copy: names, options); else -1 */
+	struct sockaddr_storage peer;
+};
+
+struct esock_listener {
+	int gate_kind;	/* first: the gate's epoll finds its kind (esock_gate.c) */
+	pid_t owner;	/* the process whose gate serves it */
+	int names;	/* program descriptors naming it (under the gate's lock) */
+	int refs;	/* the names' share, the gate's, one per client held */
+	int tcp;	/* the listening TCP socket, at a number of ours */
+	struct sockaddr_storage token_addr; /* the AF_UNIX listener's address */
+	socklen_t token_len;
+	unsigned cap;	/* clients held at most: classified, negotiated, ready */
+	unsigned held;
+	bool armed;	/* the gate accepts from tcp */
+	bool closed;	/* the program closed its last name */
+	_Atomic bool accepted; /* the program has called accept on it */
+	uint64_t paused_until; /* accept ran out of descriptors: retry then (ms) */
+	struct esock_ready *head, *tail;
+	struct esock_listener *next; /* the gate's list */
+};
+
+/* esock_listen.c: the program's side */
+struct esock_listener *esock__listener(int fd); /* NULL: not a DDP listener */
+/* @fd listens (TCP): make it a DDP listener; 0 or -1 with errno (it is
+ * then unchanged: a plain listener) */
+int esock__listener_make(int fd, int backlog);
+void esock__listener_name(int fd, struct esock_listener *l); /* dup */
+void esock__listener_forget(int fd);			      /* the number closed */
+/* a ready client: its new descriptor (@ddp: a DDP socket), or -1 with errno */
+int esock__listener_accept(struct esock_listener *l, int fd, struct sockaddr *addr,
+			   socklen_t *len, int flags, bool *ddp);
+int esock__listener_relisten(struct esock_listener *l, int backlog);
+/* fork: every name of @l becomes the TCP listener again (its number kept,
+ * the program's blocking mode and close-on-exec flag too): the synchronous
+ * accept serves it from now on, in every process that shares it */
+void esock__listener_revert(struct esock_listener *l);
+
+/* esock_gate.c: the thread that classifies and negotiates */
+int esock__gate_add(struct esock_listener *l);	   /* 0 or -errno */
+void esock__gate_name(struct esock_listener *l, int delta); /* names += delta */
+struct esock_ready *esock__gate_pop(struct esock_listener *l); /* NULL: none */
+/* a client popped that the program could not take (EMFILE): first again */
+void esock__gate_putback(struct esock_listener *l, struct esock_ready *r);
+void esock__gate_set_cap(struct esock_listener *l, unsigned cap);
+/* the engine accepted exs socket @x from @peer: true if a listener took it */
+bool esock__gate_arrived(int x, const struct sockaddr_storage *peer);
+unsigned esock__backlog_cap(int backlog); /* listen(2)'s clamp */
+
 /* esock_setup.c: a TCP socket becoming a DDP socket */
 /* @fd (a connecting or connected TCP socket, the program's number) is
  * carried over exs from now on; @initiator: this end sends the MPA Request.
  * Returns the esock, or NULL with errno (the number is unchanged then). */
 struct esock *esock__switch(int fd, bool initiator, int tcp_copy);
-/* an accepted socket @c whose peer sent an MPA Request: the number the
- * program gets, or -1 with errno (ECONNABORTED; @c is closed either way) */
+/* a negotiated exs socket @x (@tcp: a copy of its TCP socket) becomes a
+ * DDP socket: the number the program gets, or -1 with errno ECONNABORTED
+ * (@x and @tcp are closed either way) */
+int esock__adopt_exs(int x, int tcp, int flags);
+/* the synchronous sort and adoption, for a DDP listener shared with forked
+ * processes: waits for the client's first bytes (ESOCK_PEEK_MS), then for
+ * its negotiation (ESOCK_SETUP_MS); the number the program gets, or -1
+ * with errno (ECONNABORTED; @c is closed either way) */
+bool esock__speaks_mpa(int c);
 int esock__adopt_accepted(int c, int flags);
 bool esock__mpa_prefix(const uint8_t *b, size_t n); /* could be an MPA Request */
 

@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "esock_internal.h"
@@ -169,6 +171,93 @@ fail:
 	return NULL;
 }
 
+/* an accepted socket's number for the program, accept4's @flags applied
+ * (under e->mu): the number or -errno */
+static int program_end(struct esock *e, int flags)
+{
+	if (flags & SOCK_NONBLOCK) {
+		REAL(fcntl)(e->a, F_SETFL, REAL(fcntl)(e->a, F_GETFL) | O_NONBLOCK);
+		e->nonblock = true;
+	}
+	int nfd = REAL(fcntl)(e->a, (flags & SOCK_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+	if (nfd < 0)
+		return -errno;
+	esock__update(e, false);
+	return nfd;
+}
+
+int esock__adopt_exs(int x, int tcp, int flags)
+{
+	struct esock *e = esock__new(domain_of(tcp));
+	if (!e) {
+		esock__close(tcp);
+		esock_inside++;
+		exs_close(x, EXS_QHANDLE_INVALID, NULL);
+		esock_inside--;
+		errno = ECONNABORTED;
+		return -1;
+	}
+	e->tcp = tcp;
+	int rc = prepare(e);
+	int nfd = -1;
+	pthread_mutex_lock(&e->mu);
+	e->exs = x;
+	e->engine_ref = true;
+	esock__engine_live();
+	e->st = ES_CONNECTED;
+	if (!rc)
+		rc = esock__post_recvs(e);
+	if (!rc) {
+		nfd = program_end(e, flags);
+		rc = nfd < 0 ? nfd : 0;
+	}
+	pthread_mutex_unlock(&e->mu);
+	if (rc) {
+		undo(e); /* (closes the exs socket too: engine_ref) */
+		errno = ECONNABORTED; /* as a connection reset in the backlog */
+		return -1;
+	}
+	esock__set(nfd, e);
+	return nfd;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The synchronous sort, for a DDP listener shared with forked processes
+ * (esock_gate.c says why): does the client on @c speak MPA? Its first 16
+ * bytes tell; a client that sends nothing for the peek time is a plain
+ * one (its server speaks first). */
+bool esock__speaks_mpa(int c)
+{
+	uint64_t deadline = now_ms() + esock__peek_ms();
+	uint8_t b[16];
+	for (;;) {
+		ssize_t n = REAL(recv)(c, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return false;
+		if (n > 0 && !esock__mpa_prefix(b, (size_t)n))
+			return false;
+		if (n == (ssize_t)sizeof(b))
+			return true;
+		uint64_t now = now_ms();
+		if (now >= deadline)
+			return false;
+		if (n > 0) {
+			/* a prefix so far: the rest is on its way */
+			struct timespec ts = { 0, 200000 };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		struct pollfd p = { .fd = c, .events = POLLIN };
+		poll(&p, 1, (int)(deadline - now));
+	}
+}
+
 int esock__adopt_accepted(int c, int flags)
 {
 	int rc = esock__engine();
@@ -192,15 +281,8 @@ int esock__adopt_accepted(int c, int flags)
 		pthread_mutex_lock(&e->mu);
 		rc = take_over_accepted(e, c, &owned);
 		if (!rc) {
-			if (flags & SOCK_NONBLOCK) {
-				REAL(fcntl)(e->a, F_SETFL, REAL(fcntl)(e->a, F_GETFL) | O_NONBLOCK);
-				e->nonblock = true;
-			}
-			nfd = REAL(fcntl)(e->a, (flags & SOCK_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
-			if (nfd < 0)
-				rc = -errno;
-			else
-				esock__update(e, false);
+			nfd = program_end(e, flags);
+			rc = nfd < 0 ? nfd : 0;
 		}
 		pthread_mutex_unlock(&e->mu);
 	}

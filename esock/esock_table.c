@@ -50,6 +50,8 @@ void esock__forget(int fd)
 {
 	if (fd < 0 || fd >= ESOCK_FD_MAX)
 		return;
+	if (esock_fdflags[fd] & FD_LISTENER)
+		esock__listener_forget(fd);
 	esock_fdflags[fd] = 0;
 	pthread_mutex_lock(&tab_mu);
 	struct esock *old = tab[fd];

@@ -41,14 +41,25 @@
  *   writable (SO_ERROR 0 or the error) as TCP's does. A peer that does not
  *   speak MPA fails the connection with ECONNREFUSED (or ECONNRESET).
  *
- *   Accepting: a DDP-mode listener is an ordinary kernel listener. accept
- *   looks at each client's first bytes: a client whose first 16 bytes are
- *   the MPA Request key ("MPA ID Req Frame") becomes a DDP socket; any
- *   other client (or one silent for ESOCK_PEEK_MS) is returned as the
- *   plain TCP socket it is. A DDP client whose negotiation fails is
- *   dropped and accept fails with ECONNABORTED, as for a connection reset
- *   in the backlog.
- *
+ *   Accepting: a DDP-mode listener sorts its clients in the background.
+ *   A client whose first 16 bytes are the MPA Request key ("MPA ID Req
+ *   Frame") is negotiated there and becomes a DDP socket; any other client
+ *   (or one silent for ESOCK_PEEK_MS) is the plain TCP socket it is. The
+ *   listener turns readable, and accept returns a client, only once that
+ *   client is ready: accept never waits for a client's first bytes or its
+ *   negotiation, and a client whose negotiation fails is dropped without
+ *   the program seeing it. Blocking and non-blocking accept, accept4's
+ *   flags, SO_RCVTIMEO, EINTR and readiness in every poll, select and
+ *   epoll mode are as on a TCP listener; getsockname and TCP options act
+ *   on the TCP listener. The listener's descriptor is then an AF_UNIX
+ *   listener to fstat(2) and to calls this library does not replace.
+ *   fork: a DDP-mode listener the program has not yet accepted from (a
+ *   prefork server's, accepted from in its children) becomes the TCP
+ *   listener again in parent and child, and accept there sorts each client
+ *   itself: it waits for the client's first bytes and its negotiation
+ *   (and fails with ECONNABORTED if that fails). One already accepted from
+ *   stays as it is in the parent; a child's accept on it gets plain TCP.
+
  *   Switching a connected socket: setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE,
  *   &one, sizeof one) on a connected TCP socket switches it at that point;
  *   both ends must make the call, with no bytes in flight between them

@@ -775,6 +775,71 @@ static void ddp_server_serves_plain_clients_plainly(void **state)
 	close(l);
 }
 
+/* accept never waits for a client to finish its MPA negotiation: a client
+ * that sends only the MPA key (and would hold a waiting accept for the
+ * whole MPA timeout) is passed over, and the listener is readable only
+ * once a client is ready (docs: esock_internal.h, struct esock_listener) */
+static void a_ddp_listener_never_waits_for_a_client(void **state)
+{
+	(void)state;
+	uint16_t port;
+	int l = listener(true, &port);
+	fcntl(l, F_SETFL, fcntl(l, F_GETFL) | O_NONBLOCK);
+	int on = 0;
+	socklen_t len = sizeof(on);
+	assert_int_equal(getsockopt(l, SOL_SOCKET, SO_ACCEPTCONN, &on, &len), 0);
+	assert_int_equal(on, 1);
+
+	int no = 0;
+	int k = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(setsockopt(k, SOL_ESOCK, ESOCK_DDPMODE, &no, sizeof(no)), 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(connect(k, (struct sockaddr *)&a, sizeof(a)), 0);
+	write_all(k, "MPA ID Req Frame", 16); /* and nothing more */
+
+	int d = socket(AF_INET, SOCK_STREAM, 0);
+	set_ddp(d, true);
+	connect_nb(d, port);
+	assert_true(wait_fd(l, POLLIN, 10000) & POLLIN);
+	struct sockaddr_in peer, dl;
+	len = sizeof(peer);
+	int s = accept4(l, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK);
+	assert_true(s >= 0);
+	assert_int_equal(esock_is_ddp(s), 1);
+	socklen_t dlen = sizeof(dl);
+	assert_int_equal(getsockname(d, (struct sockaddr *)&dl, &dlen), 0);
+	assert_int_equal(peer.sin_port, dl.sin_port); /* the ready one, not the first */
+	assert_true(fcntl(s, F_GETFL) & O_NONBLOCK);
+
+	/* the key-only client is still not ready: nothing to accept */
+	assert_int_equal(wait_fd(l, POLLIN, 300), 0);
+	assert_int_equal(accept(l, NULL, NULL), -1);
+	assert_int_equal(errno, EAGAIN);
+
+	/* a copy of the listener serves as well, after the first name closed */
+	int l2 = dup(l);
+	assert_true(l2 >= 0);
+	close(l);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(setsockopt(c, SOL_ESOCK, ESOCK_DDPMODE, &no, sizeof(no)), 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+	write_all(c, "plain", 5);
+	assert_true(wait_fd(l2, POLLIN, 10000) & POLLIN);
+	int p = accept(l2, NULL, NULL);
+	assert_true(p >= 0);
+	assert_int_equal(esock_is_ddp(p), 0);
+	char b[5];
+	read_all(p, b, 5);
+	assert_memory_equal(b, "plain", 5);
+	close(p);
+	close(c);
+	close(s);
+	close(d);
+	close(k);
+	close(l2);
+}
+
 struct acceptor {
 	int l, s;
 	bool ddp;
@@ -1148,6 +1213,7 @@ int main(void)
 		BOTH(megabytes_both_ways_arrive_intact),
 		cmocka_unit_test(ddp_client_of_a_plain_server_is_refused),
 		cmocka_unit_test(ddp_server_serves_plain_clients_plainly),
+		cmocka_unit_test(a_ddp_listener_never_waits_for_a_client),
 		cmocka_unit_test(a_connected_socket_switches_to_ddp),
 		cmocka_unit_test(bad_arguments_get_errors),
 		cmocka_unit_test(async_send_and_receive_complete_on_a_queue),
