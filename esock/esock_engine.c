@@ -7,6 +7,7 @@
  * given to one exs listener without a socket of its own.
  */
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,11 @@ static int narrived;
 static struct esock_tag accept_tag = { NULL, TAG_CONNECT, -1 };
 #define ACCEPTS_POSTED 16
 
-#define QUEUE_DEPTH (EXS_MAX_CONNECTIONS * (ESOCK_RCHUNKS + ESOCK_SENDS_MAX + 4) + 2 * ACCEPTS_POSTED)
+/* The queue holds every connection's events: room for QUEUE_CONNS at
+ * first, doubled as more come (esock__queue_room) */
+#define CONN_EVENTS (ESOCK_RCHUNKS + ESOCK_SENDS_MAX + 4)
+#define QUEUE_CONNS 64
+static int queue_depth;
 
 static void drain(int fd)
 {
@@ -319,7 +324,8 @@ static int start(void)
 	exs_set_fd_floor(esock__fd_floor());
 	if (exs_init(EXS_VERSION))
 		return -errno;
-	esock_q = exs_qcreate(QUEUE_DEPTH);
+	queue_depth = QUEUE_CONNS * CONN_EVENTS + 2 * ACCEPTS_POSTED;
+	esock_q = exs_qcreate(queue_depth);
 	if (esock_q == EXS_QHANDLE_INVALID)
 		return -errno;
 	handoff = exs_socket(AF_INET6, SOCK_STREAM, 0);
@@ -366,6 +372,27 @@ int esock__engine(void)
 }
 
 int esock__handoff_fd(void) { return handoff; }
+
+int esock__queue_room(int conns)
+{
+	/* one connection more than asked: a connect posts before it counts */
+	long need = (long)(conns + 1) * CONN_EVENTS + 2 * ACCEPTS_POSTED;
+	int rc = 0;
+	pthread_mutex_lock(&eng_mu);
+	if (esock_q != EXS_QHANDLE_INVALID && need > queue_depth) {
+		long d = queue_depth;
+		while (d < need)
+			d *= 2;
+		esock_inside++;
+		if (d > INT_MAX || exs_qresize(esock_q, (int)d))
+			rc = d > INT_MAX ? -ENOBUFS : -errno;
+		else
+			queue_depth = (int)d;
+		esock_inside--;
+	}
+	pthread_mutex_unlock(&eng_mu);
+	return rc;
+}
 
 bool esock__same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {

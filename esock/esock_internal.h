@@ -204,6 +204,8 @@ unsigned esock__peek_ms(void);
 int esock__engine(void); /* start (once): 0 or -errno */
 extern exs_qhandle_t esock_q;
 int esock__handoff_fd(void); /* the exs listener accepted sockets are given to */
+/* room on the event queue for @conns connections' operations: 0 or -errno */
+int esock__queue_room(int conns);
 void esock__exs_options(int exs_fd);
 /* wait for the accepted exs socket whose peer is @peer (ms): fd or -errno */
 int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms);

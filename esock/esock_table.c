@@ -186,8 +186,11 @@ static pthread_cond_t live_cv = PTHREAD_COND_INITIALIZER;
 void esock__engine_live(void)
 {
 	pthread_mutex_lock(&tab_mu);
-	live++;
+	int n = ++live;
 	pthread_mutex_unlock(&tab_mu);
+	/* (should the queue not grow, this connection's posts fail with
+	 * EAGAIN and it fails cleanly: ECONNABORTED, or the connect's error) */
+	esock__queue_room(n);
 }
 
 void esock__engine_done(struct esock *e)

@@ -184,14 +184,30 @@ int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_
 
 /* ---- setting up ---- */
 
+/* room on the shared CQ for @n connections: it doubles as they come */
+static int cq_room(int n)
+{
+	long need = (long)n * EXS_CONN_CQES;
+	long cqe = exs_rt.cq->cqe;
+	if (need <= cqe)
+		return 0;
+	while (cqe < need)
+		cqe *= 2;
+	if (cqe > EXS_CQ_MAX)
+		cqe = EXS_CQ_MAX;
+	if (need > cqe)
+		return ENOBUFS;
+	return uw_resize_cq(exs_rt.cq, (int)cqe);
+}
+
 static int qp_setup(struct exs_sock *s, struct uw_cm_id *id)
 {
 	s->id = id;
 	id->context_ptr = s;
 	struct uw_qp_init_attr qa = { .qp_context = s, .send_cq = exs_rt.cq, .recv_cq = exs_rt.cq,
 				      .cap = { EXS_SQ_DEPTH, EXS_CTL_RECVS, EXS_IOV_MAX, 1, 64 } };
-	if (exs_rt.nconns >= EXS_MAX_CONNECTIONS)
-		return -ENOBUFS; /* the shared CQ has room for so many */
+	if (cq_room(exs_rt.nconns + 1))
+		return -ENOBUFS; /* the shared CQ holds no more */
 	s->qp = uw_cm_create_qp(id, exs_rt.pd, &qa);
 	if (s->qp)
 		exs_rt.nconns++;
@@ -709,6 +725,8 @@ static void on_request(struct uw_cm_event *e)
 		rc = uw_cm_accept(e->id, &p);
 	}
 	if (rc) {
+		/* refused at once, not left to the peer's MPA timeout */
+		uw_cm_reject(e->id, "EXS", 3);
 		exs__sock_free(s);
 		return;
 	}

@@ -32,10 +32,14 @@
 #define EXS_COALESCE_BUFS 2
 /* transfers in flight from which small sends are coalesced */
 #define EXS_COALESCE_INFLIGHT 1
-/* the shared CQ (65536) holds every connection's sends and receives:
- * EXS_MAX_CONNECTIONS (exs.h) is 65536 / (EXS_SQ_DEPTH + EXS_CTL_RECVS) */
-_Static_assert(EXS_MAX_CONNECTIONS * (EXS_SQ_DEPTH + EXS_CTL_RECVS) <= 65536,
-	       "the shared CQ cannot overflow");
+/* The shared CQ holds every connection's sends and receives. It starts
+ * with room for EXS_CQ_START completions and doubles as connections come,
+ * up to the most a CQ holds: EXS_MAX_CONNECTIONS (exs.h) is that over
+ * EXS_CONN_CQES. */
+#define EXS_CONN_CQES (EXS_SQ_DEPTH + EXS_CTL_RECVS)
+#define EXS_CQ_START 65536
+#define EXS_CQ_MAX (1 << 24)
+_Static_assert(EXS_MAX_CONNECTIONS * EXS_CONN_CQES <= EXS_CQ_MAX, "the shared CQ cannot overflow");
 
 struct exs_queue {
 	exs_qhandle_t qh; /* an eventfd held open: a number no other descriptor

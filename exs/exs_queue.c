@@ -50,6 +50,39 @@ exs_qhandle_t exs_qcreate(int depth)
 	return q->qh;
 }
 
+int exs_qresize(exs_qhandle_t qh, int depth)
+{
+	if (depth < 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* allocated before the lock: the progress thread goes on meanwhile */
+	exs_event_t *ev = calloc((size_t)depth, sizeof(*ev));
+	if (!ev) {
+		errno = ENOMEM;
+		return -1;
+	}
+	pthread_mutex_lock(&exs_rt.lock);
+	struct exs_queue *q = exs__queue(qh);
+	int err = !q ? EBADF : q->count + q->reserved > depth ? EINVAL : 0;
+	if (!err) {
+		for (int i = 0; i < q->count; i++)
+			ev[i] = q->ev[(q->head + i) % q->cap];
+		exs_event_t *old = q->ev;
+		q->ev = ev;
+		q->head = 0;
+		q->cap = depth;
+		ev = old;
+	}
+	pthread_mutex_unlock(&exs_rt.lock);
+	free(ev);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
 int exs_qdelete(exs_qhandle_t qh)
 {
 	pthread_mutex_lock(&exs_rt.lock);

@@ -16,7 +16,6 @@ struct exs_rt exs_rt = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			 .wake_fd = -1 };
 
 /* Room for every connected socket's send and control completions. */
-#define EXS_CQ_DEPTH 65536
 
 uint64_t exs__now_ms(void)
 {
@@ -245,7 +244,7 @@ int exs_init(int version)
 		goto fail;
 	exs_rt.pd = uw_alloc_pd(exs_rt.ctx);
 	exs_rt.cc = exs_rt.pd ? uw_create_comp_channel(exs_rt.ctx) : NULL;
-	exs_rt.cq = exs_rt.cc ? uw_create_cq(exs_rt.ctx, EXS_CQ_DEPTH, NULL, exs_rt.cc) : NULL;
+	exs_rt.cq = exs_rt.cc ? uw_create_cq(exs_rt.ctx, EXS_CQ_START, NULL, exs_rt.cc) : NULL;
 	exs_rt.cm = exs_rt.cq ? uw_cm_create_channel(exs_rt.ctx) : NULL;
 	if (!exs_rt.cm)
 		goto fail;

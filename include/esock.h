@@ -59,7 +59,7 @@
  *   itself: it waits for the client's first bytes and its negotiation
  *   (and fails with ECONNABORTED if that fails). One already accepted from
  *   stays as it is in the parent; a child's accept on it gets plain TCP.
-
+ *
  *   Switching a connected socket: setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE,
  *   &one, sizeof one) on a connected TCP socket switches it at that point;
  *   both ends must make the call, with no bytes in flight between them
@@ -95,7 +95,10 @@
  *   worker processes forked after listen) starts its own engine.
  *
  *   Limits: at most EXS_MAX_CONNECTIONS (exs.h) DDP connections per
- *   process; descriptors numbered ESOCK_FD_MAX or above stay plain.
+ *   process (the descriptor limit usually comes first: each takes the
+ *   TCP socket and a copy, a socket pair, the program's number and the
+ *   ES-API socket's); descriptors numbered ESOCK_FD_MAX or above stay
+ *   plain.
  */
 #ifndef UWARP_ESOCK_H
 #define UWARP_ESOCK_H

@@ -132,6 +132,15 @@ EXS_EXTERN exs_qhandle_t exs_qcreate(int depth);
 EXS_EXTERN int exs_qdelete(exs_qhandle_t qhandle);
 
 /*
+ * exs_qresize - (uwarp extension) let the queue hold @depth events, more
+ * or fewer, keeping the events queued in order: a program that takes
+ * more connections gives their operations room this way. Returns 0 or -1
+ * with errno: EBADF, EINVAL (@depth below the events queued and the slots
+ * reserved by outstanding operations), ENOMEM (the queue unchanged).
+ */
+EXS_EXTERN int exs_qresize(exs_qhandle_t qhandle, int depth);
+
+/*
  * exs_qdequeue - take events from a queue, oldest first.
  * @count: > 0: take up to @count events that are there now, not waiting;
  *         < 0: wait until -@count events are there (or @timeout passes)
@@ -490,7 +499,9 @@ EXS_EXTERN int exs_setsockopt(int fd, int level, int optname, const void *optval
 #define EXS_IOV_MAX 16
 #define EXS_MSG_MAX ((1u << 30) - 1) /* a SOCK_SEQPACKET message */
 #define EXS_LINGER_MS 10000
-#define EXS_MAX_CONNECTIONS 113 /* per process: the completion queue they share */
+/* per process: the most the completion queue they share can grow to hold
+ * (the descriptor limit, two per connection, usually comes first) */
+#define EXS_MAX_CONNECTIONS 29127
 
 #ifdef __cplusplus
 }

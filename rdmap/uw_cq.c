@@ -150,6 +150,34 @@ int uw_destroy_cq(struct uw_cq *c)
 	return 0;
 }
 
+int uw_resize_cq(struct uw_cq *c, int cqe)
+{
+	struct uw_cq_impl *cq = (struct uw_cq_impl *)c;
+	if (!cq || cqe <= 0 || cqe > (1 << 24))
+		return EINVAL;
+	struct uw_context *ctx = c->context;
+	/* allocated before the lock: the engine goes on meanwhile */
+	struct uw_wc *ring = calloc((size_t)cqe, sizeof(*ring));
+	if (!ring)
+		return ENOMEM;
+	pthread_mutex_lock(&ctx->lock);
+	if (cq->count > (uint32_t)cqe) {
+		pthread_mutex_unlock(&ctx->lock);
+		free(ring);
+		return EINVAL;
+	}
+	for (uint32_t i = 0; i < cq->count; i++)
+		ring[i] = cq->ring[(cq->head + i) % cq->cap];
+	struct uw_wc *old = cq->ring;
+	cq->ring = ring;
+	cq->head = 0;
+	cq->cap = (uint32_t)cqe;
+	c->cqe = cqe;
+	pthread_mutex_unlock(&ctx->lock);
+	free(old);
+	return 0;
+}
+
 int uw__cq_push(struct uw_cq_impl *cq, const struct uw_wc *wc)
 {
 	if (cq->count == cq->cap) {

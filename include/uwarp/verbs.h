@@ -222,6 +222,13 @@ UW_EXTERN struct uw_cq *uw_create_cq(struct uw_context *ctx, int cqe, void *cq_c
 				     struct uw_comp_channel *channel);
 /* uw_destroy_cq - EBUSY while a QP or SRQ uses it. */
 UW_EXTERN int uw_destroy_cq(struct uw_cq *cq);
+/*
+ * uw_resize_cq - give @cq room for @cqe completions (larger or smaller, as
+ * ibv_resize_cq), keeping the ones queued, in order. Returns 0, EINVAL
+ * (@cqe below the completions queued now, or out of range as for
+ * uw_create_cq) or ENOMEM (the CQ unchanged).
+ */
+UW_EXTERN int uw_resize_cq(struct uw_cq *cq, int cqe);
 
 enum uw_wc_status {
 	UW_WC_SUCCESS = 0,

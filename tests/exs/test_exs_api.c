@@ -500,6 +500,100 @@ static void too_many_operations_get_eagain(void **state)
 	assert_int_equal(exs_qdequeue(Q, ev, EXS_MAX_RECVS, NULL), EXS_MAX_RECVS);
 }
 
+/* exs_qresize: a queue grows (and shrinks) with its events and reserved
+ * slots kept; it never drops below what is promised */
+static void a_queue_resizes_without_losing_events(void **state)
+{
+	(void)state;
+	int c, s;
+	pair(SOCK_SEQPACKET, &c, &s);
+	static char b[4][4];
+	exs_qhandle_t q = exs_qcreate(2);
+	assert_int_equal(exs_recv(c, b[0], 4, 0, q, (void *)10, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(c, b[1], 4, 0, q, (void *)11, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(c, b[2], 4, 0, q, (void *)12, EXS_MHANDLE_INVALID), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(exs_qresize(q, 1), -1); /* two slots are promised */
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(exs_qresize(q, 0), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(exs_qresize(-5, 8), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(exs_qresize(q, 4), 0);
+	assert_int_equal(exs_recv(c, b[2], 4, 0, q, (void *)12, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(c, b[3], 4, 0, q, (void *)13, EXS_MHANDLE_INVALID), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(exs_send(s, "abcd", 4, 0, EXS_QHANDLE_INVALID, NULL,
+					  EXS_MHANDLE_INVALID), 4);
+	exs_event_t ev[4];
+	struct timespec t = { 20, 0 };
+	assert_int_equal(exs_qdequeue(q, ev, -4, &t), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_ptr_equal(ev[i].exs_evt_ahandle, (void *)(intptr_t)(10 + i)); /* in order */
+		assert_int_equal(ev[i].exs_evt_union.xfer.bytes, 4);
+	}
+	assert_int_equal(exs_qresize(q, 1), 0); /* nothing queued or promised now */
+	assert_int_equal(exs_qdelete(q), 0);
+	close_pair(c, s);
+}
+
+/* A process is not held to what the shared completion queue first holds
+ * (113 connections once): 150 pairs here are 300 connections, and each
+ * carries a message */
+static void more_connections_than_the_first_cq_holds(void **state)
+{
+	(void)state;
+	enum { N = 150 };
+	int port;
+	int l = exs_socket(AF_INET, SOCK_SEQPACKET, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(exs_bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(exs_listen(l, 2 * N), 0);
+	socklen_t al = sizeof(a);
+	assert_int_equal(exs_getsockname(l, (struct sockaddr *)&a, &al), 0);
+	port = ntohs(a.sin_port);
+	static int c[N], s[N];
+	exs_qhandle_t q = exs_qcreate(2 * N);
+	for (int i = 0; i < N; i++) {
+		c[i] = exs_socket(AF_INET, SOCK_SEQPACKET, 0);
+		assert_true(c[i] >= 0);
+		struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		assert_int_equal(exs_connect(c[i], (struct sockaddr *)&to, sizeof(to), q,
+					     (void *)(intptr_t)(i + 1)), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		s[i] = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+		assert_true(s[i] >= 0);
+	}
+	static exs_event_t ev[N];
+	struct timespec t = { 30, 0 };
+	assert_int_equal(exs_qdequeue(q, ev, -N, &t), N);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(ev[i].exs_evt_type, EXS_EVT_CONNECT);
+		assert_int_equal(ev[i].exs_evt_errno, 0);
+	}
+	/* (a message waits for its receive: each is posted first) */
+	static int got[N];
+	for (int i = 0; i < N; i++)
+		assert_int_equal(exs_recv(s[i], &got[i], sizeof(got[i]), 0, q, (void *)(intptr_t)i,
+					  EXS_MHANDLE_INVALID), 0);
+	for (int i = 0; i < N; i++) {
+		int v = i * 7 + 1;
+		assert_int_equal(exs_send(c[i], &v, sizeof(v), 0, EXS_QHANDLE_INVALID, NULL,
+					  EXS_MHANDLE_INVALID), (ssize_t)sizeof(v));
+	}
+	assert_int_equal(exs_qdequeue(q, ev, -N, &t), N);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(ev[i].exs_evt_errno, 0);
+		assert_int_equal(got[i], i * 7 + 1);
+	}
+	for (int i = 0; i < N; i++)
+		close_pair(c[i], s[i]);
+	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_qdelete(q), 0);
+}
+
 /* The peer takes the data and closes at once: the send's own completion,
  * waiting behind the disconnection, still counts (it was once failed with
  * ECONNRESET because the connection event was handled first). */
@@ -1053,6 +1147,8 @@ int main(void)
 		cmocka_unit_test(sendv_gathers_and_recvv_scatters),
 		cmocka_unit_test(memory_handles_are_checked),
 		cmocka_unit_test(too_many_operations_get_eagain),
+		cmocka_unit_test(a_queue_resizes_without_losing_events),
+		cmocka_unit_test(more_connections_than_the_first_cq_holds),
 		cmocka_unit_test(a_finished_send_survives_the_peer_closing),
 		cmocka_unit_test(connect_to_a_silent_peer_times_out),
 		cmocka_unit_test(shut_rd_keeps_an_advertised_receive),

@@ -6,7 +6,8 @@ A plain TCP client sends PING every 20 ms for SECONDS and times each reply.
 After one second, at once: 50 clients connect and say nothing, 3 send only
 the MPA Request key (RFC 5044 section 7.1) and then nothing, 3 send an MPA
 Request that the server answers with an MPA Reject (no ES-API hello in
-its private data) and 3 one it drops (revision 9: no such MPA revision). A DDP server must sort these out without the program waiting
+its private data) and 3 one it drops (revision 9: no such MPA
+revision). A DDP server must sort these out without the program waiting
 for any of them (esock's gate). Prints the worst round trip; exit 0 when
 every PING got its PONG, 1 otherwise. The caller judges the figure.
 """

@@ -3,11 +3,11 @@
 # accept for the others. redis-server runs under libesock-preload.so with
 # its port in DDP mode; while a plain client pings it every 20 ms, 50
 # clients connect and stay silent, 3 send only the MPA key, 3 send an MPA
-# Request the server rejects and 3 one it drops (accept_stall.py). The plain client's
-# worst round trip must stay under 1 s: a generous bound, against 10 s per
-# such client when accept waited for each one's MPA negotiation (30 s for
-# three). Then an honest DDP client (redis-cli, preloaded too) still sets
-# and gets a value, and a plain one too.
+# Request the server rejects and 3 one it drops (accept_stall.py). The
+# plain client's worst round trip must stay under 1 s: a generous bound,
+# against 10 s per such client when accept waited for each one's MPA
+# negotiation (30 s for three). Then an honest DDP client (redis-cli,
+# preloaded too) still sets and gets a value, and a plain one too.
 . "$(dirname "$0")/lib.sh"
 hostile_begin "$0" "$@"
 build=$1

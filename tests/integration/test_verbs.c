@@ -453,6 +453,38 @@ static void unsignalled_sends_complete_only_when_they_fail(void **state)
 	pair_close(&p);
 }
 
+/* uw_resize_cq keeps the completions queued, in order, also when they
+ * wrap around the old ring's end, and refuses to drop any */
+static void a_resized_cq_keeps_its_completions_in_order(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	pair_connect(&p, NULL, NULL, 8, 1);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0),
+				 0);
+	assert_true(uw_cq_wait(p.s.cq, 6, 5000) >= 6);
+	struct uw_wc wc[16];
+	assert_int_equal(uw_poll_cq(p.s.cq, 2, wc), 2); /* 100, 101 */
+	assert_int_equal(uw_resize_cq(p.s.cq, 3), EINVAL); /* four are queued */
+	assert_int_equal(uw_resize_cq(p.s.cq, (1 << 24) + 1), EINVAL);
+	assert_int_equal(uw_resize_cq(p.s.cq, 4), 0); /* full now: 102..105 */
+	assert_int_equal(p.s.cq->cqe, 4);
+	assert_int_equal(uw_poll_cq(p.s.cq, 1, wc), 1);
+	assert_int_equal(wc[0].wr_id, 102);
+	/* the next one goes to the ring's first slot, behind the others */
+	assert_int_equal(post(p.c.qp, UW_WR_SEND, 6, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0), 0);
+	assert_true(uw_cq_wait(p.s.cq, 4, 5000) >= 4);
+	assert_int_equal(uw_resize_cq(p.s.cq, 64), 0);
+	assert_int_equal(uw_poll_cq(p.s.cq, 16, wc), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].wr_id, 103 + (uint64_t)i);
+		assert_int_equal(wc[i].status, UW_WC_SUCCESS);
+	}
+	pair_close(&p);
+}
+
 static void shared_receive_queue_feeds_two_connections(void **state)
 {
 	struct end s2c; /* a second client */
@@ -832,6 +864,7 @@ int main(void)
 		cmocka_unit_test(write_with_immediate_train_keeps_every_value),
 		cmocka_unit_test(unsignalled_sends_complete_only_when_they_fail),
 		cmocka_unit_test(shared_receive_queue_feeds_two_connections),
+		cmocka_unit_test(a_resized_cq_keeps_its_completions_in_order),
 		cmocka_unit_test(completion_channels_work_in_epoll_and_libuv),
 		cmocka_unit_test(qp_states_reset_init_sqd_and_error),
 		cmocka_unit_test(peer_to_peer_with_each_rtr_type),
