@@ -78,5 +78,26 @@ print("ok   crafted 256 MiB hellos, 10 held open: %d granted, %d refused; "
 sys.exit(0 if granted == 1 and refused == 9 and rss < 300 + 64 else 1)
 PY
 served --op send --size 64 --iters 10
+
+# idle strangers (no uwarp-perf hello: siw's tools, an attacker) cost a
+# connection, not a buffer: what the server offers them is touched only
+# where their data lands (each cost 1.05 MiB, its pattern filled at once)
+server idle
+python3 - "$port" "$here" "$srv" <<'PY' || bad "idle strangers cost too much memory"
+import sys
+sys.path.insert(0, sys.argv[2])
+from rddp_peer import Conn
+port, pid = int(sys.argv[1]), sys.argv[3]
+def rss_kib():
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+held = [Conn("127.0.0.1", port) for _ in range(10)]
+before = rss_kib()
+held += [Conn("127.0.0.1", port) for _ in range(200)]
+each = (rss_kib() - before) / 200.0
+print("ok   200 idle strangers held open: %.0f KiB each" % each)
+sys.exit(0 if each < 256 else 1)
+PY
 kill -0 "$srv" 2>/dev/null || bad "the server died"
 exit $fail

@@ -161,8 +161,12 @@ static struct session *session_new(struct uw_cm_event *e, char *why, size_t whyl
 	s->pd = uw_alloc_pd(ctx);
 	if (!s->buf || !s->pd)
 		goto fail;
-	for (uint32_t i = 0; i < s->slots; i++)
-		perf_fill(s->buf + (uint64_t)i * s->size, s->size, i);
+	/* Only a test that reads our slots needs the pattern in them; the
+	 * rest of the buffer is touched only where a peer's data lands, so a
+	 * stranger or an idle session costs its pages only when used. */
+	if (s->ours && s->h.op == OP_READ)
+		for (uint32_t i = 0; i < s->slots; i++)
+			perf_fill(s->buf + (uint64_t)i * s->size, s->size, i);
 	s->mr = uw_reg_mr(s->pd, s->buf, s->size * (s->slots + s->nrecv) + 1,
 			  UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ |
 				  UW_ACCESS_REMOTE_ATOMIC);
