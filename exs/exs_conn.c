@@ -31,6 +31,16 @@ static void onesided_done(struct uw_wc *wc)
 	exs__op_complete(op, err, err ? -1 : (ssize_t)op->len);
 }
 
+/* what a failed completion says of its connection: flushed ones, why the
+ * connection ended if it was a limit running out (EXS_SO_IDLE_MS, the
+ * keepalive), else a reset */
+static int wc_err(const struct exs_sock *s, const struct uw_wc *wc)
+{
+	if (wc->status != UW_WC_WR_FLUSH_ERR)
+		return EPROTO;
+	return s->qp && uw_qp_end_errno(s->qp) == ETIMEDOUT ? ETIMEDOUT : ECONNRESET;
+}
+
 /* the peer's receives a normal message may use: one stays for CREDIT,
  * so that returning credits can never deadlock */
 static bool can_ctl(const struct exs_sock *s, bool credit_msg)
@@ -287,7 +297,9 @@ static struct uw_conn_param conn_param(const struct exs_sock *s, const uint8_t *
 	return (struct uw_conn_param){ .private_data = hello, .private_data_len = EXS_HELLO_LEN,
 				       .crc = s->crc ? UW_CRC_DEFAULT : UW_CRC_OFF,
 				       .no_extensions = s->no_imm, .p2p = 1,
-				       .mpa_timeout_ms = s->timeout_ms };
+				       .mpa_timeout_ms = s->timeout_ms,
+				       .idle_timeout_ms = s->idle_ms,
+				       .keepalive_s = s->keepalive_s };
 }
 
 int exs__connect_setup(struct exs_sock *s, int tcp_fd)
@@ -610,7 +622,7 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 				uw_wc_status_str(wc->status), wc->term_layer, wc->term_etype,
 				wc->term_ecode);
 		if (s->st == S_CONNECTED) /* flushes after the fact say nothing new */
-			exs__abort(s, wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO);
+			exs__abort(s, wc_err(s, wc));
 		return;
 	}
 	s->pending = true;
@@ -644,7 +656,7 @@ void exs__on_wc(struct uw_wc *wc)
 		if (s && !s->dead) {
 			s->sq_out--;
 			if (wc->status != UW_WC_SUCCESS && s->st == S_CONNECTED)
-				exs__abort(s, wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO);
+				exs__abort(s, wc_err(s, wc));
 			else
 				s->pending = true;
 		}
@@ -659,7 +671,7 @@ void exs__on_wc(struct uw_wc *wc)
 		if (wc->status == UW_WC_SUCCESS)
 			on_recv(s, wc);
 		else if (s->st == S_CONNECTED)
-			exs__abort(s, wc->status == UW_WC_WR_FLUSH_ERR ? ECONNRESET : EPROTO);
+			exs__abort(s, wc_err(s, wc));
 		return;
 	}
 	on_sent(s, wc);
@@ -686,6 +698,8 @@ static struct exs_sock *accepted_socket(struct exs_sock *l, struct uw_cm_event *
 	s->no_imm = l->no_imm;
 	s->flow = l->flow;
 	s->credit_size = l->credit_size;
+	s->idle_ms = l->idle_ms;
+	s->keepalive_s = l->keepalive_s;
 	s->st = S_PENDING;
 	s->listener = l;
 	memcpy(&s->local, &e->id->local_addr, sizeof(s->local));

@@ -153,6 +153,7 @@ struct exs_sock {
 	int flow;		/* enum exs_flow: of our sends */
 	uint32_t credit_size;	/* EXS_FLOW_CREDIT's slot */
 	unsigned timeout_ms; /* SO_SNDTIMEO: the connection's MPA exchange; 0 uwarp's */
+	unsigned idle_ms, keepalive_s; /* EXS_SO_IDLE_MS, EXS_SO_KEEPALIVE */
 	bool imm;	/* the connection uses Immediate Data */
 
 	struct uw_cm_id *id;

@@ -510,6 +510,14 @@ int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t
 			return unlock_err(EISCONN);
 		s->credit_size = (uint32_t)v;
 		break;
+	case EXS_SO_IDLE_MS:
+	case EXS_SO_KEEPALIVE:
+		if (v < 0 || (optname == EXS_SO_KEEPALIVE && v > 86400))
+			return unlock_err(EINVAL);
+		if (!early)
+			return unlock_err(EISCONN);
+		*(optname == EXS_SO_IDLE_MS ? &s->idle_ms : &s->keepalive_s) = (unsigned)v;
+		break;
 	case EXS_SO_NO_IMMEDIATE:
 	case EXS_SO_CRC:
 		if (!early)
@@ -580,6 +588,12 @@ int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optl
 		break;
 	case EXS_SO_CREDIT_SIZE:
 		v = (int)s->credit_size;
+		break;
+	case EXS_SO_IDLE_MS:
+		v = (int)s->idle_ms;
+		break;
+	case EXS_SO_KEEPALIVE:
+		v = (int)s->keepalive_s;
 		break;
 	case EXS_SO_COUNTERS: {
 		struct exs_stream_counters c = { .direct = s->tx.c.direct,

@@ -480,6 +480,16 @@ enum exs_flow {
  * listen: EXS_FLOW_CREDIT's slot size (default 8 KiB; a slot is never
  * larger than the peer's ring). */
 #define EXS_SO_CREDIT_SIZE 8
+/* int, milliseconds, set before connect or listen (accepted sockets take
+ * the listener's): no whole frame from the peer for this long (a part of
+ * one counts as nothing) ends the connection, and its operations complete
+ * with ETIMEDOUT (0: no limit, the default). A uwarp extension. */
+#define EXS_SO_IDLE_MS 9
+/* int, seconds, set before connect or listen (accepted sockets take the
+ * listener's): TCP keepalive under the connection, the first probe after
+ * this many idle seconds, then every third of it, three unanswered ending
+ * it (0: off, the default). A uwarp extension. */
+#define EXS_SO_KEEPALIVE 10
 
 /*
  * exs_getsockopt, exs_setsockopt - the options above (level SOL_EXS), and

@@ -217,6 +217,45 @@ static void read_frame(struct uw_conn *c)
 	}
 }
 
+/* the idle watch: two ticks (half the limit each) with no whole FPDU
+ * from the peer end the connection */
+static void idle_cb(uv_timer_t *t)
+{
+	struct uw_conn *c = t->data;
+	if (c->st != UW_CONN_RUNNING)
+		return;
+	if (c->rx_fpdus != c->idle_seen) {
+		c->idle_seen = c->rx_fpdus;
+		c->idle_ticks = 0;
+		return;
+	}
+	if (++c->idle_ticks >= 2)
+		uw__conn_close(c, ETIMEDOUT, UW_CM_EVENT_DISCONNECTED);
+}
+
+/* the running connection's limits that the application asked for */
+static void running_limits(struct uw_conn *c)
+{
+	if (c->param.keepalive_s) {
+		int on = 1, idle = (int)c->param.keepalive_s, cnt = 3;
+		int intvl = idle / 3 > 0 ? idle / 3 : 1;
+		setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+		setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+		setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+		setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	}
+	if (c->param.idle_timeout_ms && !c->idle_on) {
+		uint64_t half = c->param.idle_timeout_ms / 2 ? c->param.idle_timeout_ms / 2 : 1;
+		uv_timer_init(&c->ctx->loop, &c->idle);
+		c->idle.data = c;
+		c->handles++;
+		c->idle_on = true;
+		c->idle_seen = c->rx_fpdus;
+		uv_timer_start(&c->idle, idle_cb, half, half);
+		uw__kick(c->ctx);
+	}
+}
+
 int uw__conn_start(struct uw_conn *c)
 {
 	struct uw_qp_impl *qp = c->qp;
@@ -268,6 +307,7 @@ int uw__conn_start(struct uw_conn *c)
 	qp->conn = c;
 	qp->pub.state = UW_QPS_RTS;
 	c->st = UW_CONN_RUNNING;
+	running_limits(c);
 	uw__conn_poll(c, UV_READABLE);
 	return 0;
 }
@@ -312,6 +352,7 @@ void uw__conn_close(struct uw_conn *c, int status, int event)
 	}
 	if (c->qp) {
 		c->qp->conn = NULL;
+		c->qp->end_errno = status;
 		if (c->qp->pub.state != UW_QPS_ERR)
 			uw__qp_flush(c->qp);
 	}
@@ -322,6 +363,8 @@ void uw__conn_close(struct uw_conn *c, int status, int event)
 	 * socket or eventfd (ThreadSanitizer saw exactly that) */
 	uv_close((uv_handle_t *)&c->poll, handle_closed);
 	uv_close((uv_handle_t *)&c->timer, handle_closed);
+	if (c->idle_on)
+		uv_close((uv_handle_t *)&c->idle, handle_closed);
 	close(c->fd);
 	if (c->id) {
 		struct uw_cm_id_impl *id = c->id;

@@ -172,6 +172,7 @@ static void parse(struct uw_conn *c)
 				return;
 			}
 			struct rdmap_event ev;
+			c->rx_fpdus++;
 			int rc = rdmap_rx_end(&c->rd, &ev);
 			if (rc < 0) {
 				uw__conn_fail(c, &c->rd.err);

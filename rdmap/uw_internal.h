@@ -229,6 +229,7 @@ struct uw_conn;
 
 struct uw_qp_impl {
 	struct uw_qp pub;
+	int end_errno;         /* why its connection ended (uw_qp_end_errno) */
 	struct uw_qp_init_attr attr;
 	/* send queue, absolute counters: completed < head <= next <= tail */
 	struct uw_swqe *sq;
@@ -330,6 +331,10 @@ struct uw_conn {
 	uv_poll_t poll;
 	int poll_events;
 	uv_timer_t timer;
+	uv_timer_t idle;          /* param.idle_timeout_ms's watch, if set */
+	bool idle_on;
+	uint8_t idle_ticks;       /* ticks (half the limit) without a whole FPDU */
+	uint64_t rx_fpdus, idle_seen; /* whole FPDUs received; at the last tick */
 	int handles;              /* libuv handles still open */
 	bool freeing;
 	/* MPA setup */

@@ -284,6 +284,17 @@ int uw_modify_qp(struct uw_qp *q, enum uw_qp_state state)
 	return rc;
 }
 
+int uw_qp_end_errno(struct uw_qp *q)
+{
+	struct uw_qp_impl *qp = (struct uw_qp_impl *)q;
+	if (!qp)
+		return EINVAL;
+	pthread_mutex_lock(&q->context->lock);
+	int e = qp->end_errno;
+	pthread_mutex_unlock(&q->context->lock);
+	return e;
+}
+
 enum uw_qp_state uw_qp_get_state(struct uw_qp *q)
 {
 	pthread_mutex_lock(&q->context->lock);

@@ -450,6 +450,11 @@ UW_EXTERN int uw_modify_qp(struct uw_qp *qp, enum uw_qp_state state);
 
 /* uw_qp_get_state - the QP's state now (safe against the engine thread). */
 UW_EXTERN enum uw_qp_state uw_qp_get_state(struct uw_qp *qp);
+/* uw_qp_end_errno - why the QP's connection ended, once it has: ETIMEDOUT
+ * (an idle limit or the MPA timeout), EPROTO (a Terminate), the socket's
+ * errno (ECONNRESET, ...), or 0 (the peer closed, or not ended). Flushed
+ * completions carry only UW_WC_WR_FLUSH_ERR; this says what flushed them. */
+UW_EXTERN int uw_qp_end_errno(struct uw_qp *qp);
 
 /*
  * uw_post_send - post a list of send requests.
@@ -524,6 +529,14 @@ struct uw_conn_param {
 	int no_extensions;         /* do not offer RFC 7306 (Immediate, atomics) */
 	int large_fpdu;            /* FPDUs up to 64 KiB instead of the TCP MSS */
 	unsigned mpa_timeout_ms;   /* 0: the context default */
+	/* Limits for a running connection, each side its own (0: none).
+	 * idle_timeout_ms: no whole FPDU from the peer for this long (a
+	 * partial one counts as nothing) ends the connection: DISCONNECTED
+	 * with status ETIMEDOUT, after idle_timeout_ms to 1.5 times that.
+	 * keepalive_s: TCP keepalive, the first probe after this many idle
+	 * seconds, then every third of it, three unanswered ending it. */
+	unsigned idle_timeout_ms;
+	unsigned keepalive_s;
 };
 
 enum uw_cm_event_type {

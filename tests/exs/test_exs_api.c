@@ -594,6 +594,48 @@ static void more_connections_than_the_first_cq_holds(void **state)
 	assert_int_equal(exs_qdelete(q), 0);
 }
 
+static void set_int(int fd, int opt, int v);
+
+/* EXS_SO_IDLE_MS and EXS_SO_KEEPALIVE: checked, taken by accepted sockets
+ * from their listener; a connection whose peer sends nothing for the idle
+ * limit ends, and what waits on it completes with ETIMEDOUT */
+static void an_idle_limit_ends_a_silent_connection(void **state)
+{
+	(void)state;
+	int port;
+	int l = listener(SOCK_STREAM, EXS_MODE_DYNAMIC, &port);
+	int v = -1;
+	assert_int_equal(exs_setsockopt(l, SOL_EXS, EXS_SO_IDLE_MS, &v, sizeof(v)), -1);
+	assert_int_equal(errno, EINVAL);
+	v = 86401;
+	assert_int_equal(exs_setsockopt(l, SOL_EXS, EXS_SO_KEEPALIVE, &v, sizeof(v)), -1);
+	assert_int_equal(errno, EINVAL);
+	set_int(l, EXS_SO_IDLE_MS, 300);
+	set_int(l, EXS_SO_KEEPALIVE, 30);
+	int c = exs_socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(exs_connect(c, (struct sockaddr *)&a, sizeof(a), EXS_QHANDLE_INVALID, NULL), 0);
+	int s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+	assert_true(s >= 0);
+	int got = 0;
+	socklen_t gl = sizeof(got);
+	assert_int_equal(exs_getsockopt(s, SOL_EXS, EXS_SO_IDLE_MS, &got, &gl), 0);
+	assert_int_equal(got, 300);
+	assert_int_equal(exs_getsockopt(s, SOL_EXS, EXS_SO_KEEPALIVE, &got, &gl), 0);
+	assert_int_equal(got, 30);
+	v = 100;
+	assert_int_equal(exs_setsockopt(s, SOL_EXS, EXS_SO_IDLE_MS, &v, sizeof(v)), -1);
+	assert_int_equal(errno, EISCONN);
+	char b[8];
+	assert_int_equal(exs_recv(s, b, sizeof(b), 0, Q, (void *)7, EXS_MHANDLE_INVALID), 0);
+	exs_event_t ev = ev1(); /* the client says nothing */
+	assert_ptr_equal(ev.exs_evt_ahandle, (void *)7);
+	assert_int_equal(ev.exs_evt_errno, ETIMEDOUT);
+	close_pair(c, s);
+	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
 /* The peer takes the data and closes at once: the send's own completion,
  * waiting behind the disconnection, still counts (it was once failed with
  * ECONNRESET because the connection event was handled first). */
@@ -1149,6 +1191,7 @@ int main(void)
 		cmocka_unit_test(too_many_operations_get_eagain),
 		cmocka_unit_test(a_queue_resizes_without_losing_events),
 		cmocka_unit_test(more_connections_than_the_first_cq_holds),
+		cmocka_unit_test(an_idle_limit_ends_a_silent_connection),
 		cmocka_unit_test(a_finished_send_survives_the_peer_closing),
 		cmocka_unit_test(connect_to_a_silent_peer_times_out),
 		cmocka_unit_test(shut_rd_keeps_an_advertised_receive),

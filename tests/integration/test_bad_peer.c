@@ -15,6 +15,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <dirent.h>
+#include <stdlib.h>
+
 #include <cmocka.h>
 #include <uwarp/verbs.h>
 
@@ -156,6 +159,9 @@ static void raw_dial(struct raw *r, int port, void (*accept)(struct raw *), stru
 	fpdu_tx_init(&r->tx, true, false);
 }
 
+static unsigned accept_idle_ms; /* the server's idle_timeout_ms (0: none) */
+static unsigned accept_keepalive_s; /* and its keepalive_s */
+
 /* The in-process server accepts: a receive posted, memory offered. */
 static void server_accepts(struct raw *r)
 {
@@ -173,7 +179,9 @@ static void server_accepts(struct raw *r)
 	assert_int_equal(uw_post_recv(r->qp, &rw, NULL), 0);
 	struct welcome w = { S.mr_rw->rkey,	   S.mr_none->rkey,    S.mr_ro->rkey,
 			     S.mr_wo->rkey,	   S.mr_other->rkey,   (uintptr_t)S.region };
-	struct uw_conn_param p = { .private_data = &w, .private_data_len = sizeof(w), .ird = 16, .ord = 16 };
+	struct uw_conn_param p = { .private_data = &w, .private_data_len = sizeof(w), .ird = 16, .ord = 16,
+				   .idle_timeout_ms = accept_idle_ms,
+				   .keepalive_s = accept_keepalive_s };
 	assert_int_equal(uw_cm_accept(r->id, &p), 0);
 	e = event(5000);
 	assert_non_null(e);
@@ -707,6 +715,88 @@ static void a_socket_that_cannot_send_costs_an_error_not_sigpipe(void **state)
 /* A P2P initiator whose RTR never comes: the responder's application
  * accepted, and gets CONNECT_ERROR (ETIMEDOUT) after the context's MPA
  * request timeout, and the connection is closed, not held for ever. */
+/* keepalive_s: the server's socket for r (found among this process's
+ * descriptors by its peer's port) has SO_KEEPALIVE, TCP_KEEPIDLE,
+ * TCP_KEEPINTVL and TCP_KEEPCNT as asked */
+static void server_socket_keepalive(struct raw *r, int ka[4])
+{
+	struct sockaddr_in me, peer;
+	socklen_t l = sizeof(me);
+	assert_int_equal(getsockname(r->fd, (struct sockaddr *)&me, &l), 0);
+	DIR *d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	bool found = false;
+	for (struct dirent *de; !found && (de = readdir(d));) {
+		int fd = atoi(de->d_name);
+		l = sizeof(peer);
+		if (fd == r->fd || getpeername(fd, (struct sockaddr *)&peer, &l) ||
+		    peer.sin_family != AF_INET || peer.sin_port != me.sin_port)
+			continue;
+		static const int lv[4] = { SOL_SOCKET, IPPROTO_TCP, IPPROTO_TCP, IPPROTO_TCP };
+		static const int nm[4] = { SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT };
+		for (int i = 0; i < 4; i++) {
+			socklen_t n = sizeof(int);
+			assert_int_equal(getsockopt(fd, lv[i], nm[i], &ka[i], &n), 0);
+		}
+		found = true;
+	}
+	closedir(d);
+	assert_true(found);
+}
+
+/* idle_timeout_ms: a peer that keeps sending whole FPDUs stays, however
+ * long; one that stops in the middle of an FPDU (which holds the
+ * connection's receive side for ever) is ended with ETIMEDOUT */
+static void an_idle_limit_ends_a_peer_stuck_in_an_fpdu(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	accept_idle_ms = 400;
+	accept_keepalive_s = 9;
+	raw_connect(&r);
+	accept_idle_ms = 0;
+	accept_keepalive_s = 0;
+	int ka[4];
+	server_socket_keepalive(&r, ka);
+	assert_int_equal(ka[0], 1); /* on, first probe after 9 s, every 3 s, 3 of them */
+	assert_int_equal(ka[1], 9);
+	assert_int_equal(ka[2], 3);
+	assert_int_equal(ka[3], 3);
+	/* three times the limit, a whole Write every 50 ms: still connected */
+	for (int i = 0; i < 24; i++) {
+		raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_rw, r.w.addr), data, 8, false);
+		usleep(50000);
+		assert_null(event(0));
+	}
+	/* the first 10 bytes of the next FPDU, and nothing more */
+	uint8_t part[10] = { 0, 22 };
+	assert_int_equal(write(r.fd, part, sizeof(part)), (ssize_t)sizeof(part));
+	struct uw_cm_event *e = event(5000);
+	assert_non_null(e);
+	assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
+	assert_int_equal(e->status, ETIMEDOUT);
+	uw_cm_ack_event(e);
+	uint8_t b[64];
+	struct timeval tv = { 5, 0 };
+	setsockopt(r.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t k;
+	while ((k = read(r.fd, b, sizeof(b))) > 0)
+		;
+	assert_true(k == 0 || (k < 0 && errno == ECONNRESET)); /* the connection is gone */
+	close(r.fd);
+	struct uw_wc wc;
+	int got = 0;
+	for (int i = 0; i < 100 && !got; i++) {
+		got = uw_poll_cq(S.cq, 1, &wc);
+		if (!got)
+			usleep(10000);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc.status, UW_WC_WR_FLUSH_ERR); /* the posted receive */
+	uw_destroy_qp(r.qp);
+	uw_cm_destroy_id(r.id);
+}
+
 static void a_p2p_rtr_that_never_comes_times_out(void **state)
 {
 	struct uw_context_attr ca = { .progress = UW_PROGRESS_AUTO, .mpa_request_timeout_ms = 300 };
@@ -867,6 +957,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(crc_error_is_llp_0x02),
+		cmocka_unit_test(an_idle_limit_ends_a_peer_stuck_in_an_fpdu),
 		cmocka_unit_test(bad_crc_outranks_a_bad_stag),
 		cmocka_unit_test(bad_crc_outranks_a_bad_opcode),
 		cmocka_unit_test(bad_ddp_version_is_ddp_2_06),
