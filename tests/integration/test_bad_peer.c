@@ -281,6 +281,20 @@ static void read_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t 
 			 ecode);
 }
 
+/* the receive the server had posted for a raw peer, flushed */
+static void expect_flushed_receive(void)
+{
+	struct uw_wc wc;
+	int got = 0;
+	for (int i = 0; i < 100 && !got; i++) {
+		got = uw_poll_cq(S.cq, 1, &wc);
+		if (!got)
+			usleep(10000);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc.status, UW_WC_WR_FLUSH_ERR);
+}
+
 /* The server's end of r, terminated with (layer, ecode): its event, the
  * flushed receive, and its objects freed. */
 static void server_end_terminated(struct raw *r, uint8_t layer, uint8_t ecode)
@@ -293,15 +307,7 @@ static void server_end_terminated(struct raw *r, uint8_t layer, uint8_t ecode)
 	assert_int_equal(e->term_layer, layer);
 	assert_int_equal(e->term_ecode, ecode);
 	uw_cm_ack_event(e);
-	struct uw_wc wc;
-	int got = 0;
-	for (int i = 0; i < 100 && !got; i++) {
-		got = uw_poll_cq(S.cq, 1, &wc);
-		if (!got)
-			usleep(10000);
-	}
-	assert_int_equal(got, 1);
-	assert_int_equal(wc.status, UW_WC_WR_FLUSH_ERR);
+	expect_flushed_receive();
 	uw_destroy_qp(r->qp);
 	uw_cm_destroy_id(r->id);
 	assert_true(guards_intact());
@@ -784,15 +790,7 @@ static void an_idle_limit_ends_a_peer_stuck_in_an_fpdu(void **state)
 		;
 	assert_true(k == 0 || (k < 0 && errno == ECONNRESET)); /* the connection is gone */
 	close(r.fd);
-	struct uw_wc wc;
-	int got = 0;
-	for (int i = 0; i < 100 && !got; i++) {
-		got = uw_poll_cq(S.cq, 1, &wc);
-		if (!got)
-			usleep(10000);
-	}
-	assert_int_equal(got, 1);
-	assert_int_equal(wc.status, UW_WC_WR_FLUSH_ERR); /* the posted receive */
+	expect_flushed_receive(); /* the posted receive */
 	uw_destroy_qp(r.qp);
 	uw_cm_destroy_id(r.id);
 }
