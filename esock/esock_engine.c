@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -312,6 +313,22 @@ void esock__exs_options(int x)
 	else if (m && !strcmp(m, "indirect"))
 		mode = EXS_MODE_INDIRECT;
 	exs_setsockopt(x, SOL_EXS, EXS_SO_STREAM_MODE, &mode, sizeof(mode));
+	const char *idle = getenv("ESOCK_IDLE_MS");
+	if (idle && *idle) {
+		char *end;
+		long ms = strtol(idle, &end, 10);
+		if (*end == '\0' && ms > 0 && ms <= INT_MAX) {
+			int v = (int)ms;
+			exs_setsockopt(x, SOL_EXS, EXS_SO_IDLE_MS, &v, sizeof(v));
+		} else {
+			static _Atomic bool said;
+			if (!said) {
+				said = true;
+				fprintf(stderr, "esock: ESOCK_IDLE_MS=%s ignored: milliseconds, 1 to %d\n",
+					idle, INT_MAX);
+			}
+		}
+	}
 	if (mode == EXS_MODE_DIRECT) {
 		/* no transfer lands in the hidden ring: keep it small */
 		int ring = 64 << 10;

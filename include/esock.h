@@ -31,6 +31,12 @@
  *                   (default: every transfer lands in a receive buffer the
  *                   library keeps posted ahead, no copy out of a ring),
  *                   "dynamic" or "indirect" (for experiments).
+ *   ESOCK_IDLE_MS   a DDP connection that receives no whole frame for
+ *                   this many milliseconds ends (a peer stuck in the middle
+ *                   of one, or silent): calls on it then fail with
+ *                   ETIMEDOUT (default 0: no limit, as TCP). TCP keepalive
+ *                   is set the usual way (SO_KEEPALIVE, TCP_KEEPIDLE, ...)
+ *                   and acts on the connection underneath.
  *   ESOCK_DEBUG     set: each DDP connection's transfer counters are
  *                   printed to stderr when the program closes it.
  *
