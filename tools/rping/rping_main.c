@@ -7,7 +7,8 @@
  *
  * As rping: -C iterations (default: until interrupted), -S ping size
  * (default 64), -v print the ping data, -V check the echo, -P keep
- * accepting. --crc off does not ask for CRC (it still runs if the peer
+ * accepting (each client on a thread of its own, as rping's persistent
+ * server). --crc off does not ask for CRC (it still runs if the peer
  * asks); --markers on asks the peer for markers. --fault bad-rkey tests
  * the peer's error path (rping.h). Exit status 0 on success.
  */

@@ -4,6 +4,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <pthread.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +148,48 @@ static int one_connection(struct uw_context *ctx, struct uw_cm_channel *ch, stru
 	return rc == ECONNRESET ? 0 : rc;
 }
 
+/* -P: each client on a thread and a CM channel of its own, as rping's
+ * persistent server does, so a client that stalls holds up only itself */
+struct job {
+	struct uw_context *ctx;
+	struct uw_cm_channel *ch;
+	struct uw_cm_id *id;
+	const struct rping_opts *o;
+};
+
+static void *job_main(void *arg)
+{
+	struct job *j = arg;
+	one_connection(j->ctx, j->ch, j->id, j->o);
+	uw_cm_destroy_channel(j->ch);
+	fflush(stdout);
+	free(j);
+	return NULL;
+}
+
+/* 0: the client is served on its own thread; else serve it here */
+static int spawn(struct uw_context *ctx, struct uw_cm_channel *home, struct uw_cm_id *id,
+		 const struct rping_opts *o)
+{
+	struct job *j = malloc(sizeof(*j));
+	if (!j)
+		return ENOMEM;
+	*j = (struct job){ ctx, uw_cm_create_channel(ctx), id, o };
+	pthread_t t;
+	bool moved = j->ch && !uw_cm_migrate_id(id, j->ch);
+	int rc = !moved ? ENOMEM : pthread_create(&t, NULL, job_main, j);
+	if (rc) {
+		if (moved)
+			uw_cm_migrate_id(id, home);
+		if (j->ch)
+			uw_cm_destroy_channel(j->ch);
+		free(j);
+		return rc;
+	}
+	pthread_detach(t);
+	return 0;
+}
+
 int rping_server(const struct rping_opts *o)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -161,7 +204,10 @@ int rping_server(const struct rping_opts *o)
 	for (struct addrinfo *a = ai; a && !o->addr; a = a->ai_next)
 		if (a->ai_family == AF_INET6)
 			pick = a;
-	struct uw_context_attr ca = { .progress = UW_PROGRESS_MANUAL };
+	/* -P serves clients on threads of their own: the engine's thread moves
+	 * every connection's data, each waits only for its own */
+	struct uw_context_attr ca = { .progress = o->persistent ? UW_PROGRESS_AUTO
+							     : UW_PROGRESS_MANUAL };
 	struct uw_context *ctx = uw_open(&ca);
 	struct uw_cm_channel *ch = ctx ? uw_cm_create_channel(ctx) : NULL;
 	struct uw_cm_id *lid = ch ? uw_cm_create_id(ch, NULL) : NULL;
@@ -187,6 +233,10 @@ int rping_server(const struct rping_opts *o)
 		}
 		struct uw_cm_id *id = e->id;
 		uw_cm_ack_event(e);
+		if (o->persistent && !spawn(ctx, ch, id, o)) {
+			served++;
+			continue;
+		}
 		rc = one_connection(ctx, ch, id, o);
 		served++;
 		fflush(stdout);
