@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 lib=$build/lib/libesock-preload.so
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
 	{ echo "FAIL redis-server/redis-cli missing (apt-get install redis-server redis-tools)"; exit 1; }
-seconds=${UWARP_ACCEPT_STALL_SECONDS:-12}
+seconds=${UWARP_ACCEPT_STALL_SECONDS:-8}
 
 port=$(free_port)
 ESOCK_DDPMODE=$port LD_PRELOAD=$lib redis-server --port "$port" --bind 127.0.0.1 \
