@@ -39,6 +39,29 @@ show() { # label file
 	grep -E "Error|ERROR|unexpected|PASSED|FAILED" "$2" | head -6 | sed "s/^/    $1: /"
 }
 
+# judge WHAT DIRECTION UWARP_LOG SIW_LOG LATENCY_LOG TRY: one run of a
+# case, judged; returns 1 when it is settled (passed or failed), 0 when it
+# is to run once more: uwarp's debug trace shows the Terminate it answered
+# a bad CRC from siw with (LLP, CRC error), on the first try only
+judge() {
+	local what=$1 dir=$2 ulog=$3 slog=$4 llog=$5 try=$6
+	if passed "$ulog" && passed "$slog"; then
+		pass "dtest $what: $dir, PASSED both sides" \
+			"($(grep -Eo 'latency [0-9.]+ us' "$llog" | head -1))"
+		return 1
+	fi
+	guest_dtest_end
+	if [ "$try" = 1 ] && grep -Eq "Terminate 2/[0-9]+/0x02 from uwarp" "$ulog"; then
+		echo "FINDING: dtest $what: siw sent an FPDU with a bad CRC (uwarp answered with" \
+			"a Terminate: LLP, CRC error). Once more:"
+		return 0
+	fi
+	fail "dtest $what: $dir"
+	show uwarp "$ulog"
+	show siw "$slog"
+	return 1
+}
+
 # uwarp client -> siw server. Now and then siw sends an FPDU whose CRC its
 # bytes do not match (docs/wire-notes.md; here a Read Response, in a CI
 # run): uwarp answers with a Terminate (LLP, CRC error) and both Reads
@@ -56,21 +79,8 @@ to_siw() {
 			dtest -P uwarp -h "$TAP_GUEST_IP" $what
 		wait $!
 		guest_wait "$job" 60 >"$DIR/dtest-siw-server.log" 2>&1
-		if passed "$DIR/dtest-uwarp-client.log" && passed "$DIR/dtest-siw-server.log"; then
-			pass "dtest $what: uwarp client -> siw server, PASSED both sides" \
-				"($(grep -Eo 'latency [0-9.]+ us' "$DIR/dtest-uwarp-client.log" | head -1))"
-			return
-		fi
-		guest_dtest_end
-		if [ $try = 1 ] && grep -Eq "Terminate 2/[0-9]+/0x02 from uwarp" "$DIR/dtest-uwarp-client.log"; then
-			echo "FINDING: dtest $what: siw sent an FPDU with a bad CRC (uwarp answered with" \
-				"a Terminate: LLP, CRC error). Once more:"
-			continue
-		fi
-		fail "dtest $what: uwarp client -> siw server"
-		show uwarp "$DIR/dtest-uwarp-client.log"
-		show siw "$DIR/dtest-siw-server.log"
-		return
+		judge "$what" "uwarp client -> siw server" "$DIR/dtest-uwarp-client.log" \
+			"$DIR/dtest-siw-server.log" "$DIR/dtest-uwarp-client.log" $try || return 0
 	done
 }
 
@@ -94,21 +104,8 @@ from_siw() {
 			>"$DIR/dtest-siw-client.log" 2>&1
 		passed "$DIR/dtest-siw-client.log" || end_host $srv
 		wait $srv
-		if passed "$DIR/dtest-uwarp-server.log" && passed "$DIR/dtest-siw-client.log"; then
-			pass "dtest $what: siw client -> uwarp server, PASSED both sides" \
-				"($(grep -Eo 'latency [0-9.]+ us' "$DIR/dtest-siw-client.log" | head -1))"
-			return
-		fi
-		guest_dtest_end
-		if [ $try = 1 ] && grep -Eq "Terminate 2/[0-9]+/0x02 from uwarp" "$DIR/dtest-uwarp-server.log"; then
-			echo "FINDING: dtest $what: siw sent an FPDU with a bad CRC (uwarp answered with" \
-				"a Terminate: LLP, CRC error). Once more:"
-			continue
-		fi
-		fail "dtest $what: siw client -> uwarp server"
-		show uwarp "$DIR/dtest-uwarp-server.log"
-		show siw "$DIR/dtest-siw-client.log"
-		return
+		judge "$what" "siw client -> uwarp server" "$DIR/dtest-uwarp-server.log" \
+			"$DIR/dtest-siw-client.log" "$DIR/dtest-siw-client.log" $try || return 0
 	done
 }
 
