@@ -512,7 +512,7 @@ int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t
 		break;
 	case EXS_SO_IDLE_MS:
 	case EXS_SO_KEEPALIVE:
-		if (v < 0 || (optname == EXS_SO_KEEPALIVE && v > 86400))
+		if (v < 0 || (optname == EXS_SO_KEEPALIVE && v > UW_KEEPALIVE_MAX_S))
 			return unlock_err(EINVAL);
 		if (!early)
 			return unlock_err(EISCONN);

@@ -488,7 +488,8 @@ enum exs_flow {
 /* int, seconds, set before connect or listen (accepted sockets take the
  * listener's): TCP keepalive under the connection, the first probe after
  * this many idle seconds, then every third of it, three unanswered ending
- * it (0: off, the default). A uwarp extension. */
+ * it (0: off, the default; at most 32767, Linux's limit). A uwarp
+ * extension. */
 #define EXS_SO_KEEPALIVE 10
 
 /*

@@ -621,13 +621,15 @@ void uw__cm_request_arrived(struct uw_conn *c)
 	uw__cm_event(id, UW_CM_EVENT_CONNECT_REQUEST, 0, l, c);
 }
 
-/* The defaults for NULL; NULL when @p's private data cannot be sent. */
+/* The defaults for NULL; NULL when @p's private data cannot be sent or
+ * a limit is out of range (keepalive_s: the kernel's TCP_KEEPIDLE takes
+ * at most 32767 s, and would refuse more without a word to us). */
 static const struct uw_conn_param *param_or_default(const struct uw_conn_param *p)
 {
 	if (!p)
 		return &default_param;
 	if (p->private_data_len > MPA_PD_MAX_RFC - MPA_V2_BLOCK_LEN ||
-	    (p->private_data_len && !p->private_data))
+	    (p->private_data_len && !p->private_data) || p->keepalive_s > UW_KEEPALIVE_MAX_S)
 		return NULL;
 	return p;
 }

@@ -534,10 +534,12 @@ struct uw_conn_param {
 	 * partial one counts as nothing) ends the connection: DISCONNECTED
 	 * with status ETIMEDOUT, after idle_timeout_ms to 1.5 times that.
 	 * keepalive_s: TCP keepalive, the first probe after this many idle
-	 * seconds, then every third of it, three unanswered ending it. */
+	 * seconds, then every third of it, three unanswered ending it; at
+	 * most UW_KEEPALIVE_MAX_S, else the call fails with EINVAL. */
 	unsigned idle_timeout_ms;
 	unsigned keepalive_s;
 };
+#define UW_KEEPALIVE_MAX_S 32767 /* Linux's TCP_KEEPIDLE limit */
 
 enum uw_cm_event_type {
 	UW_CM_EVENT_CONNECT_REQUEST, /* on a listener: a peer's Request arrived */

@@ -485,6 +485,26 @@ static void a_resized_cq_keeps_its_completions_in_order(void **state)
 	pair_close(&p);
 }
 
+/* keepalive_s above what the kernel's TCP_KEEPIDLE takes is refused with
+ * EINVAL (the kernel would refuse it without a word), the most is not */
+static void keepalive_beyond_the_kernels_limit_is_einval(void **state)
+{
+	(void)state;
+	struct end c;
+	end_open(&c, UW_ACCESS_LOCAL_WRITE, false);
+	c.id = uw_cm_create_id(c.ch, NULL);
+	struct uw_qp_init_attr qa = { .send_cq = c.cq, .recv_cq = c.cq, .cap = { 4, 4, 1, 1, 0 } };
+	c.qp = uw_cm_create_qp(c.id, c.pd, &qa);
+	assert_non_null(c.qp);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9) };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	struct uw_conn_param p = { .keepalive_s = UW_KEEPALIVE_MAX_S + 1 };
+	assert_int_equal(uw_cm_connect(c.id, (struct sockaddr *)&a, &p), EINVAL);
+	p.keepalive_s = UW_KEEPALIVE_MAX_S;
+	assert_int_equal(uw_cm_connect(c.id, (struct sockaddr *)&a, &p), 0);
+	end_close(&c);
+}
+
 static void shared_receive_queue_feeds_two_connections(void **state)
 {
 	struct end s2c; /* a second client */
@@ -865,6 +885,7 @@ int main(void)
 		cmocka_unit_test(unsignalled_sends_complete_only_when_they_fail),
 		cmocka_unit_test(shared_receive_queue_feeds_two_connections),
 		cmocka_unit_test(a_resized_cq_keeps_its_completions_in_order),
+		cmocka_unit_test(keepalive_beyond_the_kernels_limit_is_einval),
 		cmocka_unit_test(completion_channels_work_in_epoll_and_libuv),
 		cmocka_unit_test(qp_states_reset_init_sqd_and_error),
 		cmocka_unit_test(peer_to_peer_with_each_rtr_type),
