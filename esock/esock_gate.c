@@ -136,7 +136,13 @@ static bool queue(struct esock_listener *l, struct esock_ready *r, bool front)
 	int s = REAL(socket)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return false;
-	/* queued first: the program's accept finds it once the token is seen */
+	/* the token stays in the listener's queue after we close our end; a
+	 * program that takes it at once waits in esock__gate_pop for our lock,
+	 * so the entry is queued by then */
+	int rc = REAL(connect)(s, (const struct sockaddr *)&l->token_addr, l->token_len);
+	esock__close(s);
+	if (rc)
+		return false; /* (cannot happen below the cap) */
 	if (front) {
 		r->next = l->head;
 		l->head = r;
@@ -149,21 +155,6 @@ static bool queue(struct esock_listener *l, struct esock_ready *r, bool front)
 		else
 			l->head = r;
 		l->tail = r;
-	}
-	/* the token stays in the listener's queue after we close our end */
-	int rc = REAL(connect)(s, (const struct sockaddr *)&l->token_addr, l->token_len);
-	esock__close(s);
-	if (rc) {
-		/* (cannot happen below the cap; undo in case it does) */
-		struct esock_ready **p = &l->head, *prev = NULL;
-		while (*p != r) {
-			prev = *p;
-			p = &(*p)->next;
-		}
-		*p = r->next;
-		if (l->tail == r)
-			l->tail = prev;
-		return false;
 	}
 	return true;
 }
@@ -184,7 +175,9 @@ static void close_entry(int fd, int tcp)
 {
 	if (tcp >= 0) {
 		esock__close(tcp);
+		esock_inside++;
 		exs_close(fd, EXS_QHANDLE_INVALID, NULL);
+		esock_inside--;
 	} else {
 		esock__close(fd);
 	}
@@ -236,40 +229,23 @@ static void decide(struct peek *p, bool mpa)
 	/* the engine is not called under our lock: its thread calls us */
 	pthread_mutex_unlock(&gate_mu);
 	int rc = esock__engine();
-	if (!rc) {
-		REAL(fcntl)(fd, F_SETFL, REAL(fcntl)(fd, F_GETFL) & ~O_NONBLOCK);
+	if (!rc)
 		rc = exs_accept_fd(esock__handoff_fd(), fd) ? -errno : 0;
-	}
 	pthread_mutex_lock(&gate_mu);
 	if (rc) {
+		/* refused at once: the engine never took it, so nothing but
+		 * this thread (which expires shakes) could have let h go */
 		esock__close(fd);
-		/* unless it timed out meanwhile (it cannot: SHAKE_MS is long) */
-		for (struct shake *x = shakes.head; x; x = x->next)
-			if (x == h) {
-				LIST_DEL(shakes, h);
-				esock__close(h->tcp);
-				release(h->l);
-				free(h);
-				break;
-			}
+		LIST_DEL(shakes, h);
+		esock__close(h->tcp);
+		release(h->l);
+		free(h);
 	}
-}
-
-/* what a client's first bytes say: 1 MPA, 0 plain, -1 not yet known */
-static int verdict(int fd)
-{
-	uint8_t b[16];
-	ssize_t n = REAL(recv)(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? -1 : 0;
-	if (n == 0 || !esock__mpa_prefix(b, (size_t)n))
-		return 0;
-	return n == (ssize_t)sizeof(b) ? 1 : -1;
 }
 
 static void look(struct peek *p)
 {
-	int v = verdict(p->fd);
+	int v = esock__mpa_verdict(p->fd);
 	if (v >= 0)
 		decide(p, v == 1);
 }

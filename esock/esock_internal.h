@@ -310,6 +310,9 @@ int esock__adopt_exs(int x, int tcp, int flags);
 bool esock__speaks_mpa(int c);
 int esock__adopt_accepted(int c, int flags);
 bool esock__mpa_prefix(const uint8_t *b, size_t n); /* could be an MPA Request */
+/* what a client's first bytes (peeked, never consumed) say: 1 an MPA
+ * Request's key, 0 anything else or the end, -1 not yet known */
+int esock__mpa_verdict(int fd);
 
 /* esock_ext.c */
 void esock__async_done(struct esock_aop *a, int status, size_t bytes); /* frees it */

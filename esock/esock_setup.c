@@ -23,6 +23,17 @@ bool esock__mpa_prefix(const uint8_t *b, size_t n)
 	return !memcmp(b, MPA_REQ_KEY, n < k ? n : k);
 }
 
+int esock__mpa_verdict(int fd)
+{
+	uint8_t b[sizeof(MPA_REQ_KEY) - 1];
+	ssize_t n = REAL(recv)(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? -1 : 0;
+	if (n == 0 || !esock__mpa_prefix(b, (size_t)n))
+		return 0;
+	return n == (ssize_t)sizeof(b) ? 1 : -1;
+}
+
 /* buffers, registrations, the socket pair and the exs socket */
 static int prepare(struct esock *e)
 {
@@ -235,19 +246,15 @@ static uint64_t now_ms(void)
 bool esock__speaks_mpa(int c)
 {
 	uint64_t deadline = now_ms() + esock__peek_ms();
-	uint8_t b[16];
 	for (;;) {
-		ssize_t n = REAL(recv)(c, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			return false;
-		if (n > 0 && !esock__mpa_prefix(b, (size_t)n))
-			return false;
-		if (n == (ssize_t)sizeof(b))
-			return true;
+		int v = esock__mpa_verdict(c);
+		if (v >= 0)
+			return v == 1;
 		uint64_t now = now_ms();
 		if (now >= deadline)
 			return false;
-		if (n > 0) {
+		uint8_t b;
+		if (REAL(recv)(c, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
 			/* a prefix so far: the rest is on its way */
 			struct timespec ts = { 0, 200000 };
 			nanosleep(&ts, NULL);
