@@ -32,6 +32,27 @@ static void handle_closed(uv_handle_t *h)
 
 static void read_frame(struct uw_conn *c);
 
+/* A terminating or lingering connection reads only to throw away: what
+ * the peer sent after the error means nothing now. */
+void uw__conn_discard_input(struct uw_conn *c)
+{
+	for (int round = 0; round < 16; round++) {
+		ssize_t n = read(c->fd, c->rxbuf, c->rxcap);
+		if (n > 0)
+			continue;
+		if (n == 0 && c->st == UW_CONN_LINGER) {
+			uw__conn_close(c, 0, UW_EV_NONE); /* the peer has read the Terminate */
+		} else if (n == 0) {
+			c->peer_eof = true; /* nothing more to watch for */
+			uw__conn_poll(c, c->poll_events & ~UV_READABLE);
+		} else if (errno == EINTR)
+			continue;
+		else if (errno != EAGAIN)
+			uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);
+		return;
+	}
+}
+
 static void poll_cb(uv_poll_t *h, int status, int events)
 {
 	struct uw_conn *c = h->data;
@@ -50,6 +71,8 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 	if (events & UV_WRITABLE) {
 		if (c->st == UW_CONN_CONNECTING)
 			uw__cm_connected(c);
+		else if (c->st == UW_CONN_TERMINATING)
+			uw__conn_term_tx(c);
 		else if (c->out_off < c->out_len) {
 			ssize_t n = uw__sock_write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
 			if (n > 0)
@@ -66,6 +89,8 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 		return;
 	if (c->st == UW_CONN_RUNNING)
 		uw__conn_rx(c);
+	else if (c->st == UW_CONN_TERMINATING || c->st == UW_CONN_LINGER)
+		uw__conn_discard_input(c);
 	else if (c->st == UW_CONN_REQ_SENT || c->st == UW_CONN_WAIT_REQ)
 		read_frame(c);
 }
@@ -116,6 +141,13 @@ static void timer_cb(uv_timer_t *t)
 		} else if (c->nudge_ticks) {
 			nudge_tick(c);
 		}
+		break;
+	case UW_CONN_TERMINATING:
+		/* the peer took nothing for UW_TERM_LINGER_MS: it gets a reset */
+		uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);
+		break;
+	case UW_CONN_LINGER:
+		uw__conn_close(c, 0, UW_EV_NONE); /* the peer never closed */
 		break;
 	default:
 		break;
@@ -317,22 +349,43 @@ void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e)
 	if (c->st != UW_CONN_RUNNING)
 		return;
 	rdmap_conn_fail(&c->rd, e);
-	/* The Terminate goes out only between FPDUs: after the whole gather
-	 * list, or before any of it. If a write stopped in the middle of an
-	 * FPDU, the peer could not find it anyway. */
+	if (c->out_off < c->out_len) { /* our Reply is not out: no Terminate can be read */
+		uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);
+		return;
+	}
+	/* The Terminate is framed now (the MPA frame buffer is free in full
+	 * operation) and leaves behind the gather list already made: an FPDU
+	 * cut in the middle would hide it from the peer, and the list's FPDUs
+	 * are already counted in the marker positions the Terminate's framing
+	 * follows (RFC 5044 section 5). */
 	uint8_t t[MPA_ULPDU_LEN_SIZE + RDMAP_TERM_MAX_ULPDU];
 	struct iovec iov[16];
 	uint8_t scratch[64];
 	struct fpdu_batch b;
 	fpdu_batch_init(&b, iov, 16, scratch, sizeof(scratch));
-	bool between = c->wr_iov == c->batch.niov || c->wr_pos == 0;
-	if (between) {
-		size_t n = rdmap_tx_terminate(&c->rd, t);
-		if (fpdu_tx_append(&c->tx, &b, t, n, NULL, 0) == 0 &&
-		    uw__sock_writev(c->fd, b.iov, b.niov) > 0)
-			c->terminate_sent = true;
+	size_t n = rdmap_tx_terminate(&c->rd, t);
+	c->out_len = c->out_off = 0;
+	if (fpdu_tx_append(&c->tx, &b, t, n, NULL, 0) == 0 && b.bytes <= sizeof(c->out)) {
+		for (int i = 0; i < b.niov; i++) {
+			memcpy(c->out + c->out_len, b.iov[i].iov_base, b.iov[i].iov_len);
+			c->out_len += b.iov[i].iov_len;
+		}
 	}
-	uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);
+	c->st = UW_CONN_TERMINATING;
+	uw__conn_timer(c, UW_TERM_LINGER_MS);
+	uw__conn_term_tx(c);
+}
+
+/* The application's side of the end: the id learns of it. */
+static void report_end(struct uw_conn *c, int status, int event)
+{
+	if (!c->id)
+		return;
+	struct uw_cm_id_impl *id = c->id;
+	id->conn = NULL;
+	c->id = NULL;
+	if (event >= 0)
+		uw__cm_event(id, (enum uw_cm_event_type)event, status, NULL, c);
 }
 
 void uw__conn_close(struct uw_conn *c, int status, int event)
@@ -340,21 +393,39 @@ void uw__conn_close(struct uw_conn *c, int status, int event)
 	if (c->st == UW_CONN_CLOSED)
 		return;
 	enum uw_conn_state was = c->st;
-	c->st = UW_CONN_CLOSED;
-	c->close_status = status;
-	if (event == UW_EV_AUTO)
-		event = was == UW_CONN_CONNECTING || was == UW_CONN_REQ_SENT ? UW_CM_EVENT_CONNECT_ERROR
-		      : was == UW_CONN_WAIT_REQ				  ? UW_EV_NONE
-										  : UW_CM_EVENT_DISCONNECTED;
-	if (c->listener) {
-		uw__cm_id_put(c->listener);
-		c->listener = NULL;
+	/* A Terminate that has left still has to be read: closing a socket
+	 * with unread bytes resets it, and the reset can overtake what is
+	 * still queued. So the application learns of the end now, and the
+	 * socket lingers, throwing input away, until the peer closes its
+	 * side or UW_TERM_LINGER_MS pass. */
+	bool linger = was == UW_CONN_TERMINATING && c->out_len && c->out_off == c->out_len &&
+		      !c->peer_eof && !c->ctx->stopping;
+	c->st = linger ? UW_CONN_LINGER : UW_CONN_CLOSED;
+	if (was != UW_CONN_LINGER) {
+		c->close_status = status;
+		if (event == UW_EV_AUTO)
+			event = was == UW_CONN_CONNECTING || was == UW_CONN_REQ_SENT
+					? UW_CM_EVENT_CONNECT_ERROR
+				: was == UW_CONN_WAIT_REQ ? UW_EV_NONE
+							  : UW_CM_EVENT_DISCONNECTED;
+		if (c->listener) {
+			uw__cm_id_put(c->listener);
+			c->listener = NULL;
+		}
+		if (c->qp) {
+			c->qp->conn = NULL;
+			c->qp->end_errno = status;
+			if (c->qp->pub.state != UW_QPS_ERR)
+				uw__qp_flush(c->qp);
+		}
 	}
-	if (c->qp) {
-		c->qp->conn = NULL;
-		c->qp->end_errno = status;
-		if (c->qp->pub.state != UW_QPS_ERR)
-			uw__qp_flush(c->qp);
+	if (linger) {
+		report_end(c, status, event);
+		c->qp = NULL; /* the application may destroy it now */
+		uw__conn_timer(c, UW_TERM_LINGER_MS);
+		uw__conn_poll(c, UV_READABLE);
+		uw__notify(c->ctx);
+		return;
 	}
 	uv_poll_stop(&c->poll);
 	uv_timer_stop(&c->timer);
@@ -366,13 +437,7 @@ void uw__conn_close(struct uw_conn *c, int status, int event)
 	if (c->idle_on)
 		uv_close((uv_handle_t *)&c->idle, handle_closed);
 	close(c->fd);
-	if (c->id) {
-		struct uw_cm_id_impl *id = c->id;
-		id->conn = NULL;
-		c->id = NULL;
-		if (event >= 0)
-			uw__cm_event(id, (enum uw_cm_event_type)event, status, NULL, c);
-	}
+	report_end(c, status, event);
 	uw__notify(c->ctx);
 	uw__kick(c->ctx);
 }

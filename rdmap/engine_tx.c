@@ -258,6 +258,29 @@ static void batch_written(struct uw_conn *c)
 	uw__qp_complete_sends(c->qp);
 }
 
+/* One writev of what is left of the gather list; a piece cut in the
+ * middle stays, shortened. Returns the bytes written, or -1 and errno. */
+static ssize_t write_list(struct uw_conn *c)
+{
+	ssize_t n = uw__sock_writev(c->fd, c->batch.iov + c->wr_iov, c->batch.niov - c->wr_iov);
+	if (n < 0)
+		return n;
+	c->wr_pos += (size_t)n;
+	size_t left = (size_t)n;
+	while (left && c->wr_iov < c->batch.niov) {
+		struct iovec *v = &c->batch.iov[c->wr_iov];
+		if (v->iov_len <= left) {
+			left -= v->iov_len;
+			c->wr_iov++;
+		} else {
+			v->iov_base = (uint8_t *)v->iov_base + left;
+			v->iov_len -= left;
+			left = 0;
+		}
+	}
+	return n;
+}
+
 void uw__conn_tx(struct uw_conn *c)
 {
 	if (c->st != UW_CONN_RUNNING || c->hold_tx)
@@ -274,7 +297,7 @@ void uw__conn_tx(struct uw_conn *c)
 				return;
 			}
 		}
-		ssize_t n = uw__sock_writev(c->fd, c->batch.iov + c->wr_iov, c->batch.niov - c->wr_iov);
+		ssize_t n = write_list(c);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -285,21 +308,7 @@ void uw__conn_tx(struct uw_conn *c)
 			uw__conn_close(c, errno, UW_CM_EVENT_DISCONNECTED);
 			return;
 		}
-		c->wr_pos += (size_t)n;
 		sent += (size_t)n;
-		/* step over what left; a piece cut in the middle stays, shortened */
-		size_t left = (size_t)n;
-		while (left && c->wr_iov < c->batch.niov) {
-			struct iovec *v = &c->batch.iov[c->wr_iov];
-			if (v->iov_len <= left) {
-				left -= v->iov_len;
-				c->wr_iov++;
-			} else {
-				v->iov_base = (uint8_t *)v->iov_base + left;
-				v->iov_len -= left;
-				left = 0;
-			}
-		}
 		if (c->wr_iov < c->batch.niov) {
 			uw__conn_poll(c, UV_READABLE | UV_WRITABLE);
 			return;
@@ -311,4 +320,41 @@ void uw__conn_tx(struct uw_conn *c)
 		/* more may remain: come back when the loop runs again */
 		uw__conn_poll(c, UV_READABLE | UV_WRITABLE);
 	}
+}
+
+/* Wait for the socket to take more; false if the connection ended. */
+static bool term_wait(struct uw_conn *c, ssize_t n)
+{
+	if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);
+		return false;
+	}
+	if (n < 0 && errno == EAGAIN) {
+		uw__conn_poll(c, (c->peer_eof ? 0 : UV_READABLE) | UV_WRITABLE);
+		return false;
+	}
+	return true;
+}
+
+void uw__conn_term_tx(struct uw_conn *c)
+{
+	while (c->st == UW_CONN_TERMINATING && c->wr_iov < c->batch.niov)
+		if (!term_wait(c, write_list(c)))
+			return;
+	if (c->batch.niov)
+		batch_written(c); /* completes what it finished: it all reached TCP */
+	while (c->st == UW_CONN_TERMINATING && c->out_off < c->out_len) {
+		ssize_t n = uw__sock_write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
+		if (!term_wait(c, n))
+			return;
+		if (n > 0)
+			c->out_off += (size_t)n;
+	}
+	if (c->st != UW_CONN_TERMINATING)
+		return;
+	/* The peer reads the Terminate, then the end of the stream; what it
+	 * sent meanwhile goes unread, so that the close does not reset. */
+	shutdown(c->fd, SHUT_WR);
+	uw__conn_discard_input(c);
+	uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);
 }

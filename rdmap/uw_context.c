@@ -210,7 +210,13 @@ int uw_close(struct uw_context *ctx)
 		pthread_mutex_unlock(&ctx->lock);
 		return EBUSY;
 	}
-	/* connections of destroyed ids may still be closing their sockets */
+	/* connections of destroyed ids may still be closing their sockets;
+	 * one that lingers after its Terminate need not wait for its peer */
+	for (struct uw_list *l = ctx->conns.next; l != &ctx->conns; l = l->next) {
+		struct uw_conn *c = uw_container_of(l, struct uw_conn, link);
+		if (c->st == UW_CONN_LINGER)
+			uw__conn_close(c, 0, UW_EV_NONE); /* stays listed until its handles close */
+	}
 	while (!uw_list_empty(&ctx->conns))
 		uw__wait(ctx, -1, 10);
 	ctx->stopping = true;

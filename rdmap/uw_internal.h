@@ -301,6 +301,9 @@ enum uw_conn_state {
 	UW_CONN_WAIT_REQ,    /* responder: waiting for the Request */
 	UW_CONN_REQ_HELD,    /* responder: Request delivered to the application */
 	UW_CONN_RUNNING,     /* full operation */
+	UW_CONN_TERMINATING, /* an error: the FPDUs begun, then the Terminate, leave */
+	UW_CONN_LINGER,      /* ended for the application; the socket waits for the
+				peer to read the Terminate and close */
 	UW_CONN_CLOSED,
 };
 
@@ -318,6 +321,11 @@ enum uw_conn_state {
  * (siw's race, docs/wire-notes.md): then one zero-length Write nudges it. */
 #define UW_NUDGE_TICK_MS 200
 #define UW_NUDGE_TICKS 25
+/* How long a failed connection waits for the socket to take its
+ * Terminate (behind a gather list already begun) before it is reset
+ * anyway: a peer that stopped reading holds it no longer than a slow MPA
+ * exchange. */
+#define UW_TERM_LINGER_MS 5000
 
 struct uw_conn {
 	struct uw_list link;      /* in ctx->conns */
@@ -384,7 +392,7 @@ struct uw_conn {
 	bool txm_second;          /* Write with Immediate: the Immediate part */
 	struct uw_swqe *batch_done[UW_CONN_HDRS]; /* WQEs finished by this batch */
 	uint32_t nbatch_done;
-	bool terminate_sent;
+	bool peer_eof;            /* terminating: the peer shut its side */
 	/* why it ended */
 	int close_status;
 	struct rdmap_term peer_term;
@@ -403,11 +411,17 @@ void uw__conn_timer(struct uw_conn *c, unsigned ms);
 void uw__conn_close(struct uw_conn *c, int status, int event);
 /* Begin full operation with the negotiated parameters. Returns 0 or -errno. */
 int uw__conn_start(struct uw_conn *c);
-/* A protocol error found here: send the Terminate (best effort), close. */
+/* A protocol error found here: finish the FPDUs already begun, send the
+ * Terminate behind them, close (within UW_TERM_LINGER_MS). */
 void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e);
+/* A terminating connection's input: read and thrown away. */
+void uw__conn_discard_input(struct uw_conn *c);
 
 /* engine_tx.c: move the send side as far as the socket allows. */
 void uw__conn_tx(struct uw_conn *c);
+/* engine_tx.c, a terminating connection: the rest of the gather list
+ * begun, then the Terminate in c->out; closes once it has left. */
+void uw__conn_term_tx(struct uw_conn *c);
 /* engine_rx.c: take what the socket has in full operation. */
 void uw__conn_rx(struct uw_conn *c);
 

@@ -128,6 +128,8 @@ struct raw {
 /* The raw peer dials @port and sends its Request; then @accept (the
  * in-process server's side, or NULL for a server in another process)
  * runs; then the Reply is read to its end and not a byte further. */
+static int dial_rcvbuf; /* the raw peer's SO_RCVBUF, set before it connects (0: default) */
+
 static void raw_dial(struct raw *r, int port, void (*accept)(struct raw *), struct mpa_frame *rep)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
@@ -135,6 +137,8 @@ static void raw_dial(struct raw *r, int port, void (*accept)(struct raw *), stru
 	r->fd = socket(AF_INET, SOCK_STREAM, 0);
 	int one = 1;
 	setsockopt(r->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (dial_rcvbuf)
+		setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &dial_rcvbuf, sizeof(dial_rcvbuf));
 	assert_int_equal(connect(r->fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	/* a Request like siw's, but asking for CRC */
 	struct mpa_frame req = { .type = MPA_FRAME_REQUEST, .rev = 2, .crc = true, .enhanced = true,
@@ -197,12 +201,11 @@ static void raw_connect(struct raw *r)
 	memcpy(&r->w, rep.pdata, sizeof(r->w));
 }
 
-/* Send one ULPDU (header and payload) as an FPDU; corrupt: flip a byte
- * after the CRC was computed. */
-static void raw_send(struct raw *r, const uint8_t *hdr, size_t hl, const void *p, size_t pl,
-		     bool corrupt)
+/* One ULPDU (header and payload) framed as an FPDU into wire; its length. */
+static size_t raw_frame(struct raw *r, const uint8_t *hdr, size_t hl, const void *p, size_t pl,
+			uint8_t *wire)
 {
-	uint8_t h[2 + 128], wire[4096];
+	uint8_t h[2 + 128];
 	struct iovec iov[16], piov = { (void *)(uintptr_t)p, pl };
 	uint8_t scratch[64];
 	struct fpdu_batch b;
@@ -214,6 +217,16 @@ static void raw_send(struct raw *r, const uint8_t *hdr, size_t hl, const void *p
 		memcpy(wire + n, b.iov[i].iov_base, b.iov[i].iov_len);
 		n += b.iov[i].iov_len;
 	}
+	return n;
+}
+
+/* Send one ULPDU as an FPDU; corrupt: flip a byte after the CRC was
+ * computed. */
+static void raw_send(struct raw *r, const uint8_t *hdr, size_t hl, const void *p, size_t pl,
+		     bool corrupt)
+{
+	uint8_t wire[4096];
+	size_t n = raw_frame(r, hdr, hl, p, pl, wire);
 	if (corrupt)
 		wire[n - 6] ^= 0x01;
 	assert_int_equal(write(r->fd, wire, n), (ssize_t)n);
@@ -467,15 +480,21 @@ static void write_without_rights_is_rdmap_1_02(void **state)
 	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_ACCESS_RIGHTS);
 }
 
-static size_t read_req(uint8_t *h, uint32_t src_stag, uint64_t src_to)
+/* Read Request number msn for size bytes at (src_stag, src_to) */
+static size_t read_req_n(uint8_t *h, uint32_t msn, uint32_t size, uint32_t src_stag, uint64_t src_to)
 {
-	size_t n = untagged(h, RDMAP_RDMA_READ_REQ, 1, 1, 0, 0);
+	size_t n = untagged(h, RDMAP_RDMA_READ_REQ, DDP_QN_READ_REQ, msn, 0, 0);
 	be32_put(h + n + RDMAP_RR_OFF_SINK_STAG, 0x100);
 	be64_put(h + n + RDMAP_RR_OFF_SINK_TO, 0);
-	be32_put(h + n + RDMAP_RR_OFF_SIZE, 64);
+	be32_put(h + n + RDMAP_RR_OFF_SIZE, size);
 	be32_put(h + n + RDMAP_RR_OFF_SRC_STAG, src_stag);
 	be64_put(h + n + RDMAP_RR_OFF_SRC_TO, src_to);
 	return n + RDMAP_READ_REQ_LEN;
+}
+
+static size_t read_req(uint8_t *h, uint32_t src_stag, uint64_t src_to)
+{
+	return read_req_n(h, 1, 64, src_stag, src_to);
 }
 
 static void read_without_rights_is_rdmap_1_02(void **state)
@@ -666,6 +685,117 @@ static void perf_server_ends_only_the_bad_connection(void **state)
 	assert_non_null(strstr(out, "data verified"));
 	proc_end(&busy);
 	proc_end(&srv);
+}
+
+/* r's next Read Request (of the whole region), sent; false if the server
+ * is gone */
+static bool send_read(struct raw *r, uint32_t msn)
+{
+	uint8_t h[64], wire[128];
+	size_t n = raw_frame(r, h, read_req_n(h, msn, REGION, r->w.rkey_rw, r->w.addr), NULL, 0, wire);
+	return send(r->fd, wire, n, MSG_NOSIGNAL) == (ssize_t)n;
+}
+
+/* The server's end of r has taken every FPDU r sent (@sent) and either
+ * owes no Read Response beyond its gather list (*full false) or is stuck
+ * in a gather list the socket will not take (*full true). */
+static bool server_caught_up(struct raw *r, uint64_t sent, bool *full)
+{
+	pthread_mutex_lock(&S.ctx->lock);
+	struct uw_conn *c = ((struct uw_qp_impl *)r->qp)->conn;
+	bool up = false;
+	if (c && c->rx_fpdus == sent) {
+		*full = c->wr_iov < c->batch.niov && (c->poll_events & UV_WRITABLE);
+		up = *full || rdmap_irq_count(&c->rd) == 0;
+	}
+	pthread_mutex_unlock(&S.ctx->lock);
+	return up;
+}
+
+/* Read Requests past the IRD from a peer that reads nothing: the server's
+ * send side is full of Read Responses, stopped in a gather list, when the
+ * requests that break the limit arrive. The Terminate (RFC 5040 section
+ * 7, as for any other error; docs/wire-notes.md, "How a connection ends
+ * after an error it found") leaves behind the Responses already begun,
+ * then the stream ends; before, the stream ended with no Terminate. */
+static void reads_beyond_the_ird_behind_a_full_send_side_get_the_terminate(void **state)
+{
+	struct raw r;
+	dial_rcvbuf = 4096; /* full sooner */
+	raw_connect(&r);
+	dial_rcvbuf = 0;
+	pthread_mutex_lock(&S.ctx->lock);
+	uint32_t ird = ((struct uw_qp_impl *)r.qp)->conn->rd.cfg.ird;
+	pthread_mutex_unlock(&S.ctx->lock);
+	/* Reads four at a time, each group once the server has answered the
+	 * last, until its socket and ours are full */
+	uint32_t msn = 1;
+	bool full = false;
+	for (int group = 0; group < 2000 && !full; group++) {
+		for (int i = 0; i < 4; i++)
+			assert_true(send_read(&r, msn++));
+		int t = 0;
+		while (!server_caught_up(&r, msn - 1, &full) && t++ < 5000)
+			usleep(1000);
+		assert_true(t < 5000);
+	}
+	assert_true(full);
+	/* IRD + 1 more at once: the server may owe at most IRD */
+	for (uint32_t i = 0; i <= ird; i++)
+		if (!send_read(&r, msn++))
+			break; /* the server is gone: what came back says how */
+	/* everything the server sent: whole Read Responses, then one
+	 * Terminate, then the end of the stream */
+	struct timeval tv = { 10, 0 };
+	setsockopt(r.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct fpdu_rx rx;
+	struct fpdu_rx_cfg cfg = { .crc = true, .hdr_len = rdmap_hdr_len };
+	fpdu_rx_init(&rx, &cfg);
+	static uint8_t in[65536];
+	uint8_t term[128];
+	size_t tlen = 0;
+	int responses = 0, terminates = 0, after = 0, op = -1;
+	ssize_t k;
+	while ((k = read(r.fd, in, sizeof(in))) > 0) {
+		size_t off = 0, used;
+		while (off < (size_t)k) {
+			struct fpdu_rx_out out;
+			enum fpdu_rx_event ev = fpdu_rx_step(&rx, in + off, (size_t)k - off, &used, &out);
+			off += used;
+			if (ev == FPDU_RX_HDR) {
+				op = rx.hdr[1] & 0xf;
+				if (op == RDMAP_TERMINATE) {
+					memcpy(term, rx.hdr, rx.hdr_len);
+					tlen = rx.hdr_len;
+				}
+			} else if (ev == FPDU_RX_DATA && op == RDMAP_TERMINATE &&
+				   tlen + out.len <= sizeof(term)) {
+				memcpy(term + tlen, out.data, out.len);
+				tlen += out.len;
+			} else if (ev == FPDU_RX_END) {
+				after += terminates;
+				terminates += op == RDMAP_TERMINATE;
+				responses += op == RDMAP_RDMA_READ_RESP;
+			} else if (ev == FPDU_RX_ERROR) {
+				fail_msg("the server's bytes do not parse: %s", rx.err.what);
+			}
+		}
+	}
+	int err = k < 0 ? errno : 0;
+	print_message("%u Reads sent; back: %d Read Response FPDUs, %d Terminates, then %s\n", msn - 1, responses,
+		      terminates,
+		      k == 0 ? "the end of the stream" : strerror(err));
+	assert_true(responses > 0);
+	assert_int_equal(terminates, 1);
+	assert_int_equal(after, 0); /* the Terminate came last */
+	assert_int_equal(k, 0);
+	struct rdmap_term t;
+	assert_int_equal(rdmap_term_decode(term + DDP_UNTAGGED_HDR_LEN, tlen - DDP_UNTAGGED_HDR_LEN, &t), 0);
+	assert_int_equal(t.rfc.layer, UW_TERM_LAYER_RDMAP);
+	assert_int_equal(t.rfc.etype, UW_RDMAP_REMOTE_OPERATION);
+	assert_int_equal(t.rfc.ecode, UW_RDMAP_CATASTROPHIC_STREAM);
+	close(r.fd);
+	server_end_terminated(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_CATASTROPHIC_STREAM);
 }
 
 static volatile sig_atomic_t sigpipes;
@@ -978,6 +1108,7 @@ int main(void)
 		cmocka_unit_test(initiator_nudges_a_silent_responder_once),
 		cmocka_unit_test(a_p2p_rtr_that_never_comes_times_out),
 		cmocka_unit_test(a_socket_that_cannot_send_costs_an_error_not_sigpipe),
+		cmocka_unit_test(reads_beyond_the_ird_behind_a_full_send_side_get_the_terminate),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
