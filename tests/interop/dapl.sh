@@ -59,6 +59,11 @@ judge() {
 	fail "dtest $what: $dir"
 	show uwarp "$ulog"
 	show siw "$slog"
+	# the next case writes the same logs: keep this one's whole
+	local keep="$DIR/failed-dtest${what// /_}"
+	cp "$ulog" "$keep.uwarp.log"
+	cp "$slog" "$keep.siw.log"
+	echo "    whole logs: $keep.{uwarp,siw}.log"
 	return 1
 }
 
