@@ -680,9 +680,10 @@ int uw_cm_accept(struct uw_cm_id *i, const struct uw_conn_param *param)
 		uw__conn_close(c, rc, UW_EV_NONE);
 		goto out;
 	}
-	/* WIRE.md 7.1: a siw initiator takes FPDUs behind the Reply for
-	 * "extra data" and drops us, so hold until the peer's first FPDU or
-	 * a short fallback. In P2P mode its RTR is that FPDU. */
+	/* A siw initiator takes FPDUs behind the Reply for "extra data" and
+	 * drops us, so hold until the peer's first FPDU or a short fallback
+	 * (docs/wire-notes.md, "The responder's hold"). In P2P mode its RTR
+	 * is that FPDU. */
 	c->hold_tx = true;
 	c->wait_rtr = c->mp.p2p;
 	qp->pub.state = UW_QPS_RTR; /* receiving; sends queue until the hold ends */

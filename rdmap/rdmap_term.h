@@ -3,7 +3,7 @@
  *
  * We send the RFC's encoding of the Terminate Control field. Linux siw
  * sends its own (nibbles of byte 0 swapped, M/D/R in the low bits of byte
- * 2; WIRE.md 6.1), so received Terminates are decoded both ways and the
+ * 2; docs/wire-notes.md), so received Terminates are decoded both ways and the
  * reading that makes sense is reported as the likely one.
  */
 #ifndef UWARP_RDMAP_TERM_H

@@ -322,7 +322,8 @@ enum uw_qp_state {
 	UW_QPS_RESET, /* empty; uw_modify_qp to INIT */
 	UW_QPS_INIT,  /* new QPs start here: receives may be posted */
 	UW_QPS_RTR,   /* accepted: receiving; sends queue until the peer's first
-		       * FPDU (or 100 ms) lets them go (WIRE.md's hold) */
+		       * FPDU (or 100 ms) lets them go (docs/wire-notes.md,
+		       * "The responder's hold") */
 	UW_QPS_RTS,   /* connected: sends flow */
 	UW_QPS_SQD,   /* sends paused: posted ones queue, the message on the
 		       * wire finishes, Responses to the peer still go */

@@ -1,6 +1,7 @@
 /*
  * test_bad_peer.c: a raw-socket peer that completes a real MPA exchange
- * with a uwarp server and then sends bad input from WIRE.md section 10.
+ * with a uwarp server and then sends bad input (RFC 5041 and RFC 5040,
+ * section 7 of each).
  * The Terminate bytes that come back are checked (RFC 6580 codes), no byte
  * lands outside the server's registered memory, and the same server
  * process goes on serving a good client afterwards.

@@ -56,7 +56,7 @@ check_capture() {
 	else
 		fail "tshark, $name: ${good:-0} good and ${bad:-0} bad FPDU CRCs from uwarp"
 	fi
-	# every Terminate on the wire, its bytes as sent (WIRE.md 6.1: siw
+	# every Terminate on the wire, its bytes as sent (docs/wire-notes.md: siw
 	# builds its control word with little-endian bit-fields)
 	tshark -r "$pcap" "${heur[@]}" -Y "iwarp_rdma.opcode == 7 && !(tcp.port == $P_FUZZ)" \
 		-T fields -e ip.src -e tcp.srcport -e tcp.dstport -e tcp.payload 2>/dev/null |

@@ -15,7 +15,8 @@
 #include "ddp_rx.h"
 #include "ddp_segment.h"
 
-/* WIRE.md section 9: byte 0 and 1 of common FPDUs' ULPDUs. */
+/* Byte 0 and 1 of common FPDUs' ULPDUs (RFC 5041 section 4, RFC 5040
+ * section 4). */
 static void control_bytes_of_common_messages(void **state)
 {
 	static const struct {

@@ -1,5 +1,6 @@
 /*
- * test_rdmap_errors.c: every DDP and RDMAP row of WIRE.md section 10. Each
+ * test_rdmap_errors.c: every DDP and RDMAP receive error (RFC 5041 and RFC
+ * 5040, section 7 of each; docs/wire-notes.md where stacks differ). Each
  * malformed message gets its Terminate code (RFC 6580), places no byte
  * outside a registered region, leaves the stream terminating, and the
  * Terminate it earns decodes (by a second endpoint) to the same code with

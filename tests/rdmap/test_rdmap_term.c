@@ -1,6 +1,6 @@
 /*
  * test_rdmap_term.c: the Terminate Control field, sent in the RFC encoding
- * and read in both the RFC's and Linux siw's (WIRE.md 6.1).
+ * and read in both the RFC's and Linux siw's (docs/wire-notes.md).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -34,7 +34,8 @@ static void rfc_encoding_of_layer_etype_code_and_flags(void **state)
 	assert_memory_equal(out + 24, rr, 28);
 }
 
-/* What a stock Debian 6.1 siw was seen sending (SIW-LAB.md). */
+/* What a stock Debian 6.1 siw was seen sending (docs/wire-notes.md,
+ * learned from the real siw). */
 static void siw_encodings_seen_on_the_wire(void **state)
 {
 	static const struct {
@@ -68,7 +69,7 @@ static void siw_encodings_seen_on_the_wire(void **state)
 	}
 }
 
-/* WIRE.md's worked example: the same error in both encodings. */
+/* One error in both encodings. */
 static void both_encodings_of_one_error_agree(void **state)
 {
 	struct rdmap_term a, b;

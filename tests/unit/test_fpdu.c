@@ -1,5 +1,5 @@
 /*
- * test_fpdu.c: FPDU framing: the WIRE.md vectors byte for byte, sizing,
+ * test_fpdu.c: FPDU framing: worked FPDUs byte for byte, sizing,
  * markers where RFC 5044 puts them, round trips, and every receive error.
  */
 #include <errno.h>
@@ -304,7 +304,7 @@ static void wrong_fpduptr_is_0x03(void **state)
 	fpdu_stream_free(&s);
 }
 
-/* WIRE.md section 10 row 32: a ULPDU_Length that cannot hold a DDP
+/* A ULPDU_Length that cannot hold a DDP
  * header, zero included. */
 static void ulpdu_too_short_for_a_header_is_0x03(void **state)
 {

@@ -14,7 +14,8 @@
 #include "mpa_frame.h"
 #include "mpa_negotiate.h"
 
-/* What Linux siw's rping client sends (SIW-LAB.md, seen on the wire):
+/* What Linux siw's rping client sends (seen on the wire;
+ * docs/wire-notes.md, learned from the real siw):
  * flags 0x10 (E only), Rev 2, PD_Length 4, IRD 1, ORD 1. */
 static const uint8_t siw_rping_request[24] = {
 	'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R', 'e', 'q', ' ', 'F', 'r', 'a', 'm', 'e',

@@ -132,7 +132,7 @@ static size_t frame(uint8_t *w, uint16_t ulpdu_len, const uint8_t *u, size_t ule
 	size_t n = 2 + ulen;
 	while (n % 4)
 		w[n++] = 0;
-	/* the CRC's little-endian image (WIRE.md 3, confirmed against siw) */
+	/* the CRC's little-endian image (RFC 5044 section 4.4, confirmed against siw) */
 	uint32_t c = crc ? crc32c(w, n) : 0;
 	for (int i = 0; i < 4; i++)
 		w[n + i] = (uint8_t)(c >> (8 * i));

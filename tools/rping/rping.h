@@ -1,6 +1,6 @@
 /*
  * rping.h: uwarp-rping, rdma-core's rping spoken over uwarp, so that it
- * meets rping on Linux siw in either role (WIRE.md section 8).
+ * meets rping on Linux siw in either role (docs/wire-notes.md).
  *
  * The protocol, per iteration: the client Sends its start buffer's
  * (address, rkey, size) as 16 bytes; the server RDMA Reads that many bytes
