@@ -1,6 +1,6 @@
 /*
  * uw_internal.h: the objects behind include/uwarp/verbs.h and the engine
- * that runs them (internal to rdmap/).
+ * that runs them (internal to runtime/).
  *
  * Locking: one mutex per context guards every object of the context and
  * the libuv loop. Public calls take it; engine callbacks run inside
@@ -327,6 +327,9 @@ enum uw_conn_state {
  * exchange. */
 #define UW_TERM_LINGER_MS 5000
 
+/* what the message being cut into FPDUs (uw_conn.txm) carries */
+enum uw_txm_kind { UW_TXM_WQE = 1, UW_TXM_RESPONSE, UW_TXM_RTR, UW_TXM_NUDGE };
+
 struct uw_conn {
 	struct uw_list link;      /* in ctx->conns */
 	struct uw_context *ctx;
@@ -387,7 +390,7 @@ struct uw_conn {
 	uint32_t nhdrs;
 	struct rdmap_tx_msg txm;
 	bool txm_active;
-	int txm_kind;             /* what txm carries, see engine_tx */
+	enum uw_txm_kind txm_kind;
 	struct uw_swqe *txm_wqe;
 	bool txm_second;          /* Write with Immediate: the Immediate part */
 	struct uw_swqe *batch_done[UW_CONN_HDRS]; /* WQEs finished by this batch */
@@ -399,7 +402,6 @@ struct uw_conn {
 	bool peer_terminated;
 };
 
-enum uw_txm_kind { UW_TXM_WQE = 1, UW_TXM_RESPONSE, UW_TXM_RTR, UW_TXM_NUDGE };
 
 /* engine_conn.c */
 struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator);

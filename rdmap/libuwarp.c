@@ -1,2 +1,0 @@
-/* libuwarp: the library is its parts (rdmap/, ddp/, mpa/); this file only
- * gives the shared object a translation unit of its own. */

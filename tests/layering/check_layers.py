@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""check_layers.py SOURCE_DIR: the tree's layering holds.
+
+1. Layers call downwards only: esock -> exs -> runtime -> rdmap -> ddp ->
+   mpa (udapl beside exs, on the runtime). A file includes headers of its
+   own layer or of layers below it, never one above: the pure protocol
+   code cannot reach the runtime's objects, and the runtime cannot reach
+   the ES-API that runs over it.
+2. The protocol layers (mpa/, ddp/, rdmap/, and the ES-API's protocol
+   files exs/stream_proto.* and exs/exs_wire.*) are pure: no sockets, no
+   event loop, no clocks, no threads, no file descriptors. Their headers
+   from the C library are checked against a list of what pure code needs.
+
+Prints each breach with its file and line; exits 1 if there is any.
+"""
+import os
+import re
+import sys
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else "."
+
+# the layers, lowest first; a public header belongs to the layer it serves
+LAYERS = ["util", "mpa", "ddp", "rdmap", "runtime", "exs", "esock"]
+RANK = {name: i for i, name in enumerate(LAYERS)}
+RANK["udapl"] = RANK["exs"]  # a peer of exs: both stand on the runtime
+PUBLIC = {"uwarp/wire.h": "util", "uwarp/verbs.h": "runtime", "uwarp/ep.h": "runtime",
+          "exs.h": "exs", "esock.h": "esock"}
+PURE_DIRS = ["mpa", "ddp", "rdmap"]
+PURE_FILES = ["exs/stream_proto.c", "exs/stream_proto.h", "exs/exs_wire.c", "exs/exs_wire.h"]
+# what pure code may take from the C library: no I/O, time or threads
+PURE_SYSTEM = {"errno.h", "limits.h", "stdbool.h", "stddef.h", "stdint.h", "stdlib.h",
+               "string.h", "sys/types.h", "sys/uio.h", "assert.h", "isa-l/crc.h"}
+# one exception, and why: the portable CRC builds its tables once, on
+# first use, from whichever thread comes first
+PURE_EXCEPTIONS = {("mpa/crc32c_sb8.c", "pthread.h")}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def sources(d):
+    for base, _, files in os.walk(os.path.join(ROOT, d)):
+        for f in sorted(files):
+            if f.endswith((".c", ".h")):
+                yield os.path.relpath(os.path.join(base, f), ROOT)
+
+
+def header_homes():
+    """each project header's name -> the layer of the folder it is in"""
+    homes = {}
+    for layer in list(RANK):
+        for path in sources(layer):
+            if path.endswith(".h"):
+                homes.setdefault(os.path.basename(path), set()).add(layer)
+    return homes
+
+
+def includes(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            m = INCLUDE.match(line)
+            if m:
+                yield n, m.group(1), m.group(2)
+
+
+def main():
+    homes = header_homes()
+    breaches = []
+    for layer in RANK:
+        for path in sources(layer):
+            for n, kind, name in includes(path):
+                if name in PUBLIC:
+                    home = {PUBLIC[name]}
+                elif kind == '"':
+                    home = homes.get(os.path.basename(name), set())
+                else:
+                    continue
+                above = [h for h in home if RANK[h] > RANK[layer]]
+                if above and not any(RANK[h] <= RANK[layer] for h in home):
+                    breaches.append("%s:%d: layer %s includes %s, of %s, a layer above"
+                                    % (path, n, layer, name, above[0]))
+    pure = [p for d in PURE_DIRS for p in sources(d)] + \
+        [p for p in PURE_FILES if os.path.exists(os.path.join(ROOT, p))]
+    for path in pure:
+        for n, kind, name in includes(path):
+            if kind == "<" and name not in PURE_SYSTEM and name not in PUBLIC and \
+                    (path, name) not in PURE_EXCEPTIONS:
+                breaches.append("%s:%d: pure code includes <%s>" % (path, n, name))
+    for b in breaches:
+        print("FAIL " + b)
+    checked = sum(1 for layer in RANK for _ in sources(layer))
+    if breaches:
+        print("%d breaches in %d files" % (len(breaches), checked))
+        return 1
+    print("ok   %d files: every include goes to its own layer or below; %d pure files "
+          "use no sockets, loop, clock or thread" % (checked, len(pure)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
