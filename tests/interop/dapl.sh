@@ -39,6 +39,15 @@ show() { # label file
 	grep -E "Error|ERROR|unexpected|PASSED|FAILED" "$2" | head -6 | sed "s/^/    $1: /"
 }
 
+# keep_logs WHAT UWARP_LOG SIW_LOG WHY: the next case writes the same
+# logs: keep this one's whole
+keep_logs() {
+	local keep="$DIR/$4-dtest${1// /_}"
+	cp "$2" "$keep.uwarp.log"
+	cp "$3" "$keep.siw.log"
+	echo "    whole logs: $keep.{uwarp,siw}.log"
+}
+
 # judge WHAT DIRECTION UWARP_LOG SIW_LOG LATENCY_LOG TRY: one run of a
 # case, judged; returns 1 when it is settled (passed or failed), 0 when it
 # is to run once more: uwarp's debug trace shows the Terminate it answered
@@ -56,14 +65,21 @@ judge() {
 			"a Terminate: LLP, CRC error). Once more:"
 		return 0
 	fi
+	# Seen in two of four runs of one day, only with -c (dtest waiting on a
+	# CNO) and siw's server: uwarp's client PASSED every transfer and
+	# disconnected, and siw's server never returned (its output is lost
+	# with the guest command). Kept: both sides' logs; the case runs once
+	# more and must then pass on both sides.
+	if [ "$try" = 1 ] && passed "$ulog" && grep -q "did not finish" "$slog"; then
+		keep_logs "$what" "$ulog" "$slog" hung
+		echo "FINDING: dtest $what: siw's server did not finish though uwarp's client" \
+			"PASSED (logs kept). Once more:"
+		return 0
+	fi
 	fail "dtest $what: $dir"
 	show uwarp "$ulog"
 	show siw "$slog"
-	# the next case writes the same logs: keep this one's whole
-	local keep="$DIR/failed-dtest${what// /_}"
-	cp "$ulog" "$keep.uwarp.log"
-	cp "$slog" "$keep.siw.log"
-	echo "    whole logs: $keep.{uwarp,siw}.log"
+	keep_logs "$what" "$ulog" "$slog" failed
 	return 1
 }
 
