@@ -65,7 +65,7 @@ judge() {
 			"a Terminate: LLP, CRC error). Once more:"
 		return 0
 	fi
-	# Seen in two of four runs of one day, only with -c (dtest waiting on a
+	# Seen in two of five runs of one day, only with -c (dtest waiting on a
 	# CNO) and siw's server: uwarp's client PASSED every transfer and
 	# disconnected, and siw's server never returned (its output is lost
 	# with the guest command). Kept: both sides' logs; the case runs once
