@@ -409,7 +409,8 @@ void uw__conn_poll(struct uw_conn *c, int events);
 void uw__conn_timer(struct uw_conn *c, unsigned ms);
 #define UW_EV_AUTO (-1) /* the event the connection's state calls for */
 #define UW_EV_NONE (-2)
-/* Tear down: flush the QP, close the socket, report event to the id. */
+/* Tear down: flush the QP, report event to the id, close the socket (after
+ * a Terminate has left, the socket lingers first: UW_CONN_LINGER). */
 void uw__conn_close(struct uw_conn *c, int status, int event);
 /* Begin full operation with the negotiated parameters. Returns 0 or -errno. */
 int uw__conn_start(struct uw_conn *c);

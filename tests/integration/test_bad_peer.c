@@ -233,53 +233,77 @@ static void raw_send(struct raw *r, const uint8_t *hdr, size_t hl, const void *p
 	assert_int_equal(write(r->fd, wire, n), (ssize_t)n);
 }
 
-/* Everything the server sends back until it closes: it must be one
- * Terminate with this code. Then the server's end reports DISCONNECTED
- * and the receive it had posted is flushed. */
+/* What the server sent r until it closed: its FPDUs parsed as they come,
+ * counted by opcode; the last Terminate's ULPDU kept (bounded by the
+ * largest one RFC 5040 allows); how the stream ended. */
+struct from_server {
+	int fpdus, read_responses, terminates;
+	bool after_terminate;   /* an FPDU came behind a Terminate */
+	uint8_t term[RDMAP_TERM_MAX_ULPDU];
+	size_t term_len;
+	int end;                /* 0: the end of the stream; else the errno */
+};
+
+static void read_to_end(struct raw *r, int timeout_s, struct from_server *f)
+{
+	struct timeval tv = { timeout_s, 0 };
+	setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct fpdu_rx rx;
+	struct fpdu_rx_cfg cfg = { .crc = true, .hdr_len = rdmap_hdr_len };
+	fpdu_rx_init(&rx, &cfg);
+	static uint8_t in[65536];
+	int op = -1;
+	ssize_t k;
+	memset(f, 0, sizeof(*f));
+	while ((k = read(r->fd, in, sizeof(in))) > 0) {
+		size_t off = 0, used;
+		while (off < (size_t)k) {
+			struct fpdu_rx_out out;
+			enum fpdu_rx_event ev = fpdu_rx_step(&rx, in + off, (size_t)k - off, &used, &out);
+			off += used;
+			if (ev == FPDU_RX_HDR) {
+				op = rx.hdr[1] & 0xf;
+				if (op == RDMAP_TERMINATE) {
+					memcpy(f->term, rx.hdr, rx.hdr_len);
+					f->term_len = rx.hdr_len;
+				}
+			} else if (ev == FPDU_RX_DATA && op == RDMAP_TERMINATE) {
+				assert_true(f->term_len + out.len <= sizeof(f->term));
+				memcpy(f->term + f->term_len, out.data, out.len);
+				f->term_len += out.len;
+			} else if (ev == FPDU_RX_END) {
+				f->fpdus++;
+				f->after_terminate |= f->terminates > 0;
+				f->terminates += op == RDMAP_TERMINATE;
+				f->read_responses += op == RDMAP_RDMA_READ_RESP;
+			} else if (ev == FPDU_RX_ERROR) {
+				fail_msg("the server's bytes do not parse: %s", rx.err.what);
+			}
+		}
+	}
+	f->end = k < 0 ? errno : 0;
+}
+
+/* The last Terminate f holds, decoded (RFC 5040 section 4.8). */
+static void terminate_of(const struct from_server *f, struct rdmap_term *t)
+{
+	assert_true(f->terminates > 0);
+	assert_true(f->term_len >= DDP_UNTAGGED_HDR_LEN + RDMAP_TERM_CTRL_LEN);
+	assert_int_equal(be32_get(f->term + DDP_OFF_QN), DDP_QN_TERMINATE);
+	assert_int_equal(be32_get(f->term + DDP_OFF_MSN), 1);
+	assert_int_equal(rdmap_term_decode(f->term + DDP_UNTAGGED_HDR_LEN,
+					   f->term_len - DDP_UNTAGGED_HDR_LEN, t), 0);
+}
+
 /* The one Terminate the server sent r, read to the close: its codes
  * (layer, error type, error code, RFC 6580 reading). */
 static void term_codes(struct raw *r, uint8_t got[3])
 {
-	uint8_t in[4096];
-	size_t n = 0;
-	struct timeval tv = { 5, 0 };
-	setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	for (;;) {
-		ssize_t k = read(r->fd, in + n, sizeof(in) - n);
-		if (k <= 0)
-			break;
-		n += (size_t)k;
-	}
-	struct fpdu_rx rx;
-	struct fpdu_rx_cfg cfg = { .crc = true, .hdr_len = rdmap_hdr_len };
-	fpdu_rx_init(&rx, &cfg);
-	size_t off = 0, used;
-	uint8_t ulpdu[128];
-	size_t ulen = 0;
-	int fpdus = 0;
-	while (off < n) {
-		struct fpdu_rx_out out;
-		enum fpdu_rx_event ev = fpdu_rx_step(&rx, in + off, n - off, &used, &out);
-		off += used;
-		if (ev == FPDU_RX_HDR) {
-			memcpy(ulpdu, rx.hdr, rx.hdr_len);
-			ulen = rx.hdr_len;
-		} else if (ev == FPDU_RX_DATA) {
-			memcpy(ulpdu + ulen, out.data, out.len);
-			ulen += out.len;
-		} else if (ev == FPDU_RX_END) {
-			fpdus++;
-		} else if (ev == FPDU_RX_ERROR) {
-			fail_msg("the server's bytes do not parse: %s", rx.err.what);
-		}
-	}
-	assert_int_equal(fpdus, 1);
-	assert_true(ulen >= DDP_UNTAGGED_HDR_LEN + RDMAP_TERM_CTRL_LEN);
-	assert_int_equal(ulpdu[1] & 0xf, RDMAP_TERMINATE);
-	assert_int_equal(be32_get(ulpdu + DDP_OFF_QN), DDP_QN_TERMINATE);
-	assert_int_equal(be32_get(ulpdu + DDP_OFF_MSN), 1);
+	struct from_server f;
 	struct rdmap_term t;
-	assert_int_equal(rdmap_term_decode(ulpdu + DDP_UNTAGGED_HDR_LEN, ulen - DDP_UNTAGGED_HDR_LEN, &t), 0);
+	read_to_end(r, 5, &f);
+	assert_int_equal(f.fpdus, 1);
+	terminate_of(&f, &t);
 	got[0] = t.rfc.layer;
 	got[1] = t.rfc.etype;
 	got[2] = t.rfc.ecode;
@@ -747,51 +771,17 @@ static void reads_beyond_the_ird_behind_a_full_send_side_get_the_terminate(void 
 			break; /* the server is gone: what came back says how */
 	/* everything the server sent: whole Read Responses, then one
 	 * Terminate, then the end of the stream */
-	struct timeval tv = { 10, 0 };
-	setsockopt(r.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	struct fpdu_rx rx;
-	struct fpdu_rx_cfg cfg = { .crc = true, .hdr_len = rdmap_hdr_len };
-	fpdu_rx_init(&rx, &cfg);
-	static uint8_t in[65536];
-	uint8_t term[128];
-	size_t tlen = 0;
-	int responses = 0, terminates = 0, after = 0, op = -1;
-	ssize_t k;
-	while ((k = read(r.fd, in, sizeof(in))) > 0) {
-		size_t off = 0, used;
-		while (off < (size_t)k) {
-			struct fpdu_rx_out out;
-			enum fpdu_rx_event ev = fpdu_rx_step(&rx, in + off, (size_t)k - off, &used, &out);
-			off += used;
-			if (ev == FPDU_RX_HDR) {
-				op = rx.hdr[1] & 0xf;
-				if (op == RDMAP_TERMINATE) {
-					memcpy(term, rx.hdr, rx.hdr_len);
-					tlen = rx.hdr_len;
-				}
-			} else if (ev == FPDU_RX_DATA && op == RDMAP_TERMINATE &&
-				   tlen + out.len <= sizeof(term)) {
-				memcpy(term + tlen, out.data, out.len);
-				tlen += out.len;
-			} else if (ev == FPDU_RX_END) {
-				after += terminates;
-				terminates += op == RDMAP_TERMINATE;
-				responses += op == RDMAP_RDMA_READ_RESP;
-			} else if (ev == FPDU_RX_ERROR) {
-				fail_msg("the server's bytes do not parse: %s", rx.err.what);
-			}
-		}
-	}
-	int err = k < 0 ? errno : 0;
-	print_message("%u Reads sent; back: %d Read Response FPDUs, %d Terminates, then %s\n", msn - 1, responses,
-		      terminates,
-		      k == 0 ? "the end of the stream" : strerror(err));
-	assert_true(responses > 0);
-	assert_int_equal(terminates, 1);
-	assert_int_equal(after, 0); /* the Terminate came last */
-	assert_int_equal(k, 0);
+	struct from_server f;
 	struct rdmap_term t;
-	assert_int_equal(rdmap_term_decode(term + DDP_UNTAGGED_HDR_LEN, tlen - DDP_UNTAGGED_HDR_LEN, &t), 0);
+	read_to_end(&r, 10, &f);
+	print_message("%u Reads sent; back: %d Read Response FPDUs, %d Terminates, then %s\n",
+		      msn - 1, f.read_responses, f.terminates,
+		      f.end ? strerror(f.end) : "the end of the stream");
+	assert_true(f.read_responses > 0);
+	assert_int_equal(f.terminates, 1);
+	assert_false(f.after_terminate);
+	assert_int_equal(f.end, 0);
+	terminate_of(&f, &t);
 	assert_int_equal(t.rfc.layer, UW_TERM_LAYER_RDMAP);
 	assert_int_equal(t.rfc.etype, UW_RDMAP_REMOTE_OPERATION);
 	assert_int_equal(t.rfc.ecode, UW_RDMAP_CATASTROPHIC_STREAM);
