@@ -74,19 +74,21 @@ dtest_fresh() { nft flush set inet uwarp_dtest tried 2>/dev/null || true; }
 n=0
 dtest_pair() {
 	n=$((n + 1))
-	timeout 120 dtest -P uwarp -s "$@" >"$work/dts.$n" 2>&1 &
+	# the provider's debug trace (connection events and their status) goes
+	# into the logs: a failure shows whole below, its logs' folder is gone
+	UWARP_DAT_DEBUG=1 timeout 120 dtest -P uwarp -s "$@" >"$work/dts.$n" 2>&1 &
 	local s=$!
 	pids+=("$s")
 	wait_listen "$s"
 	dtest_fresh
-	timeout 120 dtest -P uwarp -h 127.0.0.1 "$@" >"$work/dtc.$n" 2>&1
+	UWARP_DAT_DEBUG=1 timeout 120 dtest -P uwarp -h 127.0.0.1 "$@" >"$work/dtc.$n" 2>&1
 	local c=$?
 	wait "$s"
 	local sr=$?
 	if [ $c -ne 0 ] || [ $sr -ne 0 ] || ! grep -q "Test Complete. PASSED" "$work/dtc.$n" ||
 		! grep -q "Test Complete. PASSED" "$work/dts.$n"; then
 		bad "dtest $*: client rc $c, server rc $sr"
-		tail -n 8 "$work/dtc.$n" "$work/dts.$n"
+		tail -n 300 "$work/dtc.$n" "$work/dts.$n"
 		return
 	fi
 	echo "dtest $*: PASSED both sides ($(grep -Eo '[0-9.]+ MB/s(ec)?' "$work/dtc.$n" | tail -1))"
