@@ -300,7 +300,19 @@ static int wait_reports(struct qstate *qs, int nq)
 			}
 		}
 	}
-	return left ? fail("no report from the server", 0) : 0;
+	if (!left)
+		return 0;
+	/* say which, so that a run that fails once can be read afterwards */
+	fprintf(stderr, "client: %d of %d QPs had no report from the server in 30 s:", left, nq);
+	for (int k = 0, shown = 0; k < nq && shown < 4; k++)
+		if (!qs[k].got_report) {
+			fprintf(stderr, " [QP %d: %llu posted, %llu completed, %lld credits]", k,
+				(unsigned long long)qs[k].posted, (unsigned long long)qs[k].completed,
+				(long long)qs[k].credits);
+			shown++;
+		}
+	fprintf(stderr, "\n");
+	return fail("no report from the server", 0);
 }
 
 static int run_bw(struct qstate *qs, int nq, double *elapsed)
