@@ -19,6 +19,7 @@
 #include <linux/sockios.h>
 
 #include "esock_internal.h"
+#include "util/clock.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -667,16 +668,8 @@ static int mmsg(struct esock *e, struct mmsghdr *v, unsigned n, int flags,
 		errno = EFAULT;
 		return -1;
 	}
-	struct timespec end = { 0, 0 };
-	if (timeout) {
-		clock_gettime(CLOCK_MONOTONIC, &end);
-		end.tv_sec += timeout->tv_sec;
-		end.tv_nsec += timeout->tv_nsec;
-		if (end.tv_nsec >= 1000000000) {
-			end.tv_sec++;
-			end.tv_nsec -= 1000000000;
-		}
-	}
+	struct timespec end = timeout ? util_deadline(timeout->tv_sec, timeout->tv_nsec)
+				      : (struct timespec){ 0, 0 };
 	unsigned done = 0;
 	for (; done < n; done++) {
 		struct msghdr *m = &v[done].msg_hdr;
@@ -699,13 +692,8 @@ static int mmsg(struct esock *e, struct mmsghdr *v, unsigned n, int flags,
 			if (!r)
 				return (int)done + 1; /* the end of the stream */
 		}
-		if (timeout) {
-			struct timespec now;
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if (now.tv_sec > end.tv_sec ||
-			    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
-				return (int)done + 1;
-		}
+		if (timeout && util_passed(&end))
+			return (int)done + 1;
 	}
 	return done ? (int)done : -1;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "esock_internal.h"
+#include "util/clock.h"
 
 exs_qhandle_t esock_q = EXS_QHANDLE_INVALID;
 static pthread_mutex_t eng_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -106,27 +107,13 @@ void esock__update(struct esock *e, bool arrived_data)
 	}
 }
 
-/* @ms from now on the monotonic clock, which our condition variables use */
-static struct timespec deadline_after(unsigned ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	return ts;
-}
-
 int esock__wait(struct esock *e, unsigned ms)
 {
 	if (!ms) {
 		pthread_cond_wait(&e->cv, &e->mu);
 		return 0;
 	}
-	struct timespec ts = deadline_after(ms);
+	struct timespec ts = util_deadline_ms(ms);
 	return pthread_cond_timedwait(&e->cv, &e->mu, &ts);
 }
 
@@ -356,11 +343,7 @@ static int start(void)
 	esock__exs_options(handoff);
 	if (exs_listen_handoff(handoff, 1024))
 		return -errno;
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&eng_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	util_cond_init(&eng_cv);
 	for (int i = 0; i < ACCEPTS_POSTED; i++)
 		post_accept();
 	if (exs_qnotify(esock_q, dispatch, NULL))
@@ -426,7 +409,7 @@ bool esock__same_peer(const struct sockaddr_storage *a, const struct sockaddr_st
 
 int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms)
 {
-	struct timespec ts = deadline_after(ms);
+	struct timespec ts = util_deadline_ms(ms);
 	pthread_mutex_lock(&eng_mu);
 	for (;;) {
 		for (int i = 0; i < narrived; i++) {

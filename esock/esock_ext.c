@@ -9,10 +9,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "esock_internal.h"
+#include "util/evfd.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -106,7 +106,7 @@ EXPORT int esock_cq_create(int depth)
 		free(q);
 		return fail(ENOMEM);
 	}
-	q->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	q->fd = util_evfd_open();
 	if (q->fd < 0) {
 		int err = errno;
 		free(q->wc);
@@ -165,10 +165,7 @@ EXPORT int esock_cq_poll(int fd, struct esock_wc *wc, int n)
 		q->count--;
 	}
 	if (!q->count) {
-		uint64_t v;
-		if (REAL(read)(q->fd, &v, sizeof(v)) < 0) {
-			/* nothing was signalled: nothing to clear */
-		}
+		util_evfd_lower(q->fd);
 	}
 	pthread_mutex_unlock(&q->mu);
 	return k;
@@ -222,10 +219,7 @@ void esock__async_done(struct esock_aop *a, int status, size_t bytes)
 				   .bytes = status ? 0 : bytes };
 	q->count++;
 	q->reserved--;
-	uint64_t one = 1;
-	if (REAL(write)(q->fd, &one, sizeof(one)) < 0) {
-		/* the counter is far from full: cannot happen */
-	}
+	util_evfd_raise(q->fd);
 	pthread_mutex_unlock(&q->mu);
 	free(a);
 }

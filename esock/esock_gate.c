@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "esock_internal.h"
+#include "util/clock.h"
+#include "util/list.h"
 
 enum { G_LISTENER = 1, G_PEEK };
 
@@ -34,7 +36,7 @@ struct peek {
 	struct esock_listener *l;
 	uint64_t deadline;
 	struct sockaddr_storage peer;
-	struct peek *prev, *next;
+	struct util_list link; /* on peeks, in deadline order */
 };
 
 /* an MPA client the engine negotiates */
@@ -43,37 +45,12 @@ struct shake {
 	int tcp; /* a copy of its TCP socket */
 	struct esock_listener *l;
 	uint64_t deadline;
-	struct shake *prev, *next;
+	struct util_list link; /* on shakes, in deadline order */
 };
 
 /* a FIFO of entries that all wait the same time: the head ends first */
-#define LIST(T)                \
-	struct {               \
-		T *head, *tail; \
-	}
-static LIST(struct peek) peeks;
-static LIST(struct shake) shakes;
-#define LIST_ADD(list, x)                          \
-	do {                                       \
-		(x)->next = NULL;                  \
-		(x)->prev = (list).tail;           \
-		if ((list).tail)                   \
-			(list).tail->next = (x);   \
-		else                               \
-			(list).head = (x);         \
-		(list).tail = (x);                 \
-	} while (0)
-#define LIST_DEL(list, x)                          \
-	do {                                       \
-		if ((x)->prev)                     \
-			(x)->prev->next = (x)->next; \
-		else                               \
-			(list).head = (x)->next;   \
-		if ((x)->next)                     \
-			(x)->next->prev = (x)->prev; \
-		else                               \
-			(list).tail = (x)->prev;   \
-	} while (0)
+static struct util_list peeks = UTIL_LIST_INIT(peeks);
+static struct util_list shakes = UTIL_LIST_INIT(shakes);
 
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pid_t gate_pid; /* the process whose thread runs */
@@ -84,13 +61,6 @@ static struct esock_listener *listeners;
  * only how long the gate remembers the client */
 #define SHAKE_MS (ESOCK_SETUP_MS + 1000)
 #define PAUSE_MS 100 /* after accept ran out of descriptors */
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 unsigned esock__backlog_cap(int backlog)
 {
@@ -120,7 +90,7 @@ static void unref(struct esock_listener *l)
 /* accept from the listener while it has room (under gate_mu) */
 static void arm(struct esock_listener *l)
 {
-	bool want = !l->closed && l->held < l->cap && now_ms() >= l->paused_until;
+	bool want = !l->closed && l->held < l->cap && util_now_ms() >= l->paused_until;
 	if (want == l->armed)
 		return;
 	struct epoll_event ev = { .events = want ? EPOLLIN : 0, .data.ptr = l };
@@ -195,7 +165,7 @@ static void release(struct esock_listener *l)
 static void decide(struct peek *p, bool mpa)
 {
 	struct esock_listener *l = p->l;
-	LIST_DEL(peeks, p);
+	util_list_del(&p->link);
 	epoll_ctl(ep, EPOLL_CTL_DEL, p->fd, NULL);
 	if (l->closed) {
 		esock__close(p->fd);
@@ -222,8 +192,8 @@ static void decide(struct peek *p, bool mpa)
 		free(p);
 		return;
 	}
-	*h = (struct shake){ .peer = p->peer, .tcp = copy, .l = l, .deadline = now_ms() + SHAKE_MS };
-	LIST_ADD(shakes, h);
+	*h = (struct shake){ .peer = p->peer, .tcp = copy, .l = l, .deadline = util_now_ms() + SHAKE_MS };
+	util_list_add_tail(&shakes, &h->link);
 	int fd = p->fd;
 	free(p);
 	/* the engine is not called under our lock: its thread calls us */
@@ -236,7 +206,7 @@ static void decide(struct peek *p, bool mpa)
 		/* refused at once: the engine never took it, so nothing but
 		 * this thread (which expires shakes) could have let h go */
 		esock__close(fd);
-		LIST_DEL(shakes, h);
+		util_list_del(&h->link);
 		esock__close(h->tcp);
 		release(h->l);
 		free(h);
@@ -262,7 +232,7 @@ static void take_clients(struct esock_listener *l)
 		if (c < 0) {
 			free(p);
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-				l->paused_until = now_ms() + PAUSE_MS;
+				l->paused_until = util_now_ms() + PAUSE_MS;
 				arm(l);
 			}
 			break;
@@ -270,10 +240,10 @@ static void take_clients(struct esock_listener *l)
 		p->gate_kind = G_PEEK;
 		p->fd = esock__hide(c);
 		p->l = l;
-		p->deadline = now_ms() + esock__peek_ms();
+		p->deadline = util_now_ms() + esock__peek_ms();
 		l->held++;
 		l->refs++;
-		LIST_ADD(peeks, p);
+		util_list_add_tail(&peeks, &p->link);
 		/* edge-triggered: each arrival of bytes, however few, once */
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = p };
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, p->fd, &ev))
@@ -287,21 +257,22 @@ static void take_clients(struct esock_listener *l)
 /* ends due now; the wait until the next one (ms, -1: none) */
 static int expire(void)
 {
-	uint64_t now = now_ms();
-	while (peeks.head && peeks.head->deadline <= now)
-		decide(peeks.head, false); /* silent so far: a plain client */
-	while (shakes.head && shakes.head->deadline <= now) {
-		struct shake *h = shakes.head;
-		LIST_DEL(shakes, h);
+	uint64_t now = util_now_ms();
+	struct peek *p;
+	struct shake *h;
+	while ((p = util_list_first(&peeks, struct peek, link)) && p->deadline <= now)
+		decide(p, false); /* silent so far: a plain client */
+	while ((h = util_list_first(&shakes, struct shake, link)) && h->deadline <= now) {
+		util_list_del(&h->link);
 		esock__close(h->tcp);
 		release(h->l);
 		free(h);
 	}
 	uint64_t next = UINT64_MAX;
-	if (peeks.head)
-		next = peeks.head->deadline;
-	if (shakes.head && shakes.head->deadline < next)
-		next = shakes.head->deadline;
+	if ((p = util_list_first(&peeks, struct peek, link)))
+		next = p->deadline;
+	if ((h = util_list_first(&shakes, struct shake, link)) && h->deadline < next)
+		next = h->deadline;
 	for (struct esock_listener **pl = &listeners; *pl;) {
 		struct esock_listener *l = *pl;
 		if (l->closed) {
@@ -473,14 +444,18 @@ void esock__gate_set_cap(struct esock_listener *l, unsigned cap)
 bool esock__gate_arrived(int x, const struct sockaddr_storage *peer)
 {
 	pthread_mutex_lock(&gate_mu);
-	struct shake *h = shakes.head;
-	while (h && !esock__same_peer(&h->peer, peer))
-		h = h->next;
+	struct shake *h, *found = NULL;
+	util_list_for_each(h, &shakes, link)
+		if (esock__same_peer(&h->peer, peer)) {
+			found = h;
+			break;
+		}
+	h = found;
 	if (!h) {
 		pthread_mutex_unlock(&gate_mu);
 		return false;
 	}
-	LIST_DEL(shakes, h);
+	util_list_del(&h->link);
 	struct esock_listener *l = h->l;
 	int tcp = h->tcp;
 	bool queued = !l->closed && ready(l, x, tcp, peer);
@@ -529,17 +504,19 @@ static void after_fork_child(void)
 			esock__listener_revert(l);
 			REAL(close)(l->tcp);
 		}
-		for (struct peek *p = peeks.head; p; p = p->next)
+		struct peek *p;
+		struct shake *h;
+		util_list_for_each(p, &peeks, link)
 			REAL(close)(p->fd);
-		for (struct shake *h = shakes.head; h; h = h->next)
+		util_list_for_each(h, &shakes, link)
 			REAL(close)(h->tcp);
 		if (ep >= 0)
 			REAL(close)(ep);
 		ep = -1;
 		gate_pid = 0;
 		listeners = NULL;
-		peeks.head = peeks.tail = NULL;
-		shakes.head = shakes.tail = NULL;
+		util_list_init(&peeks); /* (their memory is the parent's to free) */
+		util_list_init(&shakes);
 	}
 	pthread_mutex_unlock(&gate_mu);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "esock_internal.h"
+#include "util/clock.h"
 
 /* RFC 5044 7.1: the key that opens an MPA Request */
 #define MPA_REQ_KEY "MPA ID Req Frame"
@@ -232,25 +233,18 @@ int esock__adopt_exs(int x, int tcp, int flags)
 	return nfd;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The synchronous sort, for a DDP listener shared with forked processes
  * (esock_gate.c says why): does the client on @c speak MPA? Its first 16
  * bytes tell; a client that sends nothing for the peek time is a plain
  * one (its server speaks first). */
 bool esock__speaks_mpa(int c)
 {
-	uint64_t deadline = now_ms() + esock__peek_ms();
+	uint64_t deadline = util_now_ms() + esock__peek_ms();
 	for (;;) {
 		int v = esock__mpa_verdict(c);
 		if (v >= 0)
 			return v == 1;
-		uint64_t now = now_ms();
+		uint64_t now = util_now_ms();
 		if (now >= deadline)
 			return false;
 		uint8_t b;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "esock_internal.h"
+#include "util/clock.h"
 
 _Atomic uint8_t esock_fdflags[ESOCK_FD_MAX];
 static struct esock *_Atomic tab[ESOCK_FD_MAX];
@@ -67,11 +68,7 @@ struct esock *esock__new(int domain)
 	if (!e)
 		return NULL;
 	pthread_mutex_init(&e->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&e->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	util_cond_init(&e->cv);
 	e->owner = my_pid;
 	e->domain = domain;
 	e->exs = e->tcp = e->a = e->b = -1;
@@ -226,9 +223,7 @@ void esock__at_exit(void)
 		if (e && !esock__foreign(e))
 			esock__forget(fd);
 	}
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += EXS_LINGER_MS / 1000 + 1;
+	struct timespec ts = util_deadline_ms(EXS_LINGER_MS + 1000);
 	pthread_mutex_lock(&tab_mu);
 	while (live > 0)
 		if (pthread_cond_timedwait(&live_cv, &tab_mu, &ts) == ETIMEDOUT)
@@ -248,5 +243,8 @@ static void after_fork_child(void)
 __attribute__((constructor)) static void esock_table_init(void)
 {
 	my_pid = getpid();
+	/* its one timed wait is at exit, long after this; its static
+	 * initialiser covers a signal from a constructor that runs before */
+	util_cond_init(&live_cv);
 	pthread_atfork(before_fork, after_fork, after_fork_child);
 }

@@ -8,7 +8,6 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "exs_internal.h"
@@ -320,24 +319,20 @@ int exs__connect_setup(struct exs_sock *s, int tcp_fd)
 
 /* ---- operations ending ---- */
 
-static void complete_list(struct exs_op **head, struct exs_op **tail, int err)
+static void complete_list(struct util_list *l, int err)
 {
 	struct exs_op *op;
-	while ((op = *head)) {
-		*head = op->next;
+	while ((op = exs__op_pop(l)))
 		exs__op_complete(op, err, -1);
-	}
-	if (tail)
-		*tail = NULL;
 }
 
 void exs__fail_ops(struct exs_sock *s, int err)
 {
 	for (unsigned i = 0; i < s->fl_count; i++)
 		s->fl[(s->fl_head + i) % EXS_SQ_DEPTH].op = NULL;
-	complete_list(&s->sends, &s->sends_tail, err);
+	complete_list(&s->sends, err);
 	s->nsends = 0;
-	complete_list(&s->accepts, &s->accepts_tail, err);
+	complete_list(&s->accepts, err);
 	if (s->connect_op) {
 		exs__op_complete(s->connect_op, err, 0);
 		s->connect_op = NULL;
@@ -355,14 +350,12 @@ void exs__end_recvs(struct exs_sock *s, int err, bool keep)
 {
 	struct exs_op *op;
 	bool eof = s->fin_seen || s->shut_rd;
-	while ((op = s->recvs)) {
-		s->recvs = op->next;
+	while ((op = exs__op_pop(&s->recvs))) {
 		if (keep && (op->done || eof))
 			exs__op_complete(op, 0, (ssize_t)op->done);
 		else
 			exs__op_complete(op, err, -1);
 	}
-	s->recvs_tail = NULL;
 	s->adv_next = NULL;
 	s->nrecvs = 0;
 	if (s->type == SOCK_STREAM)
@@ -386,22 +379,12 @@ void exs__cancel_recvs(struct exs_sock *s)
 			exs__end_recvs(s, ECANCELED, false);
 		return;
 	}
-	/* the advertised ones are a prefix of the list */
-	struct exs_op *keep_tail = NULL, *op = s->recvs;
-	while (op && op != s->adv_next) {
-		keep_tail = op;
-		op = op->next;
-	}
-	if (keep_tail)
-		keep_tail->next = NULL;
-	else
-		s->recvs = NULL;
-	s->recvs_tail = keep_tail;
-	while (op) {
-		struct exs_op *next = op->next;
+	/* the advertised ones are a prefix of the list: the rest go */
+	for (struct exs_op *op = s->adv_next, *next; op; op = next) {
+		next = exs__op_after(&s->recvs, op);
+		util_list_del(&op->link);
 		s->nrecvs--;
 		exs__op_complete(op, ECANCELED, -1);
-		op = next;
 	}
 	s->adv_next = NULL;
 }
@@ -433,7 +416,7 @@ static void connection_gone(struct exs_sock *s, int err)
 
 void exs__abort(struct exs_sock *s, int err)
 {
-	if (s->closing && s->st == S_CONNECTED && s->sends)
+	if (s->closing && s->st == S_CONNECTED && !util_list_empty(&s->sends))
 		s->close_err = err; /* sends posted before the close were lost */
 	if (s->id && s->st == S_CONNECTED)
 		uw_cm_disconnect(s->id);
@@ -454,7 +437,7 @@ void exs__maybe_finish_close(struct exs_sock *s)
 		/* still lingering: sends to finish, the peer's confirmation to
 		 * come, a FIN_ACK we owe it, or WRs not yet written (the
 		 * disconnection closes the TCP socket at once) */
-		if (s->sends || !s->fin_acked || s->fin_ack_due || s->sq_out)
+		if (!util_list_empty(&s->sends) || !s->fin_acked || s->fin_ack_due || s->sq_out)
 			return;
 		uw_cm_disconnect(s->id);
 		s->st = S_CLOSED;
@@ -496,7 +479,8 @@ void exs__progress(struct exs_sock *s)
 			s->fin_ack_due = false;
 	}
 	/* sends are handed out in order: all are when the last one is */
-	bool all_assigned = !s->sends_tail || s->sends_tail->posted;
+	struct exs_op *last = exs__op_last(&s->sends);
+	bool all_assigned = !last || last->posted;
 	if (s->wr_shut && !s->fin_sent && all_assigned && can_ctl(s, false)) {
 		struct exs_ctl m = { .type = EXS_CTL_FIN, .seq = sent_total(s) };
 		if (!post_ctl_raw(s, &m))
@@ -506,7 +490,8 @@ void exs__progress(struct exs_sock *s)
 		struct exs_ctl m = { .type = EXS_CTL_CREDIT };
 		post_ctl_raw(s, &m);
 	}
-	if (s->fin_seen && s->recvs && (s->type == SOCK_SEQPACKET || !exs__stream_readable(s)))
+	if (s->fin_seen && !util_list_empty(&s->recvs) &&
+	    (s->type == SOCK_SEQPACKET || !exs__stream_readable(s)))
 		finish_recvs(s, 0); /* every byte is in: the rest read the end */
 	exs__maybe_finish_close(s);
 	exs__changed();
@@ -607,10 +592,8 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 		if (op && wc->status == UW_WC_SUCCESS) {
 			op->done += s->type == SOCK_STREAM ? f.len : op->len;
 			/* transfers complete in order: a finished send is the head */
-			if (op->done == op->len && op == s->sends && op->posted) {
-				s->sends = op->next;
-				if (!s->sends)
-					s->sends_tail = NULL;
+			if (op->done == op->len && op == exs__op_first(&s->sends) && op->posted) {
+				util_list_del(&op->link);
 				s->nsends--;
 				exs__op_complete(op, 0, (ssize_t)op->len);
 			}
@@ -685,6 +668,7 @@ static struct exs_sock *accepted_socket(struct exs_sock *l, struct uw_cm_event *
 	struct exs_sock *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	exs__sock_init_lists(s);
 	s->fd = exs__eventfd();
 	if (s->fd < 0) {
 		free(s);
@@ -789,11 +773,8 @@ static void on_established(struct exs_sock *s, struct uw_cm_event *e)
 	l->nhalf--;
 	s->st = S_CONNECTED;
 	s->listener = NULL;
-	struct exs_op *op = l->accepts;
+	struct exs_op *op = exs__op_pop(&l->accepts);
 	if (op) {
-		l->accepts = op->next;
-		if (!l->accepts)
-			l->accepts_tail = NULL;
 		exs__complete_accept(op, s);
 	} else {
 		/* waits for exs_accept, in arrival order */
@@ -830,7 +811,7 @@ static void on_failed(struct exs_sock *s, struct uw_cm_event *e)
 		exs__maybe_finish_close(s);
 		return;
 	}
-	if (s->closing && s->sends)
+	if (s->closing && !util_list_empty(&s->sends))
 		s->close_err = err;
 	connection_gone(s, err);
 	exs__maybe_finish_close(s);

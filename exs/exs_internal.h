@@ -19,6 +19,7 @@
 
 #include "exs_wire.h"
 #include "stream_proto.h"
+#include "util/list.h"
 
 #define EXS_CTL_RECVS 64  /* control receives each side posts */
 #define EXS_SQ_DEPTH 512  /* WRs a QP may have outstanding */
@@ -75,7 +76,7 @@ struct exs_window {
 enum exs_op_kind { OP_SEND, OP_RECV, OP_ACCEPT, OP_CONNECT, OP_SHUTDOWN, OP_CLOSE, OP_ONESIDED };
 
 struct exs_op {
-	struct exs_op *next;
+	struct util_list link; /* on its socket's sends, recvs or accepts */
 	enum exs_op_kind kind;
 	int fd;
 	struct exs_queue *q;
@@ -176,11 +177,11 @@ struct exs_sock {
 	unsigned fl_head, fl_count;
 
 	/* operations */
-	struct exs_op *sends, *sends_tail; /* in order; head may be partly assigned */
+	struct util_list sends; /* struct exs_op in order; the head may be partly assigned */
 	int nsends;
-	struct exs_op *recvs, *recvs_tail;
+	struct util_list recvs;
 	int nrecvs;
-	struct exs_op *accepts, *accepts_tail;
+	struct util_list accepts;
 	struct exs_op *connect_op;
 	struct exs_op *shut_op, *close_op;
 
@@ -248,7 +249,6 @@ void exs__wake(void);
 void exs__kick(void);
 void exs__changed(void); /* readiness may have changed: tell exs_poll callers */
 bool exs__on_progress_thread(void);
-uint64_t exs__now_ms(void);
 struct exs_sock *exs__sock(int fd); /* under the lock; NULL: EBADF */
 void exs__sock_free(struct exs_sock *s); /* out of the table; reaped later */
 void exs__drain_cq(void); /* handle every completion waiting */
@@ -278,7 +278,37 @@ struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void
 			   struct exs_sync *sync);
 void exs__op_drop(struct exs_op *op);
 /* to the end of a socket's list of sends, receives or accepts */
-void exs__op_append(struct exs_op **head, struct exs_op **tail, struct exs_op *op);
+/* an operation list's first and last, the one after @op (NULL: none) */
+static inline struct exs_op *exs__op_first(struct util_list *l)
+{
+	return util_list_first(l, struct exs_op, link);
+}
+
+static inline struct exs_op *exs__op_last(struct util_list *l)
+{
+	return util_list_last(l, struct exs_op, link);
+}
+
+static inline struct exs_op *exs__op_after(struct util_list *l, struct exs_op *op)
+{
+	return util_list_next(l, op, link);
+}
+
+static inline void exs__sock_init_lists(struct exs_sock *s)
+{
+	util_list_init(&s->sends);
+	util_list_init(&s->recvs);
+	util_list_init(&s->accepts);
+}
+
+/* the first, taken off the list (NULL: it is empty) */
+static inline struct exs_op *exs__op_pop(struct util_list *l)
+{
+	struct exs_op *op = exs__op_first(l);
+	if (op)
+		util_list_del(&op->link);
+	return op;
+}
 
 /* exs_onesided.c */
 void exs__windows_free(struct exs_sock *s);

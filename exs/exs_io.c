@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "exs_internal.h"
-#include "mem_range.h"
+#include "util/mem_range.h"
 
 static ssize_t finish(struct exs_sync *w, exs_qhandle_t qh)
 {
@@ -109,7 +109,7 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		exs__op_drop(op);
 		return fail(-rc);
 	}
-	exs__op_append(&s->sends, &s->sends_tail, op);
+	util_list_add_tail(&s->sends, &op->link);
 	s->nsends++;
 	exs__progress(s);
 	return finish(&w, qh);
@@ -148,9 +148,9 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	op->flags = flags & MSG_WAITALL;
 	/* the end already came (or reading was shut down), and nothing is
 	 * left to read: 0 bytes, the end of the stream */
-	bool ended = s->shut_rd || (s->st == S_CLOSED && !s->recvs &&
+	bool ended = s->shut_rd || (s->st == S_CLOSED && util_list_empty(&s->recvs) &&
 				    !(s->type == SOCK_STREAM && exs__stream_readable(s))) ||
-		     (s->fin_seen && !s->recvs &&
+		     (s->fin_seen && util_list_empty(&s->recvs) &&
 		      !(s->type == SOCK_STREAM && exs__stream_readable(s)));
 	if (ended) {
 		if (s->st == S_CLOSED && !s->fin_seen && !s->shut_rd && s->error) {
@@ -188,7 +188,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		exs__op_drop(op);
 		return fail(-rc);
 	}
-	exs__op_append(&s->recvs, &s->recvs_tail, op);
+	util_list_add_tail(&s->recvs, &op->link);
 	s->nrecvs++;
 	if (!s->adv_next && s->type == SOCK_SEQPACKET)
 		s->adv_next = op;

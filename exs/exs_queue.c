@@ -4,10 +4,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "exs_internal.h"
+#include "util/clock.h"
+#include "util/evfd.h"
 
 struct exs_queue *exs__queue(exs_qhandle_t qh)
 {
@@ -42,7 +43,7 @@ exs_qhandle_t exs_qcreate(int depth)
 		return EXS_QHANDLE_INVALID;
 	}
 	q->cap = depth;
-	pthread_cond_init(&q->cv, NULL);
+	util_cond_init(&q->cv);
 	pthread_mutex_lock(&exs_rt.lock);
 	q->next = exs_rt.queues;
 	exs_rt.queues = q;
@@ -236,17 +237,6 @@ void exs__sync_wait(struct exs_sync *w)
 	app_leave();
 }
 
-static void deadline_of(const struct timespec *timeout, struct timespec *dl)
-{
-	clock_gettime(CLOCK_REALTIME, dl);
-	dl->tv_sec += timeout->tv_sec;
-	dl->tv_nsec += timeout->tv_nsec;
-	if (dl->tv_nsec >= 1000000000L) {
-		dl->tv_sec++;
-		dl->tv_nsec -= 1000000000L;
-	}
-}
-
 int exs_qdequeue(exs_qhandle_t qh, exs_event_t *events, int count, const struct timespec *timeout)
 {
 	if (!events || !count) {
@@ -266,9 +256,9 @@ int exs_qdequeue(exs_qhandle_t qh, exs_event_t *events, int count, const struct 
 		errno = EINVAL;
 		return -1;
 	}
-	struct timespec dl;
+	struct timespec dl = { 0, 0 };
 	if (want && timeout)
-		deadline_of(timeout, &dl);
+		dl = util_deadline(timeout->tv_sec, timeout->tv_nsec);
 	q->waiters++; /* exs_qdelete leaves it alone meanwhile */
 	app_enter();
 	while (q->count < want) {
@@ -330,7 +320,7 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 		free(at);
 		return -1;
 	}
-	uint64_t deadline = timeout_ms >= 0 ? exs__now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
 	int ready = -1;
 	pthread_mutex_lock(&exs_rt.lock);
 	bool registered = exs_rt.npollers < (int)(sizeof(exs_rt.pollers) / sizeof(exs_rt.pollers[0]));
@@ -359,7 +349,7 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 		}
 		int wait = ready ? 0
 			   : timeout_ms < 0 ? -1
-			   : (int)(deadline > exs__now_ms() ? deadline - exs__now_ms() : 0);
+			   : (int)(deadline > util_now_ms() ? deadline - util_now_ms() : 0);
 		if (!registered && wait != 0 && (wait < 0 || wait > 10))
 			wait = 10; /* too many pollers to tell: look again soon */
 		os[nos] = (struct pollfd){ me, POLLIN, 0 };
@@ -376,13 +366,9 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 			fds[i].revents = os[at[i]].revents;
 			ready += fds[i].revents != 0;
 		}
-		if (os[nos].revents) {
-			uint64_t v;
-			if (read(me, &v, sizeof(v)) < 0) {
-				/* raced with another reader */
-			}
-		}
-		if (ready || (timeout_ms >= 0 && exs__now_ms() >= deadline))
+		if (os[nos].revents)
+			util_evfd_lower(me);
+		if (ready || (timeout_ms >= 0 && util_now_ms() >= deadline))
 			break;
 	}
 	app_leave();

@@ -5,24 +5,18 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "exs_internal.h"
+#include "util/clock.h"
+#include "util/evfd.h"
 
 struct exs_rt exs_rt = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			 .sync_cv = PTHREAD_COND_INITIALIZER,
 			 .wake_fd = -1 };
 
 /* Room for every connected socket's send and control completions. */
-
-uint64_t exs__now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 int exs__ready(void)
 {
@@ -57,26 +51,20 @@ void exs__app_progress(void)
 	for (struct exs_sock *s = exs_rt.socks; s; s = next) {
 		next = s->next; /* progress may free s */
 		if (s->flow == EXS_FLOW_RDMA && s->type == SOCK_STREAM && s->st == S_CONNECTED &&
-		    s->sends_tail && !s->sends_tail->posted)
+		    !util_list_empty(&s->sends) && !exs__op_last(&s->sends)->posted)
 			exs__progress(s);
 	}
 }
 
 void exs__wake(void)
 {
-	uint64_t one = 1;
-	if (write(exs_rt.wake_fd, &one, sizeof(one)) < 0) {
-		/* the counter is already non-zero: the thread will wake */
-	}
+	util_evfd_raise(exs_rt.wake_fd);
 }
 
 void exs__changed(void)
 {
-	uint64_t one = 1;
 	for (int i = 0; i < exs_rt.npollers; i++)
-		if (write(exs_rt.pollers[i], &one, sizeof(one)) < 0) {
-			/* already signalled */
-		}
+		util_evfd_raise(exs_rt.pollers[i]);
 }
 
 struct exs_sock *exs__sock(int fd)
@@ -156,7 +144,7 @@ void exs__drain_cq(void)
 /* The earliest deadline of a lingering close, as a poll timeout. */
 static int linger_timeout(void)
 {
-	uint64_t now = exs__now_ms(), first = UINT64_MAX;
+	uint64_t now = util_now_ms(), first = UINT64_MAX;
 	for (struct exs_sock *s = exs_rt.socks; s; s = s->next) {
 		if (!s->linger_deadline)
 			continue;
@@ -180,7 +168,7 @@ static void *progress_thread(void *arg)
 		bool work = false;
 		struct uw_cm_event *e;
 		reap();
-		uint64_t now = exs__now_ms();
+		uint64_t now = util_now_ms();
 		if (now >= next_linger_check) {
 			/* also on busy passes: other sockets' traffic must not
 			 * stretch a close past EXS_LINGER_MS */
@@ -219,10 +207,8 @@ static void *progress_thread(void *arg)
 		struct uw_cq *fired;
 		while (!uw_get_cq_event(exs_rt.cc, &fired, NULL))
 			uw_ack_cq_events(fired, 1);
-		uint64_t v;
-		if (pf[2].revents && read(exs_rt.wake_fd, &v, sizeof(v)) < 0) {
-			/* someone else took it */
-		}
+		if (pf[2].revents)
+			util_evfd_lower(exs_rt.wake_fd);
 	}
 	return NULL;
 }
@@ -291,7 +277,7 @@ void exs_set_fd_floor(int floor) { fd_floor = floor > 0 ? floor : 0; }
 
 int exs__eventfd(void)
 {
-	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int fd = util_evfd_open();
 	int floor = fd_floor;
 	if (fd < 0 || !floor || fd >= floor)
 		return fd;

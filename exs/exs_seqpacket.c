@@ -36,11 +36,11 @@ void exs__seq_pump(struct exs_sock *s)
 		if (exs__post_ctl(s, &m))
 			return;
 		s->adverts_sent++;
-		s->adv_next = op->next;
+		s->adv_next = exs__op_after(&s->recvs, op);
 	}
-	struct exs_op *op = s->sends;
+	struct exs_op *op = exs__op_first(&s->sends);
 	while (op && op->posted)
-		op = op->next;
+		op = exs__op_after(&s->sends, op);
 	while (op && s->sp_count && exs__can_xfer(s)) {
 		struct exs_adv_where *a = &s->sp_adv[s->sp_head];
 		uint32_t room = a->stag ? a->len : 0;
@@ -56,7 +56,7 @@ void exs__seq_pump(struct exs_sock *s)
 		s->sent_seq++;
 		op->assigned = op->len;
 		op->posted = true;
-		op = op->next;
+		op = exs__op_after(&s->sends, op);
 	}
 }
 
@@ -72,15 +72,13 @@ int exs__seq_ctl(struct exs_sock *s, const struct exs_ctl *m)
 
 int exs__seq_note(struct exs_sock *s, const struct exs_note *n)
 {
-	struct exs_op *op = s->recvs;
+	struct exs_op *op = exs__op_first(&s->recvs);
 	/* messages land in the order of the adverts: the head receive, and
 	 * only once it was advertised */
 	if (s->fin_seen || !op || op == s->adv_next || (op->rid & 0xffff) != (n->id & 0xffff) ||
 	    n->len > op->len)
 		return -EPROTO;
-	s->recvs = op->next;
-	if (!s->recvs)
-		s->recvs_tail = NULL;
+	util_list_del(&op->link);
 	s->nrecvs--;
 	s->rx_msgs++;
 	op->done = n->len;

@@ -6,11 +6,11 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include "exs_internal.h"
+#include "util/clock.h"
 
 /* Take the lock and find the socket; on failure errno is set. */
 struct exs_sock *exs__lock_sock(int fd)
@@ -60,17 +60,9 @@ struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void
 	}
 	*op = (struct exs_op){ .kind = kind, .fd = fd, .q = q, .ahandle = ahandle,
 			       .sync = q ? NULL : sync };
+	util_list_init(&op->link);
 	memset(sync, 0, sizeof(*sync));
 	return op;
-}
-
-void exs__op_append(struct exs_op **head, struct exs_op **tail, struct exs_op *op)
-{
-	if (*tail)
-		(*tail)->next = op;
-	else
-		*head = op;
-	*tail = op;
 }
 
 /* An operation that could not be started: give back its queue slot. */
@@ -103,6 +95,7 @@ int exs_socket(int domain, int type, int protocol)
 		errno = ENOMEM;
 		return -1;
 	}
+	exs__sock_init_lists(s);
 	s->fd = exs__eventfd();
 	if (s->fd < 0) {
 		free(s);
@@ -244,7 +237,7 @@ int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t 
 	if (l->st != S_LISTENING)
 		return unlock_err(EINVAL);
 	struct exs_sock *ready = l->ready;
-	if (ready && !l->accepts) {
+	if (ready && util_list_empty(&l->accepts)) {
 		/* one is waiting: no need to queue */
 		struct exs_op *op = NULL;
 		struct exs_sync w;
@@ -265,7 +258,8 @@ int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t 
 		return unlock_err(0);
 	}
 	int n = 0;
-	for (struct exs_op *o = l->accepts; o; o = o->next)
+	struct exs_op *o;
+	util_list_for_each(o, &l->accepts, link)
 		n++;
 	if (n >= EXS_MAX_RECVS)
 		return unlock_err(EAGAIN);
@@ -273,7 +267,7 @@ int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t 
 	struct exs_op *op = exs__op_new(fd, OP_ACCEPT, qh, ahandle, &w);
 	if (!op)
 		return unlock_err(errno);
-	exs__op_append(&l->accepts, &l->accepts_tail, op);
+	util_list_add_tail(&l->accepts, &op->link);
 	if (qh != EXS_QHANDLE_INVALID)
 		return unlock_err(0);
 	int rc = sync_result(&w);
@@ -388,11 +382,8 @@ int exs_close(int fd, exs_qhandle_t qh, void *ahandle)
 	/* receives and accepts are over; sends already posted still go */
 	exs__cancel_recvs(s);
 	struct exs_op *r;
-	while ((r = s->accepts)) {
-		s->accepts = r->next;
+	while ((r = exs__op_pop(&s->accepts)))
 		exs__op_complete(r, ECANCELED, -1);
-	}
-	s->accepts_tail = NULL;
 	if (s->st == S_LISTENING) {
 		/* connections nobody accepted go with it */
 		for (struct exs_sock *o = exs_rt.socks; o;) {
@@ -412,7 +403,7 @@ int exs_close(int fd, exs_qhandle_t qh, void *ahandle)
 		s->st = S_CLOSED;
 	} else if (s->st == S_CONNECTED) {
 		s->wr_shut = true;
-		s->linger_deadline = exs__now_ms() + EXS_LINGER_MS;
+		s->linger_deadline = util_now_ms() + EXS_LINGER_MS;
 	} else {
 		s->st = S_CLOSED;
 	}

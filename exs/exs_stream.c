@@ -45,7 +45,8 @@ int exs__stream_recv_post(struct exs_sock *s, struct exs_op *op)
 
 static struct exs_op *recv_by_id(struct exs_sock *s, uint32_t id)
 {
-	for (struct exs_op *op = s->recvs; op; op = op->next)
+	struct exs_op *op;
+	util_list_for_each(op, &s->recvs, link)
 		if (op->rid == id)
 			return op;
 	return NULL;
@@ -53,9 +54,7 @@ static struct exs_op *recv_by_id(struct exs_sock *s, uint32_t id)
 
 static void pop_recv(struct exs_sock *s, struct exs_op *op)
 {
-	s->recvs = op->next;
-	if (!s->recvs)
-		s->recvs_tail = NULL;
+	util_list_del(&op->link);
 	s->nrecvs--;
 }
 
@@ -64,7 +63,7 @@ static void reap_done(struct exs_sock *s)
 {
 	uint32_t id, bytes;
 	while (exs_sp_rx_complete(&s->rx, &id, &bytes)) {
-		struct exs_op *op = s->recvs;
+		struct exs_op *op = exs__op_first(&s->recvs);
 		pop_recv(s, op);
 		exs__op_complete(op, 0, bytes);
 	}
@@ -77,14 +76,14 @@ static void rx_pump(struct exs_sock *s)
 		struct exs_sp_copy cp;
 		uint32_t id, bytes;
 		if (exs_sp_rx_drain(&s->rx, &cp)) {
-			struct exs_op *op = s->recvs;
+			struct exs_op *op = exs__op_first(&s->recvs);
 			/* the state machine copies only into the head receive */
 			memcpy(op_buf(op) + cp.off, s->ring + cp.ring_off, cp.len);
 			op->done += cp.len;
 			continue;
 		}
 		if (exs_sp_rx_complete(&s->rx, &id, &bytes)) {
-			struct exs_op *op = s->recvs;
+			struct exs_op *op = exs__op_first(&s->recvs);
 			pop_recv(s, op);
 			exs__op_complete(op, 0, bytes);
 			continue;
@@ -117,14 +116,14 @@ static void tx_pump(struct exs_sock *s)
 {
 	if (!exs__tx_may_run(s))
 		return;
-	struct exs_op *op = s->sends;
+	struct exs_op *op = exs__op_first(&s->sends);
 	while (op && op->posted)
-		op = op->next;
+		op = exs__op_after(&s->sends, op);
 	while (op && exs__can_xfer(s)) {
 		/* A coalescing buffer at the end fills while transfers are in
 		 * flight; their completions bring it out (Nagle's rule, with
 		 * the completion for the ACK). */
-		if (op->coal_busy && !op->assigned && op == s->sends_tail &&
+		if (op->coal_busy && !op->assigned && op == exs__op_last(&s->sends) &&
 		    s->fl_count >= EXS_COALESCE_INFLIGHT && op->len < s->coal_size / 2)
 			return;
 		size_t left = op->len - op->assigned;
@@ -164,7 +163,7 @@ static void tx_pump(struct exs_sock *s)
 		op->assigned += x.len;
 		if (op->assigned == op->len) {
 			op->posted = true;
-			op = op->next;
+			op = exs__op_after(&s->sends, op);
 		}
 	}
 }
@@ -197,7 +196,7 @@ static struct exs_op *coal_op(struct exs_sock *s)
 	op->lkey[0] = c->mr->lkey;
 	op->coal_busy = &c->busy;
 	c->busy = true;
-	exs__op_append(&s->sends, &s->sends_tail, op);
+	util_list_add_tail(&s->sends, &op->link);
 	s->nsends++;
 	return op;
 }
@@ -208,7 +207,7 @@ static struct exs_op *coal_op(struct exs_sock *s)
  * mode never copies: it waits for the receiver's buffers. */
 bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcnt, size_t len)
 {
-	struct exs_op *t = s->sends_tail;
+	struct exs_op *t = exs__op_last(&s->sends);
 	bool behind = t && !t->posted; /* a send still waits */
 	if (s->flow == EXS_FLOW_CREDIT || s->mode == EXS_MODE_DIRECT || s->st != S_CONNECTED ||
 	    len > EXS_COALESCE_MAX || len > s->coal_size)
@@ -282,7 +281,7 @@ int exs__stream_note(struct exs_sock *s, const struct exs_note *n, bool full)
 		/* several notifications are handled before the protocol runs:
 		 * a receive the last one filled makes room for this one */
 		reap_done(s);
-		struct exs_op *op = s->recvs;
+		struct exs_op *op = exs__op_first(&s->recvs);
 		if (!op)
 			return -EPROTO;
 		/* Immediate Data names the receive by its low 16 bits, and only

@@ -25,7 +25,7 @@ static void handle_closed(uv_handle_t *h)
 	free(c->batch_iov);
 	free(c->batch_scratch);
 	free(c->hdrs);
-	uw_list_del(&c->link);
+	util_list_del(&c->link);
 	uw__notify(c->ctx);
 	free(c);
 }
@@ -183,7 +183,7 @@ struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
 	c->fd = fd;
 	c->initiator = initiator;
 	c->st = initiator ? UW_CONN_CONNECTING : UW_CONN_WAIT_REQ;
-	uw_list_add_tail(&ctx->conns, &c->link);
+	util_list_add_tail(&ctx->conns, &c->link);
 	/* Small writes must leave now: an MPA frame, a Send, a Terminate
 	 * (siw does the same on both ends). */
 	int one = 1;

@@ -13,13 +13,7 @@
 #include <unistd.h>
 
 #include "uw_internal.h"
-
-uint64_t uw__now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "util/clock.h"
 
 /* Fills buf from the kernel: getrandom, or /dev/urandom where a sandbox
  * refuses the system call. With neither there is no safe STag to give. */
@@ -90,7 +84,7 @@ void uw__notify(struct uw_context *ctx)
 
 int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 {
-	uint64_t start = uw__now_ms();
+	uint64_t start = util_now_ms();
 
 	if (ctx->progress == UW_PROGRESS_AUTO) {
 		/* The engine thread watches the network; we sleep until it
@@ -103,14 +97,7 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 		} else if (timeout_ms < 0) {
 			pthread_cond_wait(&ctx->cond, &ctx->lock);
 		} else {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += timeout_ms / 1000;
-			ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			struct timespec ts = util_deadline_ms((uint64_t)timeout_ms);
 			pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts);
 		}
 	} else {
@@ -123,7 +110,7 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 		pthread_mutex_lock(&ctx->lock);
 		uw__progress(ctx);
 	}
-	if (timeout_ms >= 0 && uw__now_ms() - start >= (uint64_t)timeout_ms)
+	if (timeout_ms >= 0 && util_now_ms() - start >= (uint64_t)timeout_ms)
 		return -ETIMEDOUT;
 	return 0;
 }
@@ -171,9 +158,9 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 	ctx->next_pd = 1;
 	ctx->stag_free = UINT32_MAX;
 	stag_table_init(&ctx->stag_ix, stag_random, ctx);
-	uw_list_init(&ctx->conns);
+	util_list_init(&ctx->conns);
 	pthread_mutex_init(&ctx->lock, NULL);
-	pthread_cond_init(&ctx->cond, NULL);
+	util_cond_init(&ctx->cond);
 	rc = uv_loop_init(&ctx->loop);
 	if (rc)
 		goto fail;
@@ -212,12 +199,12 @@ int uw_close(struct uw_context *ctx)
 	}
 	/* connections of destroyed ids may still be closing their sockets;
 	 * one that lingers after its Terminate need not wait for its peer */
-	for (struct uw_list *l = ctx->conns.next; l != &ctx->conns; l = l->next) {
-		struct uw_conn *c = uw_container_of(l, struct uw_conn, link);
+	for (struct util_list *l = ctx->conns.next; l != &ctx->conns; l = l->next) {
+		struct uw_conn *c = util_container_of(l, struct uw_conn, link);
 		if (c->st == UW_CONN_LINGER)
 			uw__conn_close(c, 0, UW_EV_NONE); /* stays listed until its handles close */
 	}
-	while (!uw_list_empty(&ctx->conns))
+	while (!util_list_empty(&ctx->conns))
 		uw__wait(ctx, -1, 10);
 	ctx->stopping = true;
 	uv_async_send(&ctx->wake);

@@ -5,69 +5,29 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "uw_internal.h"
-
-int uw__channel_fd(struct uw_context *ctx, int evfd)
-{
-	int ep = epoll_create1(EPOLL_CLOEXEC);
-	struct epoll_event ev = { .events = EPOLLIN };
-	if (ep < 0)
-		return -errno;
-	ev.data.fd = evfd;
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, evfd, &ev))
-		goto fail;
-	/* With manual progress nobody else watches the sockets: the channel
-	 * fd must wake its owner when network input waits, so that the next
-	 * call moves it (and may find nothing: a spurious wakeup). */
-	if (ctx->progress == UW_PROGRESS_MANUAL) {
-		ev.data.fd = uv_backend_fd(&ctx->loop);
-		if (epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev))
-			goto fail;
-	}
-	return ep;
-fail:;
-	int e = errno;
-	close(ep);
-	return -e;
-}
+#include "util/clock.h"
 
 struct uw_comp_channel *uw_create_comp_channel(struct uw_context *ctx)
 {
-	struct uw_channel_impl *ch;
 	if (!ctx) {
 		errno = EINVAL;
 		return NULL;
 	}
-	ch = calloc(1, sizeof(*ch));
+	struct uw_channel_impl *ch = calloc(1, sizeof(*ch));
 	if (!ch) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	ch->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (ch->evfd < 0) {
-		int e = errno;
+	int rc = uw__chan_open(&ch->ch, ctx, &ch->pub.fd);
+	if (rc) {
 		free(ch);
-		errno = e;
-		return NULL;
-	}
-	pthread_mutex_lock(&ctx->lock);
-	int fd = uw__channel_fd(ctx, ch->evfd);
-	if (fd >= 0)
-		ctx->nobjects++;
-	pthread_mutex_unlock(&ctx->lock);
-	if (fd < 0) {
-		close(ch->evfd);
-		free(ch);
-		errno = -fd;
+		errno = rc;
 		return NULL;
 	}
 	ch->pub.context = ctx;
-	ch->pub.fd = fd;
-	uw_list_init(&ch->events);
 	return &ch->pub;
 }
 
@@ -76,18 +36,10 @@ int uw_destroy_comp_channel(struct uw_comp_channel *c)
 	struct uw_channel_impl *ch = (struct uw_channel_impl *)c;
 	if (!ch)
 		return EINVAL;
-	struct uw_context *ctx = c->context;
-	pthread_mutex_lock(&ctx->lock);
-	if (ch->users) {
-		pthread_mutex_unlock(&ctx->lock);
-		return EBUSY;
-	}
-	ctx->nobjects--;
-	pthread_mutex_unlock(&ctx->lock);
-	close(c->fd);
-	close(ch->evfd);
-	free(ch);
-	return 0;
+	int rc = uw__chan_close(&ch->ch, c->context, c->fd, false);
+	if (!rc)
+		free(ch);
+	return rc;
 }
 
 int uw_comp_channel_nonblock(struct uw_comp_channel *c, int nonblock)
@@ -95,9 +47,7 @@ int uw_comp_channel_nonblock(struct uw_comp_channel *c, int nonblock)
 	struct uw_channel_impl *ch = (struct uw_channel_impl *)c;
 	if (!ch)
 		return EINVAL;
-	pthread_mutex_lock(&c->context->lock);
-	ch->nonblock = nonblock;
-	pthread_mutex_unlock(&c->context->lock);
+	uw__chan_nonblock(&ch->ch, c->context, nonblock);
 	return 0;
 }
 
@@ -119,10 +69,10 @@ struct uw_cq *uw_create_cq(struct uw_context *ctx, int cqe, void *cq_context,
 	}
 	cq->cap = (uint32_t)cqe;
 	cq->pub = (struct uw_cq){ ctx, channel, cq_context, cqe };
-	uw_list_init(&cq->fired);
+	util_list_init(&cq->fired);
 	pthread_mutex_lock(&ctx->lock);
 	if (channel)
-		((struct uw_channel_impl *)channel)->users++;
+		((struct uw_channel_impl *)channel)->ch.users++;
 	ctx->nobjects++;
 	pthread_mutex_unlock(&ctx->lock);
 	return &cq->pub;
@@ -139,10 +89,14 @@ int uw_destroy_cq(struct uw_cq *c)
 		pthread_mutex_unlock(&ctx->lock);
 		return EBUSY;
 	}
-	if (cq->queued)
-		uw_list_del(&cq->fired);
-	if (c->channel)
-		((struct uw_channel_impl *)c->channel)->users--;
+	if (c->channel) {
+		struct uw__chan *ch = &((struct uw_channel_impl *)c->channel)->ch;
+		if (cq->queued) {
+			util_list_del(&cq->fired);
+			uw__chan_settle(ch);
+		}
+		ch->users--;
+	}
 	ctx->nobjects--;
 	pthread_mutex_unlock(&ctx->lock);
 	free(cq->ring);
@@ -193,14 +147,10 @@ int uw__cq_push(struct uw_cq_impl *cq, const struct uw_wc *wc)
 		    (cq->armed == 2 && ((wc->wc_flags & UW_WC_SOLICITED) || wc->status != UW_WC_SUCCESS));
 	if (fire && cq->pub.channel) {
 		struct uw_channel_impl *ch = (struct uw_channel_impl *)cq->pub.channel;
-		uint64_t one = 1;
 		cq->armed = 0;
 		if (!cq->queued) {
-			uw_list_add_tail(&ch->events, &cq->fired);
+			uw__chan_push(&ch->ch, &cq->fired);
 			cq->queued = true;
-		}
-		if (write(ch->evfd, &one, sizeof(one)) < 0) {
-			/* the counter cannot overflow in practice; nothing to do */
 		}
 	}
 	uw__notify(cq->pub.context);
@@ -243,33 +193,19 @@ int uw_get_cq_event(struct uw_comp_channel *c, struct uw_cq **cqp, void **cq_con
 	if (!ch || !cqp)
 		return EINVAL;
 	struct uw_context *ctx = c->context;
+	int err = 0;
 	pthread_mutex_lock(&ctx->lock);
-	for (;;) {
-		if (ctx->progress == UW_PROGRESS_MANUAL)
-			uw__progress(ctx);
-		if (!uw_list_empty(&ch->events)) {
-			struct uw_cq_impl *cq = uw_container_of(ch->events.next, struct uw_cq_impl, fired);
-			uw_list_del(&cq->fired);
-			cq->queued = false;
-			cq->events++;
-			if (uw_list_empty(&ch->events)) {
-				uint64_t v;
-				if (read(ch->evfd, &v, sizeof(v)) < 0) {
-					/* already zero: fine */
-				}
-			}
-			*cqp = &cq->pub;
-			if (cq_context)
-				*cq_context = cq->pub.cq_context;
-			pthread_mutex_unlock(&ctx->lock);
-			return 0;
-		}
-		if (ch->nonblock) {
-			pthread_mutex_unlock(&ctx->lock);
-			return EAGAIN;
-		}
-		uw__wait(ctx, -1, -1);
+	struct util_list *n = uw__chan_take(&ch->ch, ctx, -1, &err);
+	if (n) {
+		struct uw_cq_impl *cq = util_container_of(n, struct uw_cq_impl, fired);
+		cq->queued = false;
+		cq->events++;
+		*cqp = &cq->pub;
+		if (cq_context)
+			*cq_context = cq->pub.cq_context;
 	}
+	pthread_mutex_unlock(&ctx->lock);
+	return n ? 0 : err;
 }
 
 void uw_ack_cq_events(struct uw_cq *c, unsigned nevents)
@@ -288,7 +224,7 @@ int uw_cq_wait(struct uw_cq *c, int threshold, int timeout_ms)
 	if (!cq || threshold <= 0 || (uint32_t)threshold > cq->cap)
 		return -EINVAL;
 	struct uw_context *ctx = c->context;
-	uint64_t deadline = timeout_ms >= 0 ? uw__now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
 	pthread_mutex_lock(&ctx->lock);
 	for (;;) {
 		if (ctx->progress == UW_PROGRESS_MANUAL)
@@ -300,7 +236,7 @@ int uw_cq_wait(struct uw_cq *c, int threshold, int timeout_ms)
 		}
 		int left = -1;
 		if (timeout_ms >= 0) {
-			uint64_t now = uw__now_ms();
+			uint64_t now = util_now_ms();
 			if (now >= deadline) {
 				pthread_mutex_unlock(&ctx->lock);
 				return -ETIMEDOUT;
@@ -318,4 +254,18 @@ void uw__cq_forget_qp(struct uw_cq_impl *cq, const struct uw_qp *qp)
 		if (wc->qp == qp)
 			wc->qp = NULL;
 	}
+}
+
+const char *uw_wc_status_str(enum uw_wc_status s)
+{
+	switch (s) {
+	case UW_WC_SUCCESS: return "success";
+	case UW_WC_LOC_LEN_ERR: return "local length error";
+	case UW_WC_LOC_PROT_ERR: return "local protection error";
+	case UW_WC_WR_FLUSH_ERR: return "flushed";
+	case UW_WC_REM_ACCESS_ERR: return "remote access error";
+	case UW_WC_REM_OP_ERR: return "remote operation error";
+	case UW_WC_FATAL_ERR: return "fatal error";
+	}
+	return "unknown";
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include <uwarp/ep.h>
+#include "util/clock.h"
 
 #define EP_PDATA_MAX 512
 
@@ -31,19 +32,12 @@ struct uw_ep {
 	uint8_t peer[EP_PDATA_MAX];
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Milliseconds left before @deadline (0: none), as a timeout argument. */
 static int left_ms(uint64_t deadline)
 {
 	if (!deadline)
 		return -1;
-	uint64_t now = now_ms();
+	uint64_t now = util_now_ms();
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
@@ -208,7 +202,7 @@ struct uw_ep *uw_ep_connect(const char *host, const char *port, const struct uw_
 		return NULL;
 	}
 	int timeout = attr && attr->timeout_ms ? attr->timeout_ms : 15000;
-	uint64_t deadline = timeout > 0 ? now_ms() + (uint64_t)timeout : 0;
+	uint64_t deadline = timeout > 0 ? util_now_ms() + (uint64_t)timeout : 0;
 	struct uw_ep *ep = ep_new(attr, NULL);
 	if (!ep) {
 		freeaddrinfo(res);
@@ -281,7 +275,7 @@ struct uw_ep *uw_ep_get_request(struct uw_ep *l, int timeout_ms)
 		errno = EINVAL;
 		return NULL;
 	}
-	uint64_t deadline = timeout_ms >= 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
 	for (;;) {
 		struct uw_cm_event *e;
 		int rc = uw_cm_get_event_timeout(l->ch, &e, left_ms(deadline));
@@ -324,7 +318,7 @@ int uw_ep_accept(struct uw_ep *ep, int timeout_ms)
 	int rc = uw_cm_accept(ep->id, ep->has_param ? &ep->param : NULL);
 	if (rc)
 		return rc;
-	return wait_established(ep, timeout_ms >= 0 ? now_ms() + (uint64_t)timeout_ms : 0);
+	return wait_established(ep, timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0);
 }
 
 int uw_ep_reject(struct uw_ep *ep, const void *private_data, uint16_t len)

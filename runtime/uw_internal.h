@@ -26,39 +26,7 @@
 #include "mpa_negotiate.h"
 #include "rdmap_conn.h"
 #include "stag_table.h"
-
-/* ---- doubly linked lists ---- */
-
-struct uw_list {
-	struct uw_list *prev, *next;
-};
-
-static inline void uw_list_init(struct uw_list *l)
-{
-	l->prev = l->next = l;
-}
-
-static inline bool uw_list_empty(const struct uw_list *l)
-{
-	return l->next == l;
-}
-
-static inline void uw_list_add_tail(struct uw_list *l, struct uw_list *n)
-{
-	n->prev = l->prev;
-	n->next = l;
-	l->prev->next = n;
-	l->prev = n;
-}
-
-static inline void uw_list_del(struct uw_list *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-	n->prev = n->next = n;
-}
-
-#define uw_container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
+#include "util/list.h"
 
 /* ---- context ---- */
 
@@ -85,7 +53,7 @@ struct uw_context {
 	uint32_t next_qpn;
 	uint32_t next_pd;
 	int nobjects;             /* PDs, CQs, channels, ids: uw_close needs 0 */
-	struct uw_list conns;     /* live connections (closing ones too) */
+	struct util_list conns;     /* live connections (closing ones too) */
 };
 
 /* Writes on a connection's socket never raise SIGPIPE: a peer that resets
@@ -118,7 +86,6 @@ void uw__notify(struct uw_context *ctx);
 /* 32 bits from the kernel's CSPRNG (STag indices and keys must not be
  * predictable from STags a peer has seen). */
 uint32_t uw__random32(struct uw_context *ctx);
-uint64_t uw__now_ms(void);
 
 /* ---- memory ---- */
 
@@ -165,14 +132,41 @@ int uw__stag_invalidate(void *ctx, uint32_t stag, uint32_t pd, uint32_t qp);
 int uw__sge_check(struct uw_context *ctx, uint32_t pd, const struct uw_sge *sge, uint32_t rights,
 		  struct iovec *out);
 
+/* ---- channels (uw_channel.c) ---- */
+
+/* What a completion channel and a CM event channel share: a queue of
+ * events (ctx->lock) and a descriptor readable while it is not empty. */
+struct uw__chan {
+	int evfd;                /* a util/evfd.h flag: raised while events waits */
+	struct util_list events; /* in order */
+	bool nonblock;
+	int users;               /* the CQs or ids that report here */
+};
+
+/* Open: its flag and the descriptor the program waits on (*fd). 0 or an
+ * errno. */
+int uw__chan_open(struct uw__chan *ch, struct uw_context *ctx, int *fd);
+/* Close, unless CQs or ids still report here (or, with refuse_queued,
+ * events wait): 0 or EBUSY. */
+int uw__chan_close(struct uw__chan *ch, struct uw_context *ctx, int fd, bool refuse_queued);
+void uw__chan_nonblock(struct uw__chan *ch, struct uw_context *ctx, int nonblock);
+/* Queue an event (ctx locked). */
+void uw__chan_push(struct uw__chan *ch, struct util_list *n);
+/* Lower the flag if nothing waits any more (after events were removed
+ * some other way; ctx locked). */
+void uw__chan_settle(struct uw__chan *ch);
+/* The first event, taken off (ctx locked; it waits with the lock let go,
+ * moving the network itself under manual progress). NULL and *err:
+ * EAGAIN (non-blocking, none waits) or ETIMEDOUT (timeout_ms passed; -1
+ * waits for ever). */
+struct util_list *uw__chan_take(struct uw__chan *ch, struct uw_context *ctx, int timeout_ms,
+				int *err);
+
 /* ---- completion queues ---- */
 
 struct uw_channel_impl {
 	struct uw_comp_channel pub;
-	int evfd;            /* counts events */
-	struct uw_list events;  /* armed CQs that fired, in order */
-	bool nonblock;
-	int users;
+	struct uw__chan ch; /* its events: armed CQs that fired */
 };
 
 struct uw_cq_impl {
@@ -182,7 +176,7 @@ struct uw_cq_impl {
 	int armed;           /* 0, 1 (any), 2 (solicited only) */
 	bool overflow;
 	unsigned events, acked;
-	struct uw_list fired; /* on the channel's events list */
+	struct util_list fired; /* on the channel's events list */
 	bool queued;
 	int users;
 };
@@ -191,9 +185,6 @@ struct uw_cq_impl {
 int uw__cq_push(struct uw_cq_impl *cq, const struct uw_wc *wc);
 /* A destroyed QP's completions stay queued but no longer point at it. */
 void uw__cq_forget_qp(struct uw_cq_impl *cq, const struct uw_qp *qp);
-/* A channel fd: an epoll set of its eventfd and, with manual progress, the
- * loop's backend fd. */
-int uw__channel_fd(struct uw_context *ctx, int evfd);
 
 /* ---- queue pairs ---- */
 
@@ -272,15 +263,12 @@ void uw__qp_cq_push(struct uw_qp_impl *qp, struct uw_cq *cq, const struct uw_wc 
 
 struct uw_cm_channel_impl {
 	struct uw_cm_channel pub;
-	int evfd;
-	struct uw_list events;
-	bool nonblock;
-	int users;
+	struct uw__chan ch; /* its events: struct uw_cm_event_impl */
 };
 
 struct uw_cm_event_impl {
 	struct uw_cm_event pub;
-	struct uw_list link;
+	struct util_list link;
 	uint8_t pdata[MPA_PD_MAX_RFC];
 };
 
@@ -331,7 +319,7 @@ enum uw_conn_state {
 enum uw_txm_kind { UW_TXM_WQE = 1, UW_TXM_RESPONSE, UW_TXM_RTR, UW_TXM_NUDGE };
 
 struct uw_conn {
-	struct uw_list link;      /* in ctx->conns */
+	struct util_list link;      /* in ctx->conns */
 	struct uw_context *ctx;
 	struct uw_cm_id_impl *id;
 	struct uw_cm_id_impl *listener; /* responder: where its Request goes */
@@ -402,7 +390,6 @@ struct uw_conn {
 	bool peer_terminated;
 };
 
-
 /* engine_conn.c */
 struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator);
 void uw__conn_poll(struct uw_conn *c, int events);
@@ -428,19 +415,42 @@ void uw__conn_term_tx(struct uw_conn *c);
 /* engine_rx.c: take what the socket has in full operation. */
 void uw__conn_rx(struct uw_conn *c);
 
-/* cm.c */
+/* cm_event.c: queue an event for @id on its channel (ctx locked); @c,
+ * when given, says what was negotiated and what the peer sent. */
 void uw__cm_event(struct uw_cm_id_impl *id, enum uw_cm_event_type type, int status,
 		  struct uw_cm_id_impl *listen_id, const struct uw_conn *c);
+/* cm_id.c: a new id on @ch (ctx locked); NULL when out of memory */
+struct uw_cm_id_impl *uw__cm_id_new(struct uw_cm_channel_impl *ch, void *context);
+/* cm_id.c: let go of a reference; the last one frees the id. */
 void uw__cm_id_put(struct uw_cm_id_impl *id);
+/* cm_listen.c: the engine read a connection's MPA Request. */
 void uw__cm_request_arrived(struct uw_conn *c);
-void uw__cm_reply_arrived(struct uw_conn *c);
+/* cm_listen.c: an accepted TCP connection of the listener @id, whose MPA
+ * Request is still to come (ctx locked). 0 or ENOMEM. */
+int uw__cm_take_accepted(struct uw_cm_id_impl *id, int fd);
+/* cm_connect.c: the engine's TCP connect finished; the Reply arrived. */
 void uw__cm_connected(struct uw_conn *c);
+void uw__cm_reply_arrived(struct uw_conn *c);
+/* cm_connect.c: may @id connect now (a QP in INIT, nothing under way)? */
+bool uw__cm_can_connect(const struct uw_cm_id_impl *id);
+/* cm_connect.c: a connection on @fd (connected or connecting) that sends
+ * the MPA Request once it is writable (ctx locked); it owns @fd on 0. */
+int uw__cm_start_connect(struct uw_cm_id_impl *id, int fd, const struct uw_conn_param *param);
 
-/* RFC 7306 offer carried at the end of MPA private data between uwarp
- * peers; stripped before the application sees it. */
-#define UW_EXT_TRAILER_LEN 8
-#define UW_EXT_MAGIC "uWx7306"
-size_t uw__ext_strip(const uint8_t *pd, size_t len, bool *offered);
-size_t uw__ext_append(uint8_t *pd, size_t len);
+/* cm.c: what both sides share */
+/* the MPA policy a connection's parameters make */
+void uw__cm_policy_from(const struct uw_conn_param *p, bool responder, struct mpa_policy *pol);
+/* our private data into @out, with the RFC 7306 offer behind it if asked
+ * for and it fits; the length */
+size_t uw__cm_pdata_with_offer(const struct uw_conn_param *p, bool offer, uint8_t *out);
+/* send an MPA frame in one write (the rest when writable); 0 or errno */
+int uw__cm_send_frame(struct uw_conn *c, const struct mpa_frame *f);
+/* a Terminate while still in setup (LLP/MPA @ecode) */
+void uw__cm_setup_terminate(struct uw_conn *c, uint8_t ecode, bool crc);
+/* the defaults for NULL; NULL when @p cannot be used */
+const struct uw_conn_param *uw__cm_param_or_default(const struct uw_conn_param *p);
+/* a program's TCP socket becomes a connection of @id: an initiator's with
+ * @param, else a request for the listener @id (0 or errno) */
+int uw__cm_hand_over(struct uw_cm_id_impl *id, int fd, const struct uw_conn_param *param);
 
 #endif

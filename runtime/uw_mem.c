@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem_range.h"
+#include "util/mem_range.h"
 #include "uw_internal.h"
 
 static uint32_t rights_of(int access)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "udapl_internal.h"
+#include "util/clock.h"
 
 static void set_port(struct sockaddr_storage *ss, unsigned short port)
 {
@@ -113,7 +114,7 @@ DAT_RETURN DAT_API ud_ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_C
 	ep->param.remote_port_qual = qual;
 	ep->param.ep_state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
 	ep->flags |= UD_EP_ACTIVE;
-	ep->deadline_ms = timeout == DAT_TIMEOUT_INFINITE ? 0 : ud_now_ms() + (timeout + 999) / 1000;
+	ep->deadline_ms = timeout == DAT_TIMEOUT_INFINITE ? 0 : util_now_ms() + (timeout + 999) / 1000;
 	pthread_mutex_unlock(&ia->mu);
 	return DAT_SUCCESS;
 }
@@ -265,7 +266,8 @@ void ud_sp_destroy(struct ud_sp *sp)
 		uw_cm_destroy_id(sp->id);
 	}
 	/* requests that came through it stay answerable */
-	for (struct ud_obj *o = sp->h.ia->objs; o; o = o->next)
+	struct ud_obj *o;
+	util_list_for_each(o, &sp->h.ia->objs, link)
 		if (o->magic == UD_MAGIC_CR && ((struct ud_cr *)o)->sp == sp)
 			((struct ud_cr *)o)->sp = NULL;
 	if (sp->ep) {
@@ -578,8 +580,9 @@ static void on_conn_event(struct ud_ia *ia, struct uw_cm_event *e)
 /* active connects past their timeout (under ia->mu) */
 static void timeouts(struct ud_ia *ia)
 {
-	uint64_t now = ud_now_ms();
-	for (struct ud_obj *o = ia->objs; o; o = o->next) {
+	uint64_t now = util_now_ms();
+	struct ud_obj *o;
+	util_list_for_each(o, &ia->objs, link) {
 		if (o->magic != UD_MAGIC_EP)
 			continue;
 		struct ud_ep *ep = (struct ud_ep *)o;

@@ -10,10 +10,11 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "udapl_internal.h"
+#include "util/clock.h"
+#include "util/evfd.h"
 
 static bool agent_is_null(DAT_OS_WAIT_PROXY_AGENT a)
 {
@@ -26,7 +27,7 @@ static DAT_RETURN make(struct ud_ia *ia, struct ud_cno **out)
 	if (!c)
 		return UD_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
-	c->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	c->kick = util_evfd_open();
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 	if (c->epfd < 0 || c->kick < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->kick, &ev)) {
 		if (c->epfd >= 0)
@@ -117,10 +118,7 @@ void ud_cno_detach(struct ud_cno *c, struct ud_evd *e)
 
 void ud_cno_kick(struct ud_cno *c)
 {
-	uint64_t one = 1;
-	if (write(c->kick, &one, sizeof(one)) < 0) {
-		/* already signalled */
-	}
+	util_evfd_raise(c->kick);
 }
 
 /* an enabled attached EVD with an event, or NULL; every attached CQ armed
@@ -128,7 +126,8 @@ void ud_cno_kick(struct ud_cno *c)
 static struct ud_evd *ready(struct ud_cno *c)
 {
 	struct ud_evd *found = NULL;
-	for (struct ud_obj *o = c->h.ia->objs; o; o = o->next) {
+	struct ud_obj *o;
+	util_list_for_each(o, &c->h.ia->objs, link) {
 		if (o->magic != UD_MAGIC_EVD)
 			continue;
 		struct ud_evd *e = (struct ud_evd *)o;
@@ -143,11 +142,9 @@ static struct ud_evd *ready(struct ud_cno *c)
 
 static void quiet(struct ud_cno *c)
 {
-	uint64_t v;
-	if (read(c->kick, &v, sizeof(v)) < 0) {
-		/* not kicked */
-	}
-	for (struct ud_obj *o = c->h.ia->objs; o; o = o->next)
+	util_evfd_lower(c->kick);
+	struct ud_obj *o;
+	util_list_for_each(o, &c->h.ia->objs, link)
 		if (o->magic == UD_MAGIC_EVD && ((struct ud_evd *)o)->cno == c) {
 			struct ud_evd *e = (struct ud_evd *)o;
 			struct uw_cq *fired;
@@ -164,7 +161,7 @@ DAT_RETURN DAT_API ud_cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HA
 	if (!evd)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
 	struct ud_ia *ia = c->h.ia;
-	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? 0 : ud_now_ms() + (timeout + 999) / 1000;
+	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? 0 : util_now_ms() + (timeout + 999) / 1000;
 	pthread_mutex_lock(&ia->mu);
 	c->waiters++;
 	DAT_RETURN rc;
@@ -178,7 +175,7 @@ DAT_RETURN DAT_API ud_cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HA
 		}
 		int left = -1;
 		if (timeout != DAT_TIMEOUT_INFINITE) {
-			uint64_t now = ud_now_ms();
+			uint64_t now = util_now_ms();
 			if (now >= deadline) {
 				rc = UD_ERR(DAT_TIMEOUT_EXPIRED, DAT_NO_SUBTYPE);
 				break;
@@ -220,8 +217,9 @@ DAT_RETURN DAT_API ud_cno_free(DAT_CNO_HANDLE h)
 	struct ud_ia *ia = c->h.ia;
 	pthread_mutex_lock(&ia->mu);
 	bool used = c->waiters > 0;
-	for (struct ud_obj *o = ia->objs; o && !used; o = o->next)
-		used = o->magic == UD_MAGIC_EVD && ((struct ud_evd *)o)->cno == c;
+	struct ud_obj *o;
+	util_list_for_each(o, &ia->objs, link)
+		used |= o->magic == UD_MAGIC_EVD && ((struct ud_evd *)o)->cno == c;
 	if (used) {
 		pthread_mutex_unlock(&ia->mu);
 		return UD_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_CNO_IN_USE);

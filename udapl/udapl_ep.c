@@ -361,7 +361,8 @@ void ud_ep_destroy(struct ud_ep *ep)
 	drop_qp(ep);
 	if (ep->rsp)
 		ep->rsp->ep = NULL;
-	for (struct ud_obj *o = ep->h.ia->objs; o; o = o->next)
+	struct ud_obj *o;
+	util_list_for_each(o, &ep->h.ia->objs, link)
 		if (o->magic == UD_MAGIC_CR && ((struct ud_cr *)o)->ep == ep)
 			((struct ud_cr *)o)->ep = NULL;
 	hold(ep, -1);

@@ -10,10 +10,11 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "udapl_internal.h"
+#include "util/clock.h"
+#include "util/evfd.h"
 
 static DAT_RETURN bad_evd(void) { return UD_ERR(DAT_INVALID_HANDLE, DAT_NO_SUBTYPE); }
 
@@ -42,7 +43,7 @@ DAT_RETURN DAT_API ud_evd_create(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HANDLE
 	/* twice the length: an EP that goes moves the CQ's completions here */
 	e->cap = 2 * qlen;
 	e->ev = calloc((size_t)e->cap, sizeof(*e->ev));
-	e->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	e->efd = util_evfd_open();
 	if (!e->ev || e->efd < 0)
 		goto fail;
 	if (flags & DAT_EVD_DTO_FLAG) {
@@ -185,10 +186,7 @@ static bool take(struct ud_evd *e, DAT_EVENT *ev)
 		*ev = e->ev[e->head];
 		e->head = (e->head + 1) % e->cap;
 		if (!--e->count) {
-			uint64_t v; /* nothing queued: the descriptor goes quiet */
-			if (read(e->efd, &v, sizeof(v)) < 0) {
-				/* already quiet */
-			}
+			util_evfd_lower(e->efd); /* nothing queued: the descriptor goes quiet */
 		}
 		return true;
 	}
@@ -206,10 +204,7 @@ bool ud_evd_post(struct ud_evd *e, const DAT_EVENT *ev)
 	e->ev[(e->head + e->count) % e->cap] = *ev;
 	e->ev[(e->head + e->count) % e->cap].evd_handle = e;
 	e->count++;
-	uint64_t one = 1;
-	if (write(e->efd, &one, sizeof(one)) < 0) {
-		/* the counter is far from full */
-	}
+	util_evfd_raise(e->efd);
 	if (e->cno && e->enabled)
 		ud_cno_kick(e->cno);
 	return true;
@@ -238,10 +233,7 @@ void ud_evd_arm(struct ud_evd *e)
 
 void ud_evd_drain_fds(struct ud_evd *e)
 {
-	uint64_t v;
-	if (read(e->efd, &v, sizeof(v)) < 0) {
-		/* nothing was signalled */
-	}
+	util_evfd_lower(e->efd);
 	struct uw_cq *fired;
 	while (e->ch && !uw_get_cq_event(e->ch, &fired, NULL))
 		uw_ack_cq_events(fired, 1);
@@ -281,7 +273,7 @@ DAT_RETURN DAT_API ud_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT 
 	if (!ev)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
 	struct ud_ia *ia = e->h.ia;
-	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? 0 : ud_now_ms() + (timeout + 999) / 1000;
+	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? 0 : util_now_ms() + (timeout + 999) / 1000;
 	pthread_mutex_lock(&ia->mu);
 	if (!e->waitable) {
 		pthread_mutex_unlock(&ia->mu);
@@ -307,7 +299,7 @@ DAT_RETURN DAT_API ud_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT 
 		}
 		int left = -1;
 		if (timeout != DAT_TIMEOUT_INFINITE) {
-			uint64_t now = ud_now_ms();
+			uint64_t now = util_now_ms();
 			if (now >= deadline || timeout == 0) {
 				if (nmore)
 					*nmore = n;
@@ -402,10 +394,7 @@ static DAT_RETURN set_state(DAT_EVD_HANDLE h, int what)
 	case 2:
 		e->waitable = false;
 		/* a waiter returns DAT_ABORT */
-		uint64_t one = 1;
-		if (write(e->efd, &one, sizeof(one)) < 0) {
-			/* far from full */
-		}
+		util_evfd_raise(e->efd);
 		break;
 	case 3:
 		e->waitable = true;

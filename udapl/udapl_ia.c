@@ -222,9 +222,8 @@ static void destroy_all(struct ud_ia *ia)
 	pthread_mutex_lock(&ia->mu);
 	/* connections first: their QPs flush into EVDs that still exist */
 	for (int pass = 0; pass < 4; pass++) {
-		struct ud_obj *o = ia->objs, *next;
-		for (; o; o = next) {
-			next = o->next;
+		struct ud_obj *o, *next;
+		util_list_for_each_safe(o, next, &ia->objs, link) {
 			bool now = (pass == 0 && (o->magic == UD_MAGIC_CR || o->magic == UD_MAGIC_PSP ||
 						  o->magic == UD_MAGIC_RSP)) ||
 				   (pass == 1 && o->magic == UD_MAGIC_EP) ||
@@ -257,9 +256,8 @@ static void destroy_all(struct ud_ia *ia)
 		}
 	}
 	/* (LMRs after every RMR: a bound window holds its region) */
-	struct ud_obj *o = ia->objs, *next;
-	for (; o; o = next) {
-		next = o->next;
+	struct ud_obj *o, *next;
+	util_list_for_each_safe(o, next, &ia->objs, link) {
 		if (o->magic == UD_MAGIC_LMR) {
 			struct ud_lmr *l = (struct ud_lmr *)o;
 			ud_obj_unlink(o);
@@ -267,8 +265,7 @@ static void destroy_all(struct ud_ia *ia)
 			free(l);
 		}
 	}
-	for (o = ia->objs; o; o = next) {
-		next = o->next;
+	util_list_for_each_safe(o, next, &ia->objs, link) {
 		if (o->magic == UD_MAGIC_EVD) {
 			ud_evd_destroy((struct ud_evd *)o);
 		} else if (o->magic == UD_MAGIC_CNO) {
@@ -279,8 +276,7 @@ static void destroy_all(struct ud_ia *ia)
 			free(c);
 		}
 	}
-	for (o = ia->objs; o; o = next) {
-		next = o->next;
+	util_list_for_each_safe(o, next, &ia->objs, link) {
 		if (o->magic == UD_MAGIC_PZ) {
 			struct ud_pz *z = (struct ud_pz *)o;
 			ud_obj_unlink(o);
@@ -300,7 +296,8 @@ DAT_RETURN DAT_API ud_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
 	pthread_mutex_lock(&ia->mu);
 	bool busy = false;
-	for (struct ud_obj *o = ia->objs; o; o = o->next)
+	struct ud_obj *o;
+	util_list_for_each(o, &ia->objs, link)
 		if (!(ia->own_async && o == &ia->async_evd->h))
 			busy = true;
 	pthread_mutex_unlock(&ia->mu);

@@ -35,6 +35,8 @@
 
 #include <uwarp/verbs.h>
 
+#include "util/list.h"
+
 #define UD_EXPORT __attribute__((visibility("default")))
 
 /* A DAT error: the class bit, the type, the subtype. */
@@ -77,7 +79,7 @@ struct ud_obj {
 	DAT_HANDLE_TYPE type;
 	DAT_CONTEXT consumer_ctx;
 	struct ud_ia *ia;
-	struct ud_obj *next; /* in the IA's list of its objects */
+	struct util_list link; /* on the IA's objs (the IA itself: on none) */
 };
 
 struct ud_evd;
@@ -107,7 +109,7 @@ struct ud_ia {
 	/* Every object of the IA, one lock for their states and links:
 	 * the consumer's threads, the CM thread and the engine meet here. */
 	pthread_mutex_t mu;
-	struct ud_obj *objs;
+	struct util_list objs; /* struct ud_obj, newest first */
 };
 
 struct ud_pz {
@@ -231,7 +233,6 @@ void ud_obj_init(struct ud_ia *ia, struct ud_obj *o, uint32_t magic, DAT_HANDLE_
 void ud_obj_unlink(struct ud_obj *o);  /* under ia->mu; marks it dead */
 bool ud_valid(const void *h, uint32_t magic);
 DAT_RETURN ud_errno(int err); /* an errno as the nearest DAT error */
-uint64_t ud_now_ms(void);
 /* UWARP_DAT_DEBUG set: why a call failed, on stderr */
 void ud_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 unsigned short ud_qual_port(DAT_CONN_QUAL q); /* host order */

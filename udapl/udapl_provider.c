@@ -176,20 +176,16 @@ void ud_obj_init(struct ud_ia *ia, struct ud_obj *o, uint32_t magic, DAT_HANDLE_
 	o->magic = magic;
 	o->type = type;
 	o->ia = ia;
-	if (ia && (void *)o != (void *)ia) {
-		o->next = ia->objs;
-		ia->objs = o;
-	}
+	util_list_init(&o->link);
+	if (ia && (void *)o == (void *)ia)
+		util_list_init(&ia->objs);
+	else if (ia)
+		util_list_add_head(&ia->objs, &o->link);
 }
 
 void ud_obj_unlink(struct ud_obj *o)
 {
-	struct ud_ia *ia = o->ia;
-	for (struct ud_obj **pp = &ia->objs; *pp; pp = &(*pp)->next)
-		if (*pp == o) {
-			*pp = o->next;
-			break;
-		}
+	util_list_del(&o->link);
 	o->magic = UD_MAGIC_DEAD;
 }
 
@@ -232,13 +228,6 @@ void ud_debug(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-uint64_t ud_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* The OpenFabrics DAPL provider's map from a connection qualifier to a

@@ -26,6 +26,7 @@
 #include "crc32c.h"
 #include "rdmap_opcode.h"
 #include "fpdu.h"
+#include "fpdu_watch.h"
 #include "mpa_negotiate.h"
 #include "proc.h"
 #include "rdmap_term.h"
@@ -233,66 +234,37 @@ static void raw_send(struct raw *r, const uint8_t *hdr, size_t hl, const void *p
 	assert_int_equal(write(r->fd, wire, n), (ssize_t)n);
 }
 
-/* What the server sent r until it closed: its FPDUs parsed as they come,
- * counted by opcode; the last Terminate's ULPDU kept (bounded by the
- * largest one RFC 5040 allows); how the stream ended. */
+/* What the server sent r until it closed (the toolkit's reader: FPDUs
+ * parsed as they come, counted by opcode, the first Terminate kept), and
+ * how the stream ended: 0, the end of the stream; else the errno. */
 struct from_server {
-	int fpdus, read_responses, terminates;
-	bool after_terminate;   /* an FPDU came behind a Terminate */
-	uint8_t term[RDMAP_TERM_MAX_ULPDU];
-	size_t term_len;
-	int end;                /* 0: the end of the stream; else the errno */
+	struct fpdu_watch w;
+	int end;
 };
 
 static void read_to_end(struct raw *r, int timeout_s, struct from_server *f)
 {
 	struct timeval tv = { timeout_s, 0 };
 	setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	struct fpdu_rx rx;
-	struct fpdu_rx_cfg cfg = { .crc = true, .hdr_len = rdmap_hdr_len };
-	fpdu_rx_init(&rx, &cfg);
+	fpdu_watch_init(&f->w, true);
 	static uint8_t in[65536];
-	int op = -1;
 	ssize_t k;
-	memset(f, 0, sizeof(*f));
-	while ((k = read(r->fd, in, sizeof(in))) > 0) {
-		size_t off = 0, used;
-		while (off < (size_t)k) {
-			struct fpdu_rx_out out;
-			enum fpdu_rx_event ev = fpdu_rx_step(&rx, in + off, (size_t)k - off, &used, &out);
-			off += used;
-			if (ev == FPDU_RX_HDR) {
-				op = rx.hdr[1] & 0xf;
-				if (op == RDMAP_TERMINATE) {
-					memcpy(f->term, rx.hdr, rx.hdr_len);
-					f->term_len = rx.hdr_len;
-				}
-			} else if (ev == FPDU_RX_DATA && op == RDMAP_TERMINATE) {
-				assert_true(f->term_len + out.len <= sizeof(f->term));
-				memcpy(f->term + f->term_len, out.data, out.len);
-				f->term_len += out.len;
-			} else if (ev == FPDU_RX_END) {
-				f->fpdus++;
-				f->after_terminate |= f->terminates > 0;
-				f->terminates += op == RDMAP_TERMINATE;
-				f->read_responses += op == RDMAP_RDMA_READ_RESP;
-			} else if (ev == FPDU_RX_ERROR) {
-				fail_msg("the server's bytes do not parse: %s", rx.err.what);
-			}
-		}
-	}
+	while ((k = read(r->fd, in, sizeof(in))) > 0)
+		if (fpdu_watch_feed(&f->w, in, (size_t)k))
+			fail_msg("the server's bytes do not parse: %s", f->w.error);
 	f->end = k < 0 ? errno : 0;
 }
 
-/* The last Terminate f holds, decoded (RFC 5040 section 4.8). */
+/* The first Terminate f holds, decoded (RFC 5040 section 4.8), on the
+ * Terminate queue with MSN 1 (RFC 5041 section 5). */
 static void terminate_of(const struct from_server *f, struct rdmap_term *t)
 {
-	assert_true(f->terminates > 0);
-	assert_true(f->term_len >= DDP_UNTAGGED_HDR_LEN + RDMAP_TERM_CTRL_LEN);
-	assert_int_equal(be32_get(f->term + DDP_OFF_QN), DDP_QN_TERMINATE);
-	assert_int_equal(be32_get(f->term + DDP_OFF_MSN), 1);
-	assert_int_equal(rdmap_term_decode(f->term + DDP_UNTAGGED_HDR_LEN,
-					   f->term_len - DDP_UNTAGGED_HDR_LEN, t), 0);
+	assert_true(f->w.by_op[RDMAP_TERMINATE] > 0);
+	assert_false(f->w.term_cut);
+	assert_true(f->w.term_len >= DDP_UNTAGGED_HDR_LEN + RDMAP_TERM_CTRL_LEN);
+	assert_int_equal(be32_get(f->w.term + DDP_OFF_QN), DDP_QN_TERMINATE);
+	assert_int_equal(be32_get(f->w.term + DDP_OFF_MSN), 1);
+	assert_int_equal(fpdu_watch_terminate(&f->w, t), 0);
 }
 
 /* The one Terminate the server sent r, read to the close: its codes
@@ -302,7 +274,7 @@ static void term_codes(struct raw *r, uint8_t got[3])
 	struct from_server f;
 	struct rdmap_term t;
 	read_to_end(r, 5, &f);
-	assert_int_equal(f.fpdus, 1);
+	assert_int_equal(f.w.fpdus, 1);
 	terminate_of(&f, &t);
 	got[0] = t.rfc.layer;
 	got[1] = t.rfc.etype;
@@ -774,12 +746,12 @@ static void reads_beyond_the_ird_behind_a_full_send_side_get_the_terminate(void 
 	struct from_server f;
 	struct rdmap_term t;
 	read_to_end(&r, 10, &f);
-	print_message("%u Reads sent; back: %d Read Response FPDUs, %d Terminates, then %s\n",
-		      msn - 1, f.read_responses, f.terminates,
+	print_message("%u Reads sent; back: %u Read Response FPDUs, %u Terminates, then %s\n",
+		      msn - 1, f.w.by_op[RDMAP_RDMA_READ_RESP], f.w.by_op[RDMAP_TERMINATE],
 		      f.end ? strerror(f.end) : "the end of the stream");
-	assert_true(f.read_responses > 0);
-	assert_int_equal(f.terminates, 1);
-	assert_false(f.after_terminate);
+	assert_true(f.w.by_op[RDMAP_RDMA_READ_RESP] > 0);
+	assert_int_equal(f.w.by_op[RDMAP_TERMINATE], 1);
+	assert_false(f.w.after_terminate);
 	assert_int_equal(f.end, 0);
 	terminate_of(&f, &t);
 	assert_int_equal(t.rfc.layer, UW_TERM_LAYER_RDMAP);

@@ -19,20 +19,13 @@
 
 typedef uint32_t (*engine_fn)(uint32_t, const void *, size_t);
 
-double crcbench_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 volatile uint32_t crcbench_sink;
 
 static double measure(engine_fn fn, const uint8_t *buf, size_t size, double seconds)
 {
 	uint64_t bytes = 0;
 	uint32_t acc = 0;
-	double t0 = crcbench_now(), t;
+	double t0 = util_now_s(), t;
 	size_t reps = size >= 65536 ? 1 : 65536 / size;
 
 	/* warm the tables and the cache */
@@ -41,7 +34,7 @@ static double measure(engine_fn fn, const uint8_t *buf, size_t size, double seco
 		for (size_t r = 0; r < reps; r++)
 			acc ^= fn(acc, buf, size);
 		bytes += (uint64_t)reps * size;
-		t = crcbench_now();
+		t = util_now_s();
 	} while (t - t0 < seconds);
 	crcbench_sink = acc;
 	return (double)bytes / (t - t0) / 1e9;

@@ -3,8 +3,8 @@
 #define UWARP_CRCBENCH_H
 
 #include <stdint.h>
+#include "util/clock.h"
 
-double crcbench_now(void);
 /* Keeps the compiler from discarding the CRCs. */
 extern volatile uint32_t crcbench_sink;
 /* --order: the sender's CRC before or after the kernel's copy. */

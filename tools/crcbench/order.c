@@ -75,8 +75,8 @@ static int run(int mode, const uint8_t *buf, double seconds)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	uint64_t bytes = 0;
 	uint32_t crc = CRC32C_INIT;
-	double t0 = crcbench_now(), c0 = thread_cpu();
-	while (crcbench_now() - t0 < seconds) {
+	double t0 = util_now_s(), c0 = thread_cpu();
+	while (util_now_s() - t0 < seconds) {
 		for (size_t off = 0; off < FOOTPRINT; off += PIECE) {
 			if (mode == 1)
 				crc = crc32c_update(crc, buf + off, PIECE);
@@ -87,7 +87,7 @@ static int run(int mode, const uint8_t *buf, double seconds)
 		}
 		bytes += FOOTPRINT;
 	}
-	double dt = crcbench_now() - t0, cpu = thread_cpu() - c0;
+	double dt = util_now_s() - t0, cpu = thread_cpu() - c0;
 	close(fd);
 	pthread_join(t, NULL);
 	close(lfd);

@@ -26,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+#include "util/clock.h"
 
 #define MAX_PKT 65536
 
@@ -41,13 +42,6 @@ struct way { /* packets read from one device, due out of the other */
 	struct pkt *head, *tail;
 	size_t queued;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int tun_open(const char *name, int mtu)
 {
@@ -89,7 +83,7 @@ static int take(struct way *w, uint64_t delay, size_t limit)
 		if (!p)
 			return -1;
 		p->next = NULL;
-		p->due_ns = now_ns() + delay;
+		p->due_ns = util_now_ns() + delay;
 		p->len = (size_t)n;
 		memcpy(p->data, buf, (size_t)n);
 		if (w->tail)
@@ -104,7 +98,7 @@ static int take(struct way *w, uint64_t delay, size_t limit)
 /* write out what is due; returns ns until the next one (or -1: none) */
 static int64_t give(struct way *w)
 {
-	uint64_t t = now_ns();
+	uint64_t t = util_now_ns();
 	while (w->head && w->head->due_ns <= t) {
 		struct pkt *p = w->head;
 		if (write(w->out, p->data, p->len) < 0 && errno == EAGAIN)

@@ -37,6 +37,7 @@
 #include <exs.h>
 
 #include "pump_pattern.h"
+#include "util/clock.h"
 
 #define JOB_MAGIC 0x50554d50u /* "PUMP" */
 #define HDR_LEN 64
@@ -72,13 +73,6 @@ struct opts {
 	double compute_us; /* ...and the computation between rounds */
 	bool idle;	   /* ...spent asleep, not spinning */
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static double cpu(void)
 {
@@ -157,7 +151,7 @@ static int serve(int fd, int type)
 		failed = "buffers";
 		goto end;
 	}
-	double t0 = now(), c0 = cpu();
+	double t0 = util_now_s(), c0 = cpu();
 	for (uint32_t i = 0; i < j.recvs; i++, out++)
 		if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, (void *)(uintptr_t)i, mh)) {
 			failed = "exs_recv";
@@ -199,7 +193,7 @@ static int serve(int fd, int type)
 	if (type == SOCK_STREAM)
 		exs_getsockopt(fd, SOL_EXS, EXS_SO_COUNTERS, &c, &cl);
 	struct result r = { JOB_MAGIC, bad == UINT64_MAX && (!j.bytes || off == j.bytes), off, msgs,
-			    bad, cpu() - c0, now() - t0, c.copied, c.ring_used };
+			    bad, cpu() - c0, util_now_s() - t0, c.copied, c.ring_used };
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, &r, sizeof(r));
 	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != HDR_LEN) {
@@ -346,8 +340,8 @@ static void compute(double us, bool idle)
 		}
 		return;
 	}
-	double end = now() + us / 1e6;
-	while (now() < end) {
+	double end = util_now_s() + us / 1e6;
+	while (util_now_s() < end) {
 		/* the application's work: no ES-API call */
 	}
 }
@@ -402,7 +396,7 @@ static uint64_t burst_rounds(struct sender *t, double until)
 				errno = ev[i].exs_evt_errno;
 				die("send");
 			}
-		if (!o->bytes && now() >= until)
+		if (!o->bytes && util_now_s() >= until)
 			more = false;
 	}
 	return rounds;
@@ -447,7 +441,7 @@ static int run_client(const struct opts *o)
 	if (!mh)
 		die("buffers");
 	exs_qhandle_t q = exs_qcreate(o->sends + 4);
-	double t0 = now(), c0 = cpu(), until = t0 + o->time;
+	double t0 = util_now_s(), c0 = cpu(), until = t0 + o->time;
 	struct sender t = { o, fd, q, buf, max, mh, j.seed, 0, 0 };
 	int out = 0;
 	bool more = true;
@@ -460,7 +454,7 @@ static int run_client(const struct opts *o)
 			send_next(&t, (size_t)i);
 			out++;
 			i++;
-			more = o->bytes ? t.off < o->bytes : now() < until;
+			more = o->bytes ? t.off < o->bytes : util_now_s() < until;
 			continue;
 		}
 		exs_event_t ev = next_event(q);
@@ -469,7 +463,7 @@ static int run_client(const struct opts *o)
 			errno = ev.exs_evt_errno;
 			die("send");
 		}
-		more = o->bytes ? t.off < o->bytes : now() < until;
+		more = o->bytes ? t.off < o->bytes : util_now_s() < until;
 		if (!more) {
 			i = o->sends; /* drain */
 			continue;
@@ -481,7 +475,7 @@ static int run_client(const struct opts *o)
 	/* the peer has every byte when the shutdown completes */
 	if (exs_shutdown(fd, SHUT_WR, EXS_QHANDLE_INVALID, NULL))
 		die("exs_shutdown");
-	double secs = now() - t0, ccpu = cpu() - c0;
+	double secs = util_now_s() - t0, ccpu = cpu() - c0;
 	struct exs_stream_counters c;
 	socklen_t cl = sizeof(c);
 	exs_getsockopt(fd, SOL_EXS, EXS_SO_COUNTERS, &c, &cl);

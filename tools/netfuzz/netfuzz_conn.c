@@ -17,17 +17,12 @@
 #include <unistd.h>
 
 #include "fpdu.h"
+#include "fpdu_watch.h"
 #include "mpa_frame.h"
 #include "netfuzz.h"
 #include "rdmap_opcode.h"
 #include "rdmap_term.h"
-
-static long now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
+#include "util/clock.h"
 
 static int dial(const char *host, int port)
 {
@@ -48,10 +43,10 @@ static int dial(const char *host, int port)
 static int read_frame(int fd, struct mpa_frame *f, uint8_t *buf, size_t cap, int timeout_ms)
 {
 	size_t got = 0;
-	long end = now_ms() + timeout_ms;
+	long end = (long)util_now_ms() + timeout_ms;
 	while (got < cap) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		long left = end - now_ms();
+		long left = end - (long)util_now_ms();
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			return -ETIMEDOUT;
 		ssize_t k = read(fd, buf + got, 1);
@@ -108,46 +103,21 @@ static int negotiate(int fd, bool initiator, bool crc, struct nf_case *c)
 }
 
 /* what came back: a Terminate (its codes), or other FPDUs */
-static void read_reaction(struct nf_case *c, const uint8_t *in, size_t n, bool crc)
+static void read_reaction(struct nf_case *c, const struct fpdu_watch *w)
 {
-	struct fpdu_rx rx;
-	struct fpdu_rx_cfg cfg = { .crc = crc, .hdr_len = rdmap_hdr_len };
-	fpdu_rx_init(&rx, &cfg);
-	size_t off = 0, used, ulen = 0;
-	uint8_t ulpdu[256];
-	while (off < n) {
-		struct fpdu_rx_out out;
-		enum fpdu_rx_event ev = fpdu_rx_step(&rx, in + off, n - off, &used, &out);
-		off += used;
-		if (ev == FPDU_RX_HDR) {
-			memcpy(ulpdu, rx.hdr, rx.hdr_len);
-			ulen = rx.hdr_len;
-		} else if (ev == FPDU_RX_DATA) {
-			size_t k = out.len < sizeof(ulpdu) - ulen ? out.len : sizeof(ulpdu) - ulen;
-			memcpy(ulpdu + ulen, out.data, k);
-			ulen += k;
-		} else if (ev == FPDU_RX_END) {
-			struct rdmap_term t;
-			if (ulen > DDP_UNTAGGED_HDR_LEN && (ulpdu[1] & 0x0f) == RDMAP_TERMINATE &&
-			    !rdmap_term_decode(ulpdu + DDP_UNTAGGED_HDR_LEN, ulen - DDP_UNTAGGED_HDR_LEN,
-					       &t)) {
-				const struct rdmap_term_reading *r = rdmap_term_reading(&t);
-				c->reaction = NF_TERMINATE;
-				c->layer = r->layer;
-				c->etype = r->etype;
-				c->ecode = r->ecode;
-				c->siw_layout = t.siw_likely;
-				return;
-			}
-			c->reaction = NF_REPLY;
-			ulen = 0;
-		} else if (ev == FPDU_RX_ERROR) {
-			snprintf(c->note, sizeof(c->note), "the peer's bytes do not parse: %s", rx.err.what);
-			c->reaction = NF_REPLY;
-			return;
-		} else if (ev == FPDU_RX_MORE) {
-			break;
-		}
+	struct rdmap_term t;
+	if (!fpdu_watch_terminate(w, &t)) {
+		const struct rdmap_term_reading *r = rdmap_term_reading(&t);
+		c->reaction = NF_TERMINATE;
+		c->layer = r->layer;
+		c->etype = r->etype;
+		c->ecode = r->ecode;
+		c->siw_layout = t.siw_likely;
+	} else if (w->error) {
+		snprintf(c->note, sizeof(c->note), "the peer's bytes do not parse: %s", w->error);
+		c->reaction = NF_REPLY;
+	} else if (w->fpdus) {
+		c->reaction = NF_REPLY;
 	}
 }
 
@@ -183,14 +153,15 @@ int nf_run(struct nf_case *c, const struct nf_target *t, const char *host, int p
 	if (c->close_after)
 		shutdown(fd, SHUT_WR);
 	static uint8_t in[1 << 16];
-	size_t n = 0;
-	long end = now_ms() + timeout_ms;
+	struct fpdu_watch w;
+	fpdu_watch_init(&w, crc);
+	long end = (long)util_now_ms() + timeout_ms;
 	for (;;) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		long left = end - now_ms();
+		long left = end - (long)util_now_ms();
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			break;
-		ssize_t k = read(fd, in + n, sizeof(in) - n);
+		ssize_t k = read(fd, in, sizeof(in));
 		if (k < 0) {
 			if (c->reaction == NF_SILENCE)
 				c->reaction = NF_RST;
@@ -201,10 +172,10 @@ int nf_run(struct nf_case *c, const struct nf_target *t, const char *host, int p
 				c->reaction = NF_FIN;
 			break;
 		}
-		n += (size_t)k;
-		read_reaction(c, in, n, crc);
+		fpdu_watch_feed(&w, in, (size_t)k);
+		read_reaction(c, &w);
 		if (c->reaction == NF_TERMINATE)
-			end = now_ms() + 500; /* the close follows */
+			end = (long)util_now_ms() + 500; /* the close follows */
 	}
 	close(fd);
 	if (watch_pid > 0 && kill(watch_pid, 0) && errno == ESRCH)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include <uwarp/verbs.h>
+#include "util/clock.h"
 
 #define PERF_MAGIC 0x55575046u /* "UWPF" */
 #define PERF_VERSION 1
@@ -72,7 +73,6 @@ struct perf_opts {
 #define PERF_DEFAULT_MAX_MEM (1ull << 30)
 
 const char *perf_op_name(enum perf_op op);
-double perf_now(void);
 /* Slot s's pattern is a window of one pseudo-random reference buffer,
  * starting s % PERF_PATTERN_SHIFTS bytes in: filling is a memcpy and
  * checking a memcmp, so verification costs little even at 64 MiB. */

@@ -267,8 +267,8 @@ static int wait_reports(struct qstate *qs, int nq)
 		struct qstate *q = &qs[k];
 		/* the FIN needs a posted receive at the server like any Send:
 		 * wait for a credit */
-		double deadline = perf_now() + 10;
-		while (o->mode == MODE_BW && q->credits <= 0 && perf_now() < deadline)
+		double deadline = util_now_s() + 10;
+		while (o->mode == MODE_BW && q->credits <= 0 && util_now_s() < deadline)
 			if (take_acks(10))
 				return 1;
 		struct uw_send_wr fin = { .wr_id = UINT64_MAX - 1, .opcode = UW_WR_SEND,
@@ -280,9 +280,9 @@ static int wait_reports(struct qstate *qs, int nq)
 	}
 	/* give up only when reports stop coming: a thousand QPs under a
 	 * sanitizer on a busy machine take their time */
-	double deadline = perf_now() + 30;
+	double deadline = util_now_s() + 30;
 	int left = nq;
-	while (left && perf_now() < deadline) {
+	while (left && util_now_s() < deadline) {
 		struct uw_wc wc[8];
 		int n = uw_poll_cq(shared_cq, 8, wc);
 		for (int i = 0; i < n; i++) {
@@ -296,7 +296,7 @@ static int wait_reports(struct qstate *qs, int nq)
 				q->report_errors = be64toh(rep[1]);
 				q->got_report = true;
 				left--;
-				deadline = perf_now() + 30;
+				deadline = util_now_s() + 30;
 			}
 		}
 	}
@@ -317,11 +317,11 @@ static int wait_reports(struct qstate *qs, int nq)
 
 static int run_bw(struct qstate *qs, int nq, double *elapsed)
 {
-	double t0 = perf_now(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
+	double t0 = util_now_s(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
 	bool more = true, flow = o->op == OP_SEND || o->op == OP_IMM;
 	uint64_t busy_qps = (uint64_t)nq;
 	while (busy_qps) {
-		if (stop && more && perf_now() >= stop)
+		if (stop && more && util_now_s() >= stop)
 			more = false;
 		busy_qps = 0;
 		for (int k = 0; k < nq; k++) {
@@ -360,16 +360,16 @@ static int run_bw(struct qstate *qs, int nq, double *elapsed)
 			completed(q, &wc[i]);
 		}
 	}
-	*elapsed = perf_now() - t0;
+	*elapsed = util_now_s() - t0;
 	return 0;
 }
 
 static int run_lat(struct qstate *q, double *elapsed)
 {
-	double t0 = perf_now(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
+	double t0 = util_now_s(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
 	q->cap_lat = o->iters ? o->iters : 1 << 20;
 	q->lat = malloc(q->cap_lat * sizeof(double));
-	for (uint64_t i = 0; stop ? perf_now() < stop : i < o->iters; i++) {
+	for (uint64_t i = 0; stop ? util_now_s() < stop : i < o->iters; i++) {
 		uint8_t mark = (uint8_t)(i % 255 + 1);
 		bool echo = o->op == OP_SEND || o->op == OP_IMM;
 		if (echo) {
@@ -378,7 +378,7 @@ static int run_lat(struct qstate *q, double *elapsed)
 			if (uw_post_recv(q->qp, &wr, NULL))
 				return fail("post receive", 0);
 		}
-		double a = perf_now();
+		double a = util_now_s();
 		int rc = post_op(q, i, mark);
 		if (rc)
 			return fail("post", rc);
@@ -410,11 +410,11 @@ static int run_lat(struct qstate *q, double *elapsed)
 				answered = true;
 		}
 		if (q->nlat < q->cap_lat)
-			q->lat[q->nlat++] = (perf_now() - a) * 1e6;
+			q->lat[q->nlat++] = (util_now_s() - a) * 1e6;
 		q->posted++;
 		q->completed++;
 	}
-	*elapsed = perf_now() - t0;
+	*elapsed = util_now_s() - t0;
 	return 0;
 }
 
@@ -567,8 +567,8 @@ int perf_client(const struct perf_opts *opt)
 	}
 	/* each QP reports its DISCONNECTED once the close is done */
 	int left = o->qps;
-	double give_up = perf_now() + 5;
-	while (left > 0 && perf_now() < give_up) {
+	double give_up = util_now_s() + 5;
+	while (left > 0 && util_now_s() < give_up) {
 		struct uw_cm_event *e;
 		if (uw_cm_get_event_timeout(ch, &e, 100))
 			continue;

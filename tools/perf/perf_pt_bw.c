@@ -76,18 +76,18 @@ int pt_bw_client(struct pt_run *r, struct pt_bw_report *rep)
 	bool send = r->o->test->verb == PT_SEND;
 	double *posted = calloc(iters, sizeof(double)), *completed = calloc(iters, sizeof(double));
 	int rc = posted && completed ? 0 : -ENOMEM;
-	double stall = perf_now() + PT_STALL_MS / 1000.0;
+	double stall = util_now_s() + PT_STALL_MS / 1000.0;
 	uint32_t last_credit = 0;
 	while (!rc && done < iters) {
 		while (sent < iters && sent - done < r->tx_depth && (!send || may_send(r, sent))) {
-			posted[sent] = perf_now();
+			posted[sent] = util_now_s();
 			if ((rc = pt_post_op(r, sent, pt_cycle_offset(r, sent))))
 				break;
 			sent++;
 		}
 		struct uw_wc wc[16];
 		int n = rc ? 0 : uw_poll_cq(r->test.cq, 16, wc);
-		double now = perf_now();
+		double now = util_now_s();
 		for (int k = 0; k < n && !rc; k++) {
 			if (wc[k].status != UW_WC_SUCCESS || wc[k].wr_id >= iters)
 				rc = wc_failed(r, &wc[k]);
@@ -137,12 +137,12 @@ int pt_send_bw_server(struct pt_run *r, struct pt_bw_report *rep)
 	uint64_t iters = r->o->iters, received = 0;
 	uint32_t every = r->rx_depth / 3 ? r->rx_depth / 3 : 1, writes = 0;
 	bool credit_due = false;
-	double first = 0, last = 0, stall = perf_now() + PT_STALL_MS / 1000.0;
+	double first = 0, last = 0, stall = util_now_s() + PT_STALL_MS / 1000.0;
 	int rc = 0;
 	while (!rc && (received < iters || writes || credit_due)) {
 		struct uw_wc wc[16];
 		int n = uw_poll_cq(r->test.cq, 16, wc);
-		double now = perf_now();
+		double now = util_now_s();
 		for (int k = 0; k < n && !rc; k++) {
 			if (wc[k].status != UW_WC_SUCCESS) {
 				rc = wc_failed(r, &wc[k]);

@@ -53,7 +53,7 @@ static int wait_sent(struct pt_run *r, uint64_t i)
  * kernel's TCP needs, and the tail grows to milliseconds. */
 static int wait_byte(struct pt_run *r, const uint8_t *p, uint8_t want, uint64_t i)
 {
-	double give_up = perf_now() + PT_STALL_MS / 1000.0;
+	double give_up = util_now_s() + PT_STALL_MS / 1000.0;
 	for (unsigned spins = 1; __atomic_load_n(p, __ATOMIC_ACQUIRE) != want; spins++) {
 		uw_cq_wait(r->test.cq, 1, 0);
 		if (spins % 16 == 0)
@@ -65,7 +65,7 @@ static int wait_byte(struct pt_run *r, const uint8_t *p, uint8_t want, uint64_t 
 					"peer's Write %llu\n", (unsigned long long)i);
 			return -ECONNRESET;
 		}
-		if (perf_now() > give_up)
+		if (util_now_s() > give_up)
 			return stalled("waiting for the peer's Write", i, r->o->iters);
 	}
 	return 0;
@@ -83,7 +83,7 @@ int pt_write_lat(struct pt_run *r, double *t)
 			rc = wait_byte(r, watch, (uint8_t)seen, seen);
 		}
 		if (!rc && sent < iters) {
-			t[sent] = perf_now();
+			t[sent] = util_now_s();
 			*mark = (uint8_t)(sent + 1);
 			rc = pt_post_op(r, sent, 0);
 			if (!rc)
@@ -98,7 +98,7 @@ int pt_read_lat(struct pt_run *r, double *t)
 {
 	int rc = 0;
 	for (uint64_t i = 0; i < r->o->iters && !rc; i++) {
-		t[i] = perf_now();
+		t[i] = util_now_s();
 		rc = pt_post_op(r, i, 0);
 		if (!rc)
 			rc = wait_sent(r, i);
@@ -142,7 +142,7 @@ int pt_send_lat(struct pt_run *r, double *t)
 				rc = pt_post_recvs(r, 1);
 		}
 		if (!rc && sent < iters) {
-			t[sent] = perf_now();
+			t[sent] = util_now_s();
 			rc = pt_post_op(r, sent, 0);
 			if (!rc)
 				rc = take(r, &sends, &recvs, false, sent);

@@ -80,7 +80,7 @@ static int wait_established(struct pt_link *l, int timeout_ms)
 int pt_link_connect(struct pt_link *l, struct uw_pd *pd, const struct sockaddr *addr,
 		    const struct uw_conn_param *p, pt_ready_fn ready, void *arg, int retry_ms)
 {
-	double give_up = perf_now() + retry_ms / 1000.0;
+	double give_up = util_now_s() + retry_ms / 1000.0;
 	for (;;) {
 		struct uw_cm_id *id = uw_cm_create_id(l->ch, NULL);
 		if (!id)
@@ -99,7 +99,7 @@ int pt_link_connect(struct pt_link *l, struct uw_pd *pd, const struct sockaddr *
 		 * proxy) that is a connection taken and then closed: the MPA
 		 * Request's write meets EPIPE, or its reply ECONNRESET. */
 		if ((rc != -ECONNREFUSED && rc != -ECONNRESET && rc != -EPIPE) ||
-		    perf_now() >= give_up)
+		    util_now_s() >= give_up)
 			return rc;
 		nanosleep(&(struct timespec){ 0, PT_RETRY_GAP_NS }, NULL);
 	}
@@ -158,10 +158,10 @@ int pt_link_wc(struct pt_link *l, struct uw_wc *wc, int timeout_ms)
  * Terminate that ended it is worth a line: it says what went wrong. */
 static int wait_disconnected(struct pt_link *l, int ms)
 {
-	double give_up = perf_now() + ms / 1000.0;
-	while (!l->down && perf_now() < give_up) {
+	double give_up = util_now_s() + ms / 1000.0;
+	while (!l->down && util_now_s() < give_up) {
 		struct uw_cm_event *e;
-		int left = (int)((give_up - perf_now()) * 1000);
+		int left = (int)((give_up - util_now_s()) * 1000);
 		if (uw_cm_get_event_timeout(l->ch, &e, left > 0 ? left : 0))
 			continue;
 		if (e->event == UW_CM_EVENT_DISCONNECTED) {

@@ -310,7 +310,7 @@ int pt_run(const struct pt_opts *o)
 {
 	struct pt_run r = { .o = o, .client = o->host != NULL };
 	struct uw_context_attr ca = { .progress = UW_PROGRESS_MANUAL };
-	srand48((long)getpid() ^ (long)(perf_now() * 1e6));
+	srand48((long)getpid() ^ (long)(util_now_s() * 1e6));
 	r.ctx = uw_open(&ca);
 	r.pd = r.ctx ? uw_alloc_pd(r.ctx) : NULL;
 	int rc = r.pd ? 0 : fail(&r, "context", -errno);

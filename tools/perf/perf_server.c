@@ -255,7 +255,7 @@ static void report(struct session *s)
 {
 	if (opts->quiet)
 		return;
-	double dt = perf_now() - s->t0;
+	double dt = util_now_s() - s->t0;
 	printf("server: connection done: %llu receives, %llu bytes, %llu errors, %.3f s, cpu %.3f s\n",
 	       (unsigned long long)s->recvs, (unsigned long long)s->bytes,
 	       (unsigned long long)s->errors, dt, cpu_now() - s->cpu0);
@@ -316,7 +316,7 @@ int perf_server(const struct perf_opts *o)
 	printf("server: listening on port %d (TCP baseline on %d), progress %s\n", bound, bound + 1,
 	       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual");
 	fflush(stdout);
-	double last_work = perf_now();
+	double last_work = util_now_s();
 	for (;;) {
 		struct uw_cm_event *e;
 		bool spin = false, work = false;
@@ -352,7 +352,7 @@ int perf_server(const struct perf_opts *o)
 					session_free(s);
 					break;
 				}
-				s->t0 = perf_now();
+				s->t0 = util_now_s();
 				s->cpu0 = cpu_now();
 				s->next = sessions;
 				sessions = s;
@@ -407,8 +407,8 @@ int perf_server(const struct perf_opts *o)
 		for (struct session *s = sessions; s; s = s->next)
 			work |= session_poll_memory(s);
 		if (work)
-			last_work = perf_now();
-		if (work || (spin && perf_now() - last_work < PERF_SPIN_WINDOW_S))
+			last_work = util_now_s();
+		if (work || (spin && util_now_s() - last_work < PERF_SPIN_WINDOW_S))
 			continue;
 		/* Nothing to do: sleep until the network, a completion or a
 		 * connection event needs us. Latency sessions spin instead,

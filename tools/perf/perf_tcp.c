@@ -160,28 +160,28 @@ int perf_tcp_client(const struct perf_opts *o, struct perf_result *r)
 		return -1;
 	}
 	memset(mem, 0xa5, size * slots);
-	double t0 = perf_now(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
+	double t0 = util_now_s(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
 	uint64_t i = 0;
 	if (o->mode == MODE_LAT) {
 		uint64_t cap = o->iters ? o->iters : 1 << 20;
 		double *lat = malloc(cap * sizeof(double));
-		for (; stop ? perf_now() < stop : i < o->iters; i++) {
-			double a = perf_now();
+		for (; stop ? util_now_s() < stop : i < o->iters; i++) {
+			double a = util_now_s();
 			if (io_all(fd, buf, size, true) || io_all(fd, buf, size, false))
 				break;
 			if (i < cap)
-				lat[i] = (perf_now() - a) * 1e6;
+				lat[i] = (util_now_s() - a) * 1e6;
 		}
 		uint64_t n = i < cap ? i : cap;
 		r->lat_p50_us = perf_percentile(lat, n, 0.50);
 		r->lat_p99_us = perf_percentile(lat, n, 0.99);
 		free(lat);
 	} else if (o->op == OP_READ) {
-		for (; stop ? perf_now() < stop : i < o->iters; i++)
+		for (; stop ? util_now_s() < stop : i < o->iters; i++)
 			if (io_all(fd, mem + (i % slots) * size, size, false))
 				break;
 	} else {
-		for (; stop ? perf_now() < stop : i < o->iters; i++)
+		for (; stop ? util_now_s() < stop : i < o->iters; i++)
 			if (io_all(fd, mem + (i % slots) * size, size, true))
 				break;
 		uint64_t total;
@@ -190,7 +190,7 @@ int perf_tcp_client(const struct perf_opts *o, struct perf_result *r)
 		if (io_all(fd, &total, sizeof(total), false) || be64toh(total) != i * size)
 			r->errors++;
 	}
-	double dt = perf_now() - t0;
+	double dt = util_now_s() - t0;
 	r->iters = i;
 	r->bytes = i * size;
 	r->gbps = dt > 0 ? (double)r->bytes * 8 / dt / 1e9 : 0;

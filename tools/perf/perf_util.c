@@ -13,13 +13,6 @@ const char *perf_op_name(enum perf_op op)
 	return op < OP_COUNT ? names[op] : "?";
 }
 
-double perf_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint8_t *ref;
 static uint64_t ref_len;
 
