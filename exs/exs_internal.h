@@ -278,6 +278,32 @@ struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void
 			   struct exs_sync *sync);
 void exs__op_drop(struct exs_op *op);
 /* to the end of a socket's list of sends, receives or accepts */
+/* ---- a connection's parts (exs_ctl.c, exs_setup.c, exs_teardown.c,
+ * exs_conn.c, exs_cm.c) ---- */
+
+/* what a work request's wr_id carries in its low 3 bits */
+enum { TAG_CTL_RECV = 0, TAG_CTL_SEND = 1, TAG_XFER = 2, TAG_XFER_WRITE = 3, TAG_ONESIDED = 4 };
+#define TAG(wr_id) ((int)((wr_id) & 7))
+
+/* exs_ctl.c */
+bool exs__tracing(void); /* EXS_TRACE is set: log every message on stderr */
+void exs__trace_ctl(const struct exs_sock *s, const char *dir, const struct exs_ctl *m);
+void exs__trace_note(const struct exs_sock *s, const char *dir, const struct exs_note *n);
+/* room for a control message (a CREDIT one may take the last credit) */
+bool exs__ctl_room(const struct exs_sock *s, bool credit_msg);
+int exs__post_ctl_recv(struct exs_sock *s, unsigned i);
+/* post @m without asking for room; 0 or -errno */
+int exs__post_ctl_raw(struct exs_sock *s, struct exs_ctl *m);
+/* exs_setup.c */
+int exs__qp_setup(struct exs_sock *s, struct uw_cm_id *id);
+void exs__hello_of(const struct exs_sock *s, uint8_t out[EXS_HELLO_LEN]);
+void exs__take_hello(struct exs_sock *s, const struct exs_hello *h);
+struct uw_conn_param exs__conn_param(const struct exs_sock *s, const uint8_t *hello);
+/* exs_teardown.c */
+void exs__connection_gone(struct exs_sock *s, int err);
+/* receives after the connection is gone: what arrived still counts */
+void exs__finish_recvs(struct exs_sock *s, int err);
+
 /* an operation list's first and last, the one after @op (NULL: none) */
 static inline struct exs_op *exs__op_first(struct util_list *l)
 {
