@@ -18,7 +18,7 @@ static struct exs_sock *accepted_socket(struct exs_sock *l, struct uw_cm_event *
 	struct exs_sock *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	exs__sock_init_lists(s);
+	exs__sock_init(s);
 	s->fd = exs__eventfd();
 	if (s->fd < 0) {
 		free(s);

@@ -34,24 +34,23 @@ void exs__progress(struct exs_sock *s)
 		exs__seq_pump(s);
 	if (s->st != S_CONNECTED)
 		return;
-	if (s->fin_ack_due && exs__ctl_room(s, false)) {
-		struct exs_ctl m = { .type = EXS_CTL_FIN_ACK, .seq = s->fin_seq };
-		if (!exs__post_ctl_raw(s, &m))
-			s->fin_ack_due = false;
-	}
 	/* sends are handed out in order: all are when the last one is */
 	struct exs_op *last = exs__op_last(&s->sends);
-	bool all_assigned = !last || last->posted;
-	if (s->wr_shut && !s->fin_sent && all_assigned && exs__ctl_room(s, false)) {
-		struct exs_ctl m = { .type = EXS_CTL_FIN, .seq = sent_total(s) };
-		if (!exs__post_ctl_raw(s, &m))
-			s->fin_sent = true;
+	bool all_sent = !last || last->posted;
+	enum exs_fin_send x;
+	while ((x = exs_fin_next(&s->fin, all_sent)) != EXS_FIN_SEND_NONE &&
+	       exs__ctl_room(s, false)) {
+		struct exs_ctl m = { .type = x == EXS_FIN_SEND_FIN ? EXS_CTL_FIN : EXS_CTL_FIN_ACK,
+				     .seq = x == EXS_FIN_SEND_FIN ? sent_total(s) : s->fin.peer_len };
+		if (exs__post_ctl_raw(s, &m))
+			break;
+		exs_fin_sent(&s->fin, x);
 	}
 	if (s->credits_owed >= EXS_CTL_RECVS / 4 && exs__ctl_room(s, true)) {
 		struct exs_ctl m = { .type = EXS_CTL_CREDIT };
 		exs__post_ctl_raw(s, &m);
 	}
-	if (s->fin_seen && !util_list_empty(&s->recvs) &&
+	if (exs_fin_peer_ended(&s->fin) && !util_list_empty(&s->recvs) &&
 	    (s->type == SOCK_SEQPACKET || !exs__stream_readable(s)))
 		exs__finish_recvs(s, 0); /* every byte is in: the rest read the end */
 	exs__maybe_finish_close(s);
@@ -67,16 +66,10 @@ static int on_common_ctl(struct exs_sock *s, const struct exs_ctl *m)
 	case EXS_CTL_FIN:
 		/* the FIN follows the last transfer on the same stream: by now
 		 * every byte it counts has arrived */
-		if (s->fin_seen || m->seq != arrived_total(s))
-			return -EPROTO;
-		s->fin_seen = true;
-		s->fin_seq = m->seq;
-		s->fin_ack_due = true;
-		return 0;
+		return exs_fin_on_fin(&s->fin, m->seq, arrived_total(s));
 	case EXS_CTL_FIN_ACK:
-		if (!s->fin_sent || s->fin_acked || m->seq != sent_total(s))
+		if (exs_fin_on_fin_ack(&s->fin, m->seq, sent_total(s)))
 			return -EPROTO;
-		s->fin_acked = true;
 		if (s->shut_op) {
 			exs__op_complete(s->shut_op, 0, 0);
 			s->shut_op = NULL;

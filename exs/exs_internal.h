@@ -17,6 +17,7 @@
 #include <exs.h>
 #include <uwarp/verbs.h>
 
+#include "exs_fin.h"
 #include "exs_wire.h"
 #include "stream_proto.h"
 #include "util/list.h"
@@ -194,9 +195,8 @@ struct exs_sock {
 	struct exs_sp_tx tx;
 	struct exs_sp_rx rx;
 	struct exs_adv_where where[2 * EXS_SP_MAX_ADVERTS];
-	bool fin_sent, fin_acked, fin_seen, fin_ack_due, shut_rd, wr_shut;
 	uint64_t rx_msgs; /* seqpacket messages received */
-	uint64_t fin_seq;   /* the peer's stream length */
+	struct exs_fin fin; /* how the two directions end (exs_fin.h) */
 	uint64_t sent_seq;  /* our stream bytes handed to transfers */
 	uint64_t linger_deadline; /* ms clock: when a close stops waiting */
 	uint64_t adverts_sent, rx_direct, rx_indirect;
@@ -320,8 +320,9 @@ static inline struct exs_op *exs__op_after(struct util_list *l, struct exs_op *o
 	return util_list_next(l, op, link);
 }
 
-static inline void exs__sock_init_lists(struct exs_sock *s)
+static inline void exs__sock_init(struct exs_sock *s)
 {
+	exs_fin_init(&s->fin);
 	util_list_init(&s->sends);
 	util_list_init(&s->recvs);
 	util_list_init(&s->accepts);

@@ -68,7 +68,7 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
-	if (s->wr_shut || (s->st == S_CLOSED && !s->error))
+	if (exs_fin_wr_shut(&s->fin) || (s->st == S_CLOSED && !s->error))
 		return fail(EPIPE);
 	if (s->st == S_CLOSED)
 		return fail(s->error);
@@ -148,12 +148,12 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	op->flags = flags & MSG_WAITALL;
 	/* the end already came (or reading was shut down), and nothing is
 	 * left to read: 0 bytes, the end of the stream */
-	bool ended = s->shut_rd || (s->st == S_CLOSED && util_list_empty(&s->recvs) &&
+	bool ended = s->fin.rd_shut || (s->st == S_CLOSED && util_list_empty(&s->recvs) &&
 				    !(s->type == SOCK_STREAM && exs__stream_readable(s))) ||
-		     (s->fin_seen && util_list_empty(&s->recvs) &&
+		     (exs_fin_peer_ended(&s->fin) && util_list_empty(&s->recvs) &&
 		      !(s->type == SOCK_STREAM && exs__stream_readable(s)));
 	if (ended) {
-		if (s->st == S_CLOSED && !s->fin_seen && !s->shut_rd && s->error) {
+		if (s->st == S_CLOSED && !exs_fin_rd_ended(&s->fin) && s->error) {
 			exs__op_drop(op);
 			return fail(s->error);
 		}

@@ -288,9 +288,9 @@ static short sock_revents(struct exs_sock *s, short events)
 	} else if (s->st == S_CONNECTED || s->st == S_CLOSED) {
 		if (s->type == SOCK_STREAM && exs__stream_readable(s))
 			r |= POLLIN;
-		if (s->fin_seen)
+		if (exs_fin_peer_ended(&s->fin))
 			r |= POLLIN | POLLRDHUP;
-		if (s->st == S_CONNECTED && !s->wr_shut && s->nsends < EXS_MAX_SENDS)
+		if (s->st == S_CONNECTED && !exs_fin_wr_shut(&s->fin) && s->nsends < EXS_MAX_SENDS)
 			r |= POLLOUT;
 		if (s->st == S_CLOSED)
 			r |= POLLHUP | POLLIN;

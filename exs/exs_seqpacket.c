@@ -75,7 +75,7 @@ int exs__seq_note(struct exs_sock *s, const struct exs_note *n)
 	struct exs_op *op = exs__op_first(&s->recvs);
 	/* messages land in the order of the adverts: the head receive, and
 	 * only once it was advertised */
-	if (s->fin_seen || !op || op == s->adv_next || (op->rid & 0xffff) != (n->id & 0xffff) ||
+	if (exs_fin_peer_ended(&s->fin) || !op || op == s->adv_next || (op->rid & 0xffff) != (n->id & 0xffff) ||
 	    n->len > op->len)
 		return -EPROTO;
 	util_list_del(&op->link);

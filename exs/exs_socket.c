@@ -95,7 +95,7 @@ int exs_socket(int domain, int type, int protocol)
 		errno = ENOMEM;
 		return -1;
 	}
-	exs__sock_init_lists(s);
+	exs__sock_init(s);
 	s->fd = exs__eventfd();
 	if (s->fd < 0) {
 		free(s);
@@ -347,21 +347,19 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, void *ahandle)
 		return -1;
 	if (s->st != S_CONNECTED && s->st != S_CLOSED)
 		return unlock_err(ENOTCONN);
-	if (how != SHUT_WR && !s->shut_rd) {
-		s->shut_rd = true;
+	if (how != SHUT_WR && !exs_fin_shut_rd(&s->fin))
 		exs__cancel_recvs(s);
-	}
 	if (how == SHUT_RD)
 		return unlock_err(0);
-	if (s->wr_shut || s->shut_op)
-		return unlock_err(s->fin_acked && qh == EXS_QHANDLE_INVALID ? 0 : EALREADY);
+	if (exs_fin_wr_shut(&s->fin) || s->shut_op)
+		return unlock_err(exs_fin_wr_done(&s->fin) && qh == EXS_QHANDLE_INVALID ? 0 : EALREADY);
 	if (s->st != S_CONNECTED)
 		return unlock_err(ENOTCONN);
 	struct exs_sync w;
 	struct exs_op *op = exs__op_new(fd, OP_SHUTDOWN, qh, ahandle, &w);
 	if (!op)
 		return unlock_err(errno);
-	s->wr_shut = true;
+	exs_fin_shut_wr(&s->fin);
 	s->shut_op = op;
 	exs__progress(s);
 	exs__kick();
@@ -402,7 +400,7 @@ int exs_close(int fd, exs_qhandle_t qh, void *ahandle)
 		s->error = ECANCELED;
 		s->st = S_CLOSED;
 	} else if (s->st == S_CONNECTED) {
-		s->wr_shut = true;
+		exs_fin_shut_wr(&s->fin); /* (done already after exs_shutdown) */
 		s->linger_deadline = util_now_ms() + EXS_LINGER_MS;
 	} else {
 		s->st = S_CLOSED;

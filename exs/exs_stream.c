@@ -274,7 +274,7 @@ int exs__stream_ctl(struct exs_sock *s, const struct exs_ctl *m)
 
 int exs__stream_note(struct exs_sock *s, const struct exs_note *n, bool full)
 {
-	if (s->fin_seen)
+	if (exs_fin_peer_ended(&s->fin))
 		return -EPROTO; /* nothing follows the end */
 	uint32_t phase = full ? n->phase : exs_phase_widen(s->rx.phase, n->phase);
 	if (n->kind == EXS_XFER_DIRECT) {

@@ -42,7 +42,7 @@ void exs__fail_ops(struct exs_sock *s, int err)
 void exs__end_recvs(struct exs_sock *s, int err, bool keep)
 {
 	struct exs_op *op;
-	bool eof = s->fin_seen || s->shut_rd;
+	bool eof = exs_fin_rd_ended(&s->fin);
 	while ((op = exs__op_pop(&s->recvs))) {
 		if (keep && (op->done || eof))
 			exs__op_complete(op, 0, (ssize_t)op->done);
@@ -98,7 +98,7 @@ void exs__connection_gone(struct exs_sock *s, int err)
 	if (s->st == S_CLOSED)
 		return;
 	s->st = S_CLOSED;
-	if (err && !s->error && !s->fin_seen)
+	if (err && !s->error && !exs_fin_peer_ended(&s->fin))
 		s->error = err;
 	if (s->type == SOCK_STREAM)
 		exs__stream_pump(s); /* the ring's data to the receives first */
@@ -130,7 +130,7 @@ void exs__maybe_finish_close(struct exs_sock *s)
 		/* still lingering: sends to finish, the peer's confirmation to
 		 * come, a FIN_ACK we owe it, or WRs not yet written (the
 		 * disconnection closes the TCP socket at once) */
-		if (!util_list_empty(&s->sends) || !s->fin_acked || s->fin_ack_due || s->sq_out)
+		if (!util_list_empty(&s->sends) || !exs_fin_settled(&s->fin) || s->sq_out)
 			return;
 		uw_cm_disconnect(s->id);
 		s->st = S_CLOSED;
