@@ -96,10 +96,11 @@ void uw__cm_connected(struct uw_conn *c)
 		sl = sizeof(c->id->pub.peer_addr);
 		getpeername(c->fd, (struct sockaddr *)&c->id->pub.peer_addr, &sl);
 	}
+	if (!uw__conn_step(c, UW_LIFE_IN_TCP_UP, NULL).send_request)
+		return;
 	uint8_t pd[MPA_PD_MAX_RFC];
 	size_t len = uw__cm_pdata_with_offer(&c->param, true, pd);
 	mpa_request(&c->pol, pd, (uint16_t)len, &c->req);
-	c->st = UW_CONN_REQ_SENT;
 	uw__conn_poll(c, UV_READABLE);
 	int rc = uw__cm_send_frame(c, &c->req);
 	c->req.pdata = NULL; /* pd is gone; only the frame's fields matter now */
@@ -132,14 +133,10 @@ void uw__cm_reply_arrived(struct uw_conn *c)
 		uw__conn_close(c, -rc, UW_CM_EVENT_CONNECT_ERROR);
 		return;
 	}
-	c->send_rtr = c->mp.p2p;
-	if (!c->peer_ext) {
-		/* siw may miss FPDUs that arrive right behind its Reply */
-		c->nudge_ticks = UW_NUDGE_TICKS;
-		uw__conn_timer(c, UW_NUDGE_TICK_MS);
-	}
-	if (c->id)
-		uw__cm_event(c->id, UW_CM_EVENT_ESTABLISHED, 0, NULL, c);
+	/* ESTABLISHED; a P2P initiator's RTR goes first; toward a peer that
+	 * is not uwarp, the watch for siw's race (conn_life.h) */
+	struct uw_life_facts f = { .p2p = c->mp.p2p, .peer_uwarp = c->peer_ext };
+	uw__conn_step(c, UW_LIFE_IN_REPLY, &f);
 	/* a responder that spoke first (siw does) may already be in rxbuf */
 	if (c->rxlen)
 		uw__conn_rx(c);

@@ -34,7 +34,7 @@ void uw__cm_event(struct uw_cm_id_impl *id, enum uw_cm_event_type type, int stat
 			e->pub.markers_tx = c->req.markers;
 			e->pub.mpa_rev = c->req.rev;
 			e->pub.rfc7306 = c->peer_ext;
-		} else if (c->initiator && c->frame_len >= MPA_FRAME_HDR_LEN &&
+		} else if (c->life.initiator && c->frame_len >= MPA_FRAME_HDR_LEN &&
 			   (type == UW_CM_EVENT_ESTABLISHED || type == UW_CM_EVENT_REJECTED)) {
 			struct mpa_frame rep;
 			if (mpa_frame_decode(c->frame, c->frame_len, MPA_PD_MAX_RFC, &rep) > 0) {

@@ -119,11 +119,10 @@ void uw__cm_request_arrived(struct uw_conn *c)
 	getsockname(c->fd, (struct sockaddr *)&id->pub.local_addr, &sl);
 	id->conn = c;
 	c->id = id;
-	c->st = UW_CONN_REQ_HELD;
 	/* The Request is the application's now: no more reading (and no
 	 * timer) until it accepts or rejects. */
-	uw__conn_poll(c, 0);
-	uw__cm_event(id, UW_CM_EVENT_CONNECT_REQUEST, 0, l, c);
+	if (uw__conn_step(c, UW_LIFE_IN_REQUEST, NULL).stop_reading)
+		uw__conn_poll(c, 0);
 }
 
 int uw_cm_accept(struct uw_cm_id *i, const struct uw_conn_param *param)
@@ -138,7 +137,7 @@ int uw_cm_accept(struct uw_cm_id *i, const struct uw_conn_param *param)
 	struct uw_conn *c = id->conn;
 	struct uw_qp_impl *qp = (struct uw_qp_impl *)i->qp;
 	int rc = 0;
-	if (!c || c->st != UW_CONN_REQ_HELD || !qp || qp->pub.state != UW_QPS_INIT) {
+	if (!c || c->life.st != UW_LIFE_REQ_HELD || !qp || qp->pub.state != UW_QPS_INIT) {
 		rc = EINVAL;
 		goto out;
 	}
@@ -176,16 +175,9 @@ int uw_cm_accept(struct uw_cm_id *i, const struct uw_conn_param *param)
 	 * drops us, so hold until the peer's first FPDU or a short fallback
 	 * (docs/wire-notes.md, "The responder's hold"). In P2P mode its RTR
 	 * is that FPDU. */
-	c->hold_tx = true;
-	c->wait_rtr = c->mp.p2p;
 	qp->pub.state = UW_QPS_RTR; /* receiving; sends queue until the hold ends */
-	if (!c->wait_rtr) {
-		uw__conn_timer(c, UW_MPA_HOLD_MS);
-		uw__cm_event(id, UW_CM_EVENT_ESTABLISHED, 0, NULL, c);
-	} else {
-		/* the RTR is waited for as long as a Request is */
-		uw__conn_timer(c, ctx->request_timeout_ms);
-	}
+	struct uw_life_facts f = { .p2p = c->mp.p2p, .request_timeout_ms = ctx->request_timeout_ms };
+	uw__conn_step(c, UW_LIFE_IN_ACCEPT, &f);
 	if (c->rxlen)
 		uw__conn_rx(c);
 out:
@@ -202,7 +194,7 @@ int uw_cm_reject(struct uw_cm_id *i, const void *private_data, uint16_t len)
 	pthread_mutex_lock(&ctx->lock);
 	struct uw_conn *c = id->conn;
 	int rc = EINVAL;
-	if (c && c->st == UW_CONN_REQ_HELD) {
+	if (c && c->life.st == UW_LIFE_REQ_HELD) {
 		struct mpa_frame rej;
 		mpa_policy_default(&c->pol);
 		mpa_reject_reply(&c->pol, &c->req, private_data, len, &rej);

@@ -40,7 +40,7 @@ void uw__conn_discard_input(struct uw_conn *c)
 		ssize_t n = read(c->fd, c->rxbuf, c->rxcap);
 		if (n > 0)
 			continue;
-		if (n == 0 && c->st == UW_CONN_LINGER) {
+		if (n == 0 && c->life.st == UW_LIFE_LINGER) {
 			uw__conn_close(c, 0, UW_EV_NONE); /* the peer has read the Terminate */
 		} else if (n == 0) {
 			c->peer_eof = true; /* nothing more to watch for */
@@ -57,7 +57,7 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 {
 	struct uw_conn *c = h->data;
 
-	if (c->st == UW_CONN_CLOSED)
+	if (c->life.st == UW_LIFE_CLOSED)
 		return;
 	if (status < 0) {
 		/* libuv reports any POLLERR as EBADF: ask the socket what it was */
@@ -69,9 +69,9 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 		return;
 	}
 	if (events & UV_WRITABLE) {
-		if (c->st == UW_CONN_CONNECTING)
+		if (c->life.st == UW_LIFE_CONNECTING)
 			uw__cm_connected(c);
-		else if (c->st == UW_CONN_TERMINATING)
+		else if (c->life.st == UW_LIFE_TERMINATING)
 			uw__conn_term_tx(c);
 		else if (c->out_off < c->out_len) {
 			ssize_t n = uw__sock_write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
@@ -79,88 +79,44 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 				c->out_off += (size_t)n;
 			else if (n < 0 && errno != EAGAIN && errno != EINTR)
 				uw__conn_close(c, errno, UW_EV_AUTO);
-			if (c->st != UW_CONN_CLOSED && c->out_off == c->out_len)
+			if (c->life.st != UW_LIFE_CLOSED && c->out_off == c->out_len)
 				uw__conn_poll(c, UV_READABLE);
-		} else if (c->st == UW_CONN_RUNNING) {
+		} else if (uw_life_full(&c->life)) {
 			uw__conn_tx(c);
 		}
 	}
-	if (c->st == UW_CONN_CLOSED || !(events & (UV_READABLE | UV_DISCONNECT)))
+	if (c->life.st == UW_LIFE_CLOSED || !(events & (UV_READABLE | UV_DISCONNECT)))
 		return;
-	if (c->st == UW_CONN_RUNNING)
+	if (uw_life_full(&c->life))
 		uw__conn_rx(c);
-	else if (c->st == UW_CONN_TERMINATING || c->st == UW_CONN_LINGER)
+	else if (c->life.st == UW_LIFE_TERMINATING || c->life.st == UW_LIFE_LINGER)
 		uw__conn_discard_input(c);
-	else if (c->st == UW_CONN_REQ_SENT || c->st == UW_CONN_WAIT_REQ)
+	else if (c->life.st == UW_LIFE_REQ_SENT || c->life.st == UW_LIFE_WAIT_REQ)
 		read_frame(c);
 }
 
-/* An initiator's watch over a responder that is not uwarp. siw marks the
- * connection as running before it sends its Reply and hands the socket to
- * the QP only after: FPDUs that arrive in between wait in the socket until
- * more data comes (docs/wire-notes.md). So once our FPDUs have left and
- * been acknowledged and the peer has said nothing, one zero-length RDMA
- * Write (STag 1, as siw's own RTR; zero-length Writes are not checked)
- * makes it read them. */
-static void nudge_tick(struct uw_conn *c)
+/* Has everything we sent left and been acknowledged, with FPDUs among
+ * it? Then a peer that says nothing may be sitting on them: siw, as a
+ * responder, hands the socket to its QP only after its Reply, and FPDUs
+ * that arrive in between wait in the socket until more data comes
+ * (docs/wire-notes.md). The nudge, a zero-length RDMA Write (STag 1, as
+ * siw's own RTR; zero-length Writes are not checked), makes it read them. */
+static bool all_acked(struct uw_conn *c)
 {
 	int unsent = 0;
-	if (c->got_fpdu || --c->nudge_ticks == 0) {
-		c->nudge_ticks = 0;
-		return;
-	}
-	if (c->tx.fpdus && c->wr_iov == c->batch.niov && !ioctl(c->fd, SIOCOUTQ, &unsent) &&
-	    unsent == 0) {
-		c->nudge_ticks = 0;
-		c->send_nudge = true;
-		uw__conn_tx(c);
-		return;
-	}
-	uw__conn_timer(c, UW_NUDGE_TICK_MS);
+	return c->tx.fpdus && c->wr_iov == c->batch.niov && !ioctl(c->fd, SIOCOUTQ, &unsent) &&
+	       unsent == 0;
 }
 
 static void timer_cb(uv_timer_t *t)
 {
 	struct uw_conn *c = t->data;
-	switch (c->st) {
-	case UW_CONN_CONNECTING:
-	case UW_CONN_REQ_SENT:
-	case UW_CONN_WAIT_REQ:
-		uw__conn_close(c, ETIMEDOUT, UW_EV_AUTO);
-		break;
-	case UW_CONN_RUNNING:
-		/* the peer did not speak first: we may (docs/wire-notes.md) */
-		if (c->hold_tx && !c->wait_rtr) {
-			uw__conn_release_tx(c);
-			uw__conn_tx(c);
-		} else if (c->wait_rtr) {
-			/* a P2P initiator that never sends its RTR is as
-			 * silent as one that never sends its Request: the
-			 * connection was never established */
-			uw__conn_close(c, ETIMEDOUT, UW_CM_EVENT_CONNECT_ERROR);
-		} else if (c->nudge_ticks) {
-			nudge_tick(c);
-		}
-		break;
-	case UW_CONN_TERMINATING:
-		/* the peer took nothing for UW_TERM_LINGER_MS: it gets a reset */
-		uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);
-		break;
-	case UW_CONN_LINGER:
-		uw__conn_close(c, 0, UW_EV_NONE); /* the peer never closed */
-		break;
-	default:
-		break;
-	}
-}
-
-void uw__conn_release_tx(struct uw_conn *c)
-{
-	c->hold_tx = false;
-	uw__conn_timer(c, 0);
-	if (c->qp && c->qp->pub.state == UW_QPS_RTR)
-		c->qp->pub.state = UW_QPS_RTS;
-	c->want_tx = true;
+	struct uw_life_facts f = { .event = UW_LIFE_EV_AUTO };
+	if (c->life.st == UW_LIFE_RUNNING && c->life.nudge_ticks)
+		f.quiet = all_acked(c);
+	struct uw_life_acts a = uw__conn_step(c, UW_LIFE_IN_TIMER, &f);
+	if (a.tx)
+		uw__conn_tx(c);
 }
 
 struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
@@ -181,8 +137,7 @@ struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
 	c->handles = 2;
 	c->ctx = ctx;
 	c->fd = fd;
-	c->initiator = initiator;
-	c->st = initiator ? UW_CONN_CONNECTING : UW_CONN_WAIT_REQ;
+	uw_life_init(&c->life, initiator);
 	util_list_add_tail(&ctx->conns, &c->link);
 	/* Small writes must leave now: an MPA frame, a Send, a Terminate
 	 * (siw does the same on both ends). */
@@ -193,7 +148,7 @@ struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
 
 void uw__conn_poll(struct uw_conn *c, int events)
 {
-	if (c->st == UW_CONN_CLOSED || events == c->poll_events)
+	if (c->life.st == UW_LIFE_CLOSED || events == c->poll_events)
 		return;
 	c->poll_events = events;
 	if (events)
@@ -241,7 +196,7 @@ static void read_frame(struct uw_conn *c)
 	c->rxoff = 0;
 	c->frame_len = (size_t)len;
 	uw__conn_timer(c, 0);
-	if (c->st == UW_CONN_WAIT_REQ) {
+	if (c->life.st == UW_LIFE_WAIT_REQ) {
 		c->req = f;
 		uw__cm_request_arrived(c);
 	} else {
@@ -254,7 +209,7 @@ static void read_frame(struct uw_conn *c)
 static void idle_cb(uv_timer_t *t)
 {
 	struct uw_conn *c = t->data;
-	if (c->st != UW_CONN_RUNNING)
+	if (!uw_life_full(&c->life))
 		return;
 	if (c->rx_fpdus != c->idle_seen) {
 		c->idle_seen = c->rx_fpdus;
@@ -338,7 +293,6 @@ int uw__conn_start(struct uw_conn *c)
 	fpdu_tx_init(&c->tx, p->crc, p->markers_tx);
 	qp->conn = c;
 	qp->pub.state = UW_QPS_RTS;
-	c->st = UW_CONN_RUNNING;
 	running_limits(c);
 	uw__conn_poll(c, UV_READABLE);
 	return 0;
@@ -346,13 +300,12 @@ int uw__conn_start(struct uw_conn *c)
 
 void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e)
 {
-	if (c->st != UW_CONN_RUNNING)
+	if (!uw_life_full(&c->life))
 		return;
 	rdmap_conn_fail(&c->rd, e);
-	if (c->out_off < c->out_len) { /* our Reply is not out: no Terminate can be read */
-		uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);
-		return;
-	}
+	struct uw_life_facts f = { .reply_out = c->out_off == c->out_len };
+	if (!uw__conn_step(c, UW_LIFE_IN_ERROR, &f).fail)
+		return; /* our Reply is not out: no Terminate can be read */
 	/* The Terminate is framed now (the MPA frame buffer is free in full
 	 * operation) and leaves behind the gather list already made: an FPDU
 	 * cut in the middle would hide it from the peer, and the list's FPDUs
@@ -371,8 +324,6 @@ void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e)
 			c->out_len += b.iov[i].iov_len;
 		}
 	}
-	c->st = UW_CONN_TERMINATING;
-	uw__conn_timer(c, UW_TERM_LINGER_MS);
 	uw__conn_term_tx(c);
 }
 
@@ -388,41 +339,29 @@ static void report_end(struct uw_conn *c, int status, int event)
 		uw__cm_event(id, (enum uw_cm_event_type)event, status, NULL, c);
 }
 
-void uw__conn_close(struct uw_conn *c, int status, int event)
+/* The end the state machine decided (@was: the state it left). */
+static void finish(struct uw_conn *c, enum uw_life_state was, const struct uw_life_acts *a)
 {
-	if (c->st == UW_CONN_CLOSED)
-		return;
-	enum uw_conn_state was = c->st;
-	/* A Terminate that has left still has to be read: closing a socket
-	 * with unread bytes resets it, and the reset can overtake what is
-	 * still queued. So the application learns of the end now, and the
-	 * socket lingers, throwing input away, until the peer closes its
-	 * side or UW_TERM_LINGER_MS pass. */
-	bool linger = was == UW_CONN_TERMINATING && c->out_len && c->out_off == c->out_len &&
-		      !c->peer_eof && !c->ctx->stopping;
-	c->st = linger ? UW_CONN_LINGER : UW_CONN_CLOSED;
-	if (was != UW_CONN_LINGER) {
-		c->close_status = status;
-		if (event == UW_EV_AUTO)
-			event = was == UW_CONN_CONNECTING || was == UW_CONN_REQ_SENT
-					? UW_CM_EVENT_CONNECT_ERROR
-				: was == UW_CONN_WAIT_REQ ? UW_EV_NONE
-							  : UW_CM_EVENT_DISCONNECTED;
+	if (was != UW_LIFE_LINGER) {
+		c->close_status = a->status;
 		if (c->listener) {
 			uw__cm_id_put(c->listener);
 			c->listener = NULL;
 		}
 		if (c->qp) {
 			c->qp->conn = NULL;
-			c->qp->end_errno = status;
+			c->qp->end_errno = a->status;
 			if (c->qp->pub.state != UW_QPS_ERR)
 				uw__qp_flush(c->qp);
 		}
 	}
-	if (linger) {
-		report_end(c, status, event);
+	if (a->linger) {
+		/* The application learns of the end now; the socket lingers,
+		 * throwing input away, until the peer closes its side or
+		 * UW_LIFE_TERM_LINGER_MS pass. */
+		report_end(c, a->status, a->event);
 		c->qp = NULL; /* the application may destroy it now */
-		uw__conn_timer(c, UW_TERM_LINGER_MS);
+		uw__conn_timer(c, a->timer_ms);
 		uw__conn_poll(c, UV_READABLE);
 		uw__notify(c->ctx);
 		return;
@@ -437,7 +376,39 @@ void uw__conn_close(struct uw_conn *c, int status, int event)
 	if (c->idle_on)
 		uv_close((uv_handle_t *)&c->idle, handle_closed);
 	close(c->fd);
-	report_end(c, status, event);
+	report_end(c, a->status, a->event);
 	uw__notify(c->ctx);
 	uw__kick(c->ctx);
+}
+
+struct uw_life_acts uw__conn_step(struct uw_conn *c, enum uw_life_input in,
+				  const struct uw_life_facts *f)
+{
+	enum uw_life_state was = c->life.st;
+	struct uw_life_acts a;
+	uw_life_step(&c->life, in, f, &a);
+	if (a.close) {
+		finish(c, was, &a);
+		return a;
+	}
+	if (a.timer)
+		uw__conn_timer(c, a.timer_ms);
+	if (a.release_tx) {
+		if (c->qp && c->qp->pub.state == UW_QPS_RTR)
+			c->qp->pub.state = UW_QPS_RTS;
+		c->want_tx = true; /* the receive side runs the send side next */
+	}
+	if (a.event != UW_LIFE_EV_NONE && c->id)
+		uw__cm_event(c->id, (enum uw_cm_event_type)a.event, 0,
+			     a.event == UW_CM_EVENT_CONNECT_REQUEST ? c->listener : NULL, c);
+	return a;
+}
+
+void uw__conn_close(struct uw_conn *c, int status, int event)
+{
+	/* A Terminate that has left may linger (conn_life.c says why) */
+	struct uw_life_facts f = { .status = status, .event = event,
+				   .may_linger = c->out_len && c->out_off == c->out_len &&
+						 !c->peer_eof && !c->ctx->stopping };
+	uw__conn_step(c, UW_LIFE_IN_END, &f);
 }

@@ -126,24 +126,10 @@ static void deliver(struct uw_conn *c, const struct rdmap_event *ev)
 	}
 }
 
-/* The first FPDU from the peer: a held send side may go, and a P2P
- * responder's connection is established by the RTR. */
-static void first_fpdu(struct uw_conn *c)
-{
-	c->got_fpdu = true;
-	if (c->hold_tx)
-		uw__conn_release_tx(c);
-	if (c->wait_rtr) {
-		c->wait_rtr = false;
-		if (c->id)
-			uw__cm_event(c->id, UW_CM_EVENT_ESTABLISHED, 0, NULL, c);
-	}
-}
-
 /* Parse what sits in the buffer. */
 static void parse(struct uw_conn *c)
 {
-	while (c->rxoff < c->rxlen && c->st == UW_CONN_RUNNING) {
+	while (c->rxoff < c->rxlen && uw_life_full(&c->life)) {
 		struct fpdu_rx_out out;
 		size_t used;
 		enum fpdu_rx_event e =
@@ -178,8 +164,10 @@ static void parse(struct uw_conn *c)
 				uw__conn_fail(c, &c->rd.err);
 				return;
 			}
-			if (!c->got_fpdu)
-				first_fpdu(c);
+			/* the first one may end a hold or establish a P2P
+			 * responder's connection (its RTR) */
+			if (!c->life.got_fpdu)
+				uw__conn_step(c, UW_LIFE_IN_FPDU, NULL);
 			if (rc > 0)
 				deliver(c, &ev);
 			break;
@@ -195,9 +183,9 @@ static void parse(struct uw_conn *c)
 
 void uw__conn_rx(struct uw_conn *c)
 {
-	for (int round = 0; round < UW_RX_ROUNDS && c->st == UW_CONN_RUNNING; round++) {
+	for (int round = 0; round < UW_RX_ROUNDS && uw_life_full(&c->life); round++) {
 		parse(c);
-		if (c->st != UW_CONN_RUNNING)
+		if (!uw_life_full(&c->life))
 			break;
 		c->rxoff = c->rxlen = 0;
 		size_t span = fpdu_rx_direct_span(&c->rx);
@@ -248,9 +236,9 @@ void uw__conn_rx(struct uw_conn *c)
 			break;
 		}
 	}
-	if (c->st == UW_CONN_RUNNING)
+	if (uw_life_full(&c->life))
 		parse(c);
-	if (c->st == UW_CONN_RUNNING && c->want_tx) {
+	if (uw_life_full(&c->life) && c->want_tx) {
 		c->want_tx = false;
 		uw__conn_tx(c);
 	}

@@ -144,17 +144,17 @@ static bool next_message(struct uw_conn *c)
 {
 	struct uw_qp_impl *qp = c->qp;
 
-	if (c->send_rtr) {
+	if (c->life.rtr_due) {
 		if (start_rtr(c))
 			return false;
-		c->send_rtr = false;
+		uw_life_rtr_started(&c->life);
 		c->txm_kind = UW_TXM_RTR;
 		return true;
 	}
-	if (c->send_nudge) {
+	if (c->life.nudge_due) {
 		if (start_nudge(c))
 			return false;
-		c->send_nudge = false;
+		uw_life_nudge_started(&c->life);
 		c->txm_kind = UW_TXM_NUDGE;
 		return true;
 	}
@@ -283,10 +283,10 @@ static ssize_t write_list(struct uw_conn *c)
 
 void uw__conn_tx(struct uw_conn *c)
 {
-	if (c->st != UW_CONN_RUNNING || c->hold_tx)
+	if (!uw_life_tx_open(&c->life))
 		return;
 	size_t sent = 0;
-	for (int round = 0; round < UW_TX_ROUNDS && sent < UW_TX_BUDGET && c->st == UW_CONN_RUNNING;
+	for (int round = 0; round < UW_TX_ROUNDS && sent < UW_TX_BUDGET && uw_life_tx_open(&c->life);
 	     round++) {
 		if (c->wr_iov == c->batch.niov) {
 			if (c->batch.niov)
@@ -314,7 +314,7 @@ void uw__conn_tx(struct uw_conn *c)
 			return;
 		}
 	}
-	if (c->st == UW_CONN_RUNNING) {
+	if (uw_life_tx_open(&c->life)) {
 		if (c->wr_iov == c->batch.niov && c->batch.niov)
 			batch_written(c);
 		/* more may remain: come back when the loop runs again */
@@ -338,19 +338,19 @@ static bool term_wait(struct uw_conn *c, ssize_t n)
 
 void uw__conn_term_tx(struct uw_conn *c)
 {
-	while (c->st == UW_CONN_TERMINATING && c->wr_iov < c->batch.niov)
+	while (c->life.st == UW_LIFE_TERMINATING && c->wr_iov < c->batch.niov)
 		if (!term_wait(c, write_list(c)))
 			return;
 	if (c->batch.niov)
 		batch_written(c); /* completes what it finished: it all reached TCP */
-	while (c->st == UW_CONN_TERMINATING && c->out_off < c->out_len) {
+	while (c->life.st == UW_LIFE_TERMINATING && c->out_off < c->out_len) {
 		ssize_t n = uw__sock_write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
 		if (!term_wait(c, n))
 			return;
 		if (n > 0)
 			c->out_off += (size_t)n;
 	}
-	if (c->st != UW_CONN_TERMINATING)
+	if (c->life.st != UW_LIFE_TERMINATING)
 		return;
 	/* The peer reads the Terminate, then the end of the stream; what it
 	 * sent meanwhile goes unread, so that the close does not reset. */

@@ -201,7 +201,7 @@ int uw_close(struct uw_context *ctx)
 	 * one that lingers after its Terminate need not wait for its peer */
 	for (struct util_list *l = ctx->conns.next; l != &ctx->conns; l = l->next) {
 		struct uw_conn *c = util_container_of(l, struct uw_conn, link);
-		if (c->st == UW_CONN_LINGER)
+		if (c->life.st == UW_LIFE_LINGER)
 			uw__conn_close(c, 0, UW_EV_NONE); /* stays listed until its handles close */
 	}
 	while (!util_list_empty(&ctx->conns))

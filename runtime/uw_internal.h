@@ -25,6 +25,7 @@
 #include "fpdu.h"
 #include "mpa_negotiate.h"
 #include "rdmap_conn.h"
+#include "conn_life.h"
 #include "stag_table.h"
 #include "util/list.h"
 
@@ -245,9 +246,6 @@ static inline struct uw_swqe *uw__sq_at(struct uw_qp_impl *qp, uint32_t abs)
 	return &qp->sq[abs % qp->sq_cap];
 }
 
-/* A responder's held send side may go: the QP leaves RTR for RTS and
- * want_tx is set (the caller runs the send side). */
-void uw__conn_release_tx(struct uw_conn *c);
 /* Flush every outstanding WR with FLUSH_ERR and move to ERR. */
 void uw__qp_flush(struct uw_qp_impl *qp);
 /* Complete the send queue head while its WRs are done, in order. */
@@ -283,18 +281,6 @@ struct uw_cm_id_impl {
 	int refs;        /* the application's, a listen handle, pending requests */
 };
 
-enum uw_conn_state {
-	UW_CONN_CONNECTING,  /* initiator: TCP connect in progress */
-	UW_CONN_REQ_SENT,    /* initiator: waiting for the Reply */
-	UW_CONN_WAIT_REQ,    /* responder: waiting for the Request */
-	UW_CONN_REQ_HELD,    /* responder: Request delivered to the application */
-	UW_CONN_RUNNING,     /* full operation */
-	UW_CONN_TERMINATING, /* an error: the FPDUs begun, then the Terminate, leave */
-	UW_CONN_LINGER,      /* ended for the application; the socket waits for the
-				peer to read the Terminate and close */
-	UW_CONN_CLOSED,
-};
-
 #define UW_CONN_RXBUF 16384
 /* With markers the payload cannot be read in place (a marker every 508
  * bytes would make a list of hundreds of tiny pieces, slower than copying
@@ -303,17 +289,6 @@ enum uw_conn_state {
 #define UW_CONN_BATCH_IOV 256
 #define UW_CONN_BATCH_SCRATCH 4096
 #define UW_CONN_HDRS 128
-#define UW_MPA_HOLD_MS 100 /* responder waits this long for the peer's first FPDU */
-/* Initiator toward a peer that is not uwarp: how often, and for how long
- * after the Reply, to look for a responder that sits on our first FPDUs
- * (siw's race, docs/wire-notes.md): then one zero-length Write nudges it. */
-#define UW_NUDGE_TICK_MS 200
-#define UW_NUDGE_TICKS 25
-/* How long a failed connection waits for the socket to take its
- * Terminate (behind a gather list already begun) before it is reset
- * anyway: a peer that stopped reading holds it no longer than a slow MPA
- * exchange. */
-#define UW_TERM_LINGER_MS 5000
 
 /* what the message being cut into FPDUs (uw_conn.txm) carries */
 enum uw_txm_kind { UW_TXM_WQE = 1, UW_TXM_RESPONSE, UW_TXM_RTR, UW_TXM_NUDGE };
@@ -324,8 +299,7 @@ struct uw_conn {
 	struct uw_cm_id_impl *id;
 	struct uw_cm_id_impl *listener; /* responder: where its Request goes */
 	struct uw_qp_impl *qp;
-	enum uw_conn_state st;
-	bool initiator;
+	struct uw_life life;      /* where it is in its life (conn_life.h) */
 	int fd;
 	uv_poll_t poll;
 	int poll_events;
@@ -361,12 +335,6 @@ struct uw_conn {
 	 * that was damaged). */
 	bool rx_discard;
 	struct rddp_error rx_hdr_err;
-	bool hold_tx;             /* responder: until the peer's first FPDU */
-	bool wait_rtr;            /* P2P responder: ESTABLISHED after the RTR */
-	bool send_rtr;            /* P2P initiator: the RTR goes first */
-	bool send_nudge;          /* a zero-length Write to wake the peer */
-	uint8_t nudge_ticks;      /* left to watch; 0: not watching */
-	bool got_fpdu;
 	bool want_tx;             /* receive made work for the send side */
 	/* transmit */
 	struct fpdu_batch batch;
@@ -394,15 +362,21 @@ struct uw_conn {
 struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator);
 void uw__conn_poll(struct uw_conn *c, int events);
 void uw__conn_timer(struct uw_conn *c, unsigned ms);
-#define UW_EV_AUTO (-1) /* the event the connection's state calls for */
-#define UW_EV_NONE (-2)
+#define UW_EV_AUTO UW_LIFE_EV_AUTO /* the event the connection's state calls for */
+#define UW_EV_NONE UW_LIFE_EV_NONE
+/* Feed the connection's state machine and carry out what it asks for that
+ * is the same whatever the input (the timer, releasing the send side, the
+ * event, the close); the rest (sending the Request, the Terminate,
+ * moving the send side) is the caller's, from what this returns. */
+struct uw_life_acts uw__conn_step(struct uw_conn *c, enum uw_life_input in,
+				  const struct uw_life_facts *f);
 /* Tear down: flush the QP, report event to the id, close the socket (after
- * a Terminate has left, the socket lingers first: UW_CONN_LINGER). */
+ * a Terminate has left, the socket lingers first: UW_LIFE_LINGER). */
 void uw__conn_close(struct uw_conn *c, int status, int event);
 /* Begin full operation with the negotiated parameters. Returns 0 or -errno. */
 int uw__conn_start(struct uw_conn *c);
 /* A protocol error found here: finish the FPDUs already begun, send the
- * Terminate behind them, close (within UW_TERM_LINGER_MS). */
+ * Terminate behind them, close (within UW_LIFE_TERM_LINGER_MS). */
 void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e);
 /* A terminating connection's input: read and thrown away. */
 void uw__conn_discard_input(struct uw_conn *c);

@@ -7,7 +7,8 @@
    code cannot reach the runtime's objects, and the runtime cannot reach
    the ES-API that runs over it.
 2. The protocol layers (mpa/, ddp/, rdmap/, and the ES-API's protocol
-   files exs/stream_proto.*, exs/exs_wire.* and exs/exs_fin.*) are pure: no sockets, no
+   files exs/stream_proto.*, exs/exs_wire.* and exs/exs_fin.*, and the
+   runtime's connection life, runtime/conn_life.*) are pure: no sockets, no
    event loop, no clocks, no threads, no file descriptors. Their headers
    from the C library are checked against a list of what pure code needs.
 
@@ -27,7 +28,7 @@ PUBLIC = {"uwarp/wire.h": "util", "uwarp/verbs.h": "runtime", "uwarp/ep.h": "run
           "exs.h": "exs", "esock.h": "esock"}
 PURE_DIRS = ["mpa", "ddp", "rdmap"]
 PURE_FILES = ["exs/stream_proto.c", "exs/stream_proto.h", "exs/exs_wire.c", "exs/exs_wire.h",
-              "exs/exs_fin.c", "exs/exs_fin.h"]
+              "exs/exs_fin.c", "exs/exs_fin.h", "runtime/conn_life.c", "runtime/conn_life.h"]
 # what pure code may take from the C library: no I/O, time or threads
 PURE_SYSTEM = {"errno.h", "limits.h", "stdbool.h", "stddef.h", "stdint.h", "stdlib.h",
                "string.h", "sys/types.h", "sys/uio.h", "assert.h", "isa-l/crc.h"}
