@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "be.h"
+#include "mpa/be.h"
 
 size_t ddp_hdr_decode(const uint8_t *p, size_t len, struct ddp_hdr *h)
 {

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "rddp_error.h"
+#include "mpa/rddp_error.h"
 
 /* Rights of a region (the verbs access flags that matter on the wire). */
 enum ddp_rights {

@@ -15,7 +15,7 @@
 
 #include "ddp_hdr.h"
 #include "ddp_mem.h"
-#include "rddp_error.h"
+#include "mpa/rddp_error.h"
 
 struct ddp_rx_queue {
 	uint32_t msn;     /* MSN of the message in progress, or the next one */

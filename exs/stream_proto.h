@@ -3,8 +3,8 @@
  * ("An Efficient Method for Stream Semantics over RDMA", IPDPS 2014) as two
  * pure state machines, a sender and a receiver: no sockets, no memory
  * copies, no allocation. The EXS socket layer feeds them what arrives and
- * carries out what they decide; the simulation in tests/unit drives two of
- * them against each other.
+ * carries out what they decide; the simulation in tests/exs (sim.c, run by
+ * test_exs_stream.c) drives two of them against each other.
  *
  * The receiver advertises its posted receives (ADVERT: phase, estimated
  * stream sequence number, where in the receive the space begins, its

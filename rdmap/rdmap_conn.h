@@ -23,11 +23,11 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "ddp_hdr.h"
-#include "ddp_mem.h"
-#include "ddp_rx.h"
-#include "ddp_segment.h"
-#include "rddp_error.h"
+#include "ddp/ddp_hdr.h"
+#include "ddp/ddp_mem.h"
+#include "ddp/ddp_rx.h"
+#include "ddp/ddp_segment.h"
+#include "mpa/rddp_error.h"
 #include "rdmap_opcode.h"
 #include "rdmap_term.h"
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "be.h"
+#include "mpa/be.h"
 #include "rdmap_atomic.h"
 #include "rdmap_rx_ops.h"
 

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "be.h"
+#include "mpa/be.h"
 
 size_t rdmap_term_encode(const struct rddp_error *e, uint16_t seglen, const uint8_t *ddp_hdr,
 			 size_t ddp_hdr_len, const uint8_t *rdmap_hdr, uint8_t *out)

@@ -15,7 +15,7 @@
 
 #include <uwarp/wire.h>
 
-#include "rddp_error.h"
+#include "mpa/rddp_error.h"
 
 /* After the Terminate Control: DDP Segment Length, a DDP header, a
  * terminated RDMAP (Read Request) header. */

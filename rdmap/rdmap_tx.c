@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "be.h"
+#include "mpa/be.h"
 #include "rdmap_conn.h"
 
 static struct rdmap_orq_entry *orq_push(struct rdmap_conn *c)

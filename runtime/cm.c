@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rdmap_offer.h"
-#include "rdmap_term.h"
+#include "rdmap/rdmap_offer.h"
+#include "rdmap/rdmap_term.h"
 #include "uw_internal.h"
 
 static const struct uw_conn_param default_param = { .ird = 16, .ord = 16 };

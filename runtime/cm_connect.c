@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rdmap_offer.h"
+#include "rdmap/rdmap_offer.h"
 #include "uw_internal.h"
 
 bool uw__cm_can_connect(const struct uw_cm_id_impl *id)

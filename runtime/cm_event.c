@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdmap_offer.h"
-#include "rdmap_term.h"
+#include "rdmap/rdmap_offer.h"
+#include "rdmap/rdmap_term.h"
 #include "uw_internal.h"
 
 void uw__cm_event(struct uw_cm_id_impl *id, enum uw_cm_event_type type, int status,

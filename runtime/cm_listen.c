@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rdmap_offer.h"
+#include "rdmap/rdmap_offer.h"
 #include "uw_internal.h"
 
 /* An accepted TCP connection: read its MPA Request (ctx locked). */

@@ -22,11 +22,11 @@
 
 #include <uwarp/verbs.h>
 
-#include "fpdu.h"
-#include "mpa_negotiate.h"
-#include "rdmap_conn.h"
+#include "mpa/fpdu.h"
+#include "mpa/mpa_negotiate.h"
+#include "rdmap/rdmap_conn.h"
 #include "conn_life.h"
-#include "stag_table.h"
+#include "rdmap/stag_table.h"
 #include "util/list.h"
 
 /* ---- context ---- */

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "stream_proto.h"
+#include "exs/stream_proto.h"
 
 enum sim_msg_type { SIM_DATA, SIM_PHASE, SIM_ADVERT, SIM_ACK };
 

@@ -23,7 +23,7 @@
 #include <exs.h>
 #include <uwarp/ep.h>
 
-#include "exs_wire.h"
+#include "exs/exs_wire.h"
 
 static exs_qhandle_t Q; /* the tests' queue */
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "exs_fin.h"
+#include "exs/exs_fin.h"
 
 #define NWR 4
 #define NRD 3

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "stream_proto.h"
+#include "exs/stream_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "mpa_negotiate.h"
+#include "mpa/mpa_negotiate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "rdmap_sim.h"
+#include "tools/lib/rdmap_sim.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "rdmap_term.h"
+#include "rdmap/rdmap_term.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fpdu_stream.h"
-#include "mpa_negotiate.h"
-#include "rdmap_sim.h"
+#include "tools/lib/fpdu_stream.h"
+#include "mpa/mpa_negotiate.h"
+#include "tools/lib/rdmap_sim.h"
 
 static int put(const char *dir, const char *name, uint8_t sel, uint8_t seed, const uint8_t *p,
 	       size_t n, int two)

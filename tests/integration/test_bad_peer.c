@@ -22,15 +22,15 @@
 #include <cmocka.h>
 #include <uwarp/verbs.h>
 
-#include "be.h"
-#include "crc32c.h"
-#include "rdmap_opcode.h"
-#include "fpdu.h"
-#include "fpdu_watch.h"
-#include "mpa_negotiate.h"
+#include "mpa/be.h"
+#include "mpa/crc32c.h"
+#include "rdmap/rdmap_opcode.h"
+#include "mpa/fpdu.h"
+#include "tools/lib/fpdu_watch.h"
+#include "mpa/mpa_negotiate.h"
 #include "proc.h"
-#include "rdmap_term.h"
-#include "uw_internal.h"
+#include "rdmap/rdmap_term.h"
+#include "runtime/uw_internal.h"
 
 #define GUARD 1024
 #define REGION 4096

@@ -5,7 +5,9 @@
    mpa (udapl beside exs, on the runtime). A file includes headers of its
    own layer or of layers below it, never one above: the pure protocol
    code cannot reach the runtime's objects, and the runtime cannot reach
-   the ES-API that runs over it.
+   the ES-API that runs over it. A header of another folder is named by
+   its folder ("mpa/fpdu.h"); only include/ and the root are on the
+   include path.
 2. The protocol layers (mpa/, ddp/, rdmap/, and the ES-API's protocol
    files exs/stream_proto.*, exs/exs_wire.* and exs/exs_fin.*, and the
    runtime's connection life, runtime/conn_life.*) are pure: no sockets, no
@@ -48,14 +50,17 @@ def sources(d):
                 yield os.path.relpath(os.path.join(base, f), ROOT)
 
 
-def header_homes():
-    """each project header's name -> the layer of the folder it is in"""
-    homes = {}
-    for layer in list(RANK):
-        for path in sources(layer):
-            if path.endswith(".h"):
-                homes.setdefault(os.path.basename(path), set()).add(layer)
-    return homes
+def header_home(path, name):
+    """the layer a project header named in quotes belongs to: "layer/x.h"
+    names it; a bare "x.h" is the including file's neighbour (the only
+    place the compiler looks for it: no source folder is on the include
+    path, only include/ and the root). None: not a project header."""
+    if "/" in name:
+        top = name.split("/")[0]
+        return top if top in RANK else None
+    if os.path.exists(os.path.join(ROOT, os.path.dirname(path), name)):
+        return path.split("/")[0]
+    return None
 
 
 def includes(path):
@@ -67,21 +72,23 @@ def includes(path):
 
 
 def main():
-    homes = header_homes()
     breaches = []
     for layer in RANK:
         for path in sources(layer):
             for n, kind, name in includes(path):
                 if name in PUBLIC:
-                    home = {PUBLIC[name]}
+                    home = PUBLIC[name]
                 elif kind == '"':
-                    home = homes.get(os.path.basename(name), set())
+                    home = header_home(path, name)
+                    if home is None and "/" not in name:
+                        breaches.append("%s:%d: %s is neither beside it nor named by its "
+                                        "folder" % (path, n, name))
+                        continue
                 else:
                     continue
-                above = [h for h in home if RANK[h] > RANK[layer]]
-                if above and not any(RANK[h] <= RANK[layer] for h in home):
+                if home is not None and RANK[home] > RANK[layer]:
                     breaches.append("%s:%d: layer %s includes %s, of %s, a layer above"
-                                    % (path, n, layer, name, above[0]))
+                                    % (path, n, layer, name, home))
     pure = [p for d in PURE_DIRS for p in sources(d)] + \
         [p for p in PURE_FILES if os.path.exists(os.path.join(ROOT, p))]
     for path in pure:

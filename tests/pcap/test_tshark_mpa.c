@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "mpa_session.h"
+#include "tools/lib/mpa_session.h"
 
 /* Counts per direction: [0] initiator to responder, [1] the reverse. */
 struct tshark_counts {

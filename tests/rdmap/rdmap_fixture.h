@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "be.h"
-#include "rdmap_sim.h"
+#include "mpa/be.h"
+#include "tools/lib/rdmap_sim.h"
 
 #define GUARD 1024
 #define REGION 4096

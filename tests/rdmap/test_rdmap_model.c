@@ -17,10 +17,10 @@
 
 #include <errno.h>
 
-#include "be.h"
+#include "mpa/be.h"
 
-#include "rdmap_atomic.h"
-#include "rdmap_sim.h"
+#include "rdmap/rdmap_atomic.h"
+#include "tools/lib/rdmap_sim.h"
 
 #define MEM (2u << 20)
 #define RECV_ARENA (4u << 20)

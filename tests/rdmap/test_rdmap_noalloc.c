@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "rdmap_sim.h"
+#include "tools/lib/rdmap_sim.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);

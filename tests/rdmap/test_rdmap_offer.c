@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "rdmap_offer.h"
+#include "rdmap/rdmap_offer.h"
 
 static void an_appended_offer_is_found_and_stripped(void **state)
 {

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "rdmap_term.h"
+#include "rdmap/rdmap_term.h"
 
 static void rfc_encoding_of_layer_etype_code_and_flags(void **state)
 {

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "stag_table.h"
+#include "rdmap/stag_table.h"
 
 /* xorshift: a repeatable stand-in for the kernel's generator */
 static uint32_t xorshift(void *arg)

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <uwarp/verbs.h>
 
-#include "conn_life.h"
+#include "runtime/conn_life.h"
 
 #define NS 10 /* states */
 #define NI 8  /* inputs */

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "crc32c.h"
+#include "mpa/crc32c.h"
 #include "crcbench.h"
 
 typedef uint32_t (*engine_fn)(uint32_t, const void *, size_t);

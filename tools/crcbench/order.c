@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "crc32c.h"
+#include "mpa/crc32c.h"
 #include "crcbench.h"
 
 #define FOOTPRINT (16u << 20)

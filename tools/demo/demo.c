@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32c.h"
-#include "mpa_session.h"
+#include "mpa/crc32c.h"
+#include "tools/lib/mpa_session.h"
 
 static void hexdump(const char *what, const uint8_t *p, size_t n)
 {

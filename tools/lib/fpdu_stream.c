@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "be.h"
-#include "rdmap_opcode.h"
+#include "mpa/be.h"
+#include "rdmap/rdmap_opcode.h"
 
 static void *xrealloc(void *p, size_t n)
 {

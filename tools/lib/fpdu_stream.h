@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fpdu.h"
-#include "rdmap_opcode.h"
+#include "mpa/fpdu.h"
+#include "rdmap/rdmap_opcode.h"
 
 struct sent_fpdu {
 	uint8_t hdr[FPDU_RX_HDR_MAX]; /* ULPDU header as sent */

@@ -3,9 +3,9 @@
  */
 #include <string.h>
 
-#include "ddp_hdr.h"
+#include "ddp/ddp_hdr.h"
 #include "fpdu_watch.h"
-#include "rdmap_opcode.h"
+#include "rdmap/rdmap_opcode.h"
 
 void fpdu_watch_init(struct fpdu_watch *w, bool crc)
 {

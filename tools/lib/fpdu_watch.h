@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fpdu.h"
-#include "rdmap_term.h"
+#include "mpa/fpdu.h"
+#include "rdmap/rdmap_term.h"
 
 struct fpdu_watch {
 	struct fpdu_rx rx;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "fpdu_stream.h"
-#include "mpa_negotiate.h"
+#include "mpa/mpa_negotiate.h"
 
 struct mpa_session {
 	struct mpa_policy pol[2];

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fpdu.h"
-#include "rdmap_conn.h"
+#include "mpa/fpdu.h"
+#include "rdmap/rdmap_conn.h"
 
 #define SIM_MAX_REGIONS 64
 #define SIM_MAX_RECV 512

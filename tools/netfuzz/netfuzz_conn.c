@@ -16,12 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fpdu.h"
-#include "fpdu_watch.h"
-#include "mpa_frame.h"
+#include "mpa/fpdu.h"
+#include "tools/lib/fpdu_watch.h"
+#include "mpa/mpa_frame.h"
 #include "netfuzz.h"
-#include "rdmap_opcode.h"
-#include "rdmap_term.h"
+#include "rdmap/rdmap_opcode.h"
+#include "rdmap/rdmap_term.h"
 #include "util/clock.h"
 
 static int dial(const char *host, int port)

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "be.h"
-#include "crc32c.h"
+#include "mpa/be.h"
+#include "mpa/crc32c.h"
 #include "netfuzz.h"
 
 static const char *const class_names[NF_CLASSES] = {

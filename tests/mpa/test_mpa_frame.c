@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "mpa_frame.h"
-#include "mpa_negotiate.h"
+#include "mpa/mpa_frame.h"
+#include "mpa/mpa_negotiate.h"
 
 /* What Linux siw's rping client sends (seen on the wire;
  * docs/wire-notes.md, learned from the real siw):

@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "fpdu.h"
-#include "fpdu_stream.h"
+#include "mpa/fpdu.h"
+#include "tools/lib/fpdu_stream.h"
 
 static struct fpdu_rx_cfg cfg_for(bool crc, bool markers)
 {

@@ -10,10 +10,10 @@
 
 #include <cmocka.h>
 
-#include "ddp_hdr.h"
-#include "ddp_mem.h"
-#include "ddp_rx.h"
-#include "ddp_segment.h"
+#include "ddp/ddp_hdr.h"
+#include "ddp/ddp_mem.h"
+#include "ddp/ddp_rx.h"
+#include "ddp/ddp_segment.h"
 
 /* Byte 0 and 1 of common FPDUs' ULPDUs (RFC 5041 section 4, RFC 5040
  * section 4). */

@@ -12,10 +12,10 @@
 
 #include <cmocka.h>
 
-#include "be.h"
-#include "crc32c.h"
-#include "fpdu.h"
-#include "fpdu_stream.h"
+#include "mpa/be.h"
+#include "mpa/crc32c.h"
+#include "mpa/fpdu.h"
+#include "tools/lib/fpdu_stream.h"
 
 static struct fpdu_batch_max batch_store;
 static struct fpdu_batch batch;

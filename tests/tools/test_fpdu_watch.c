@@ -15,11 +15,11 @@
 
 #include <cmocka.h>
 
-#include "ddp_hdr.h"
-#include "fpdu.h"
-#include "fpdu_watch.h"
-#include "rdmap_opcode.h"
-#include "rdmap_term.h"
+#include "ddp/ddp_hdr.h"
+#include "mpa/fpdu.h"
+#include "tools/lib/fpdu_watch.h"
+#include "rdmap/rdmap_opcode.h"
+#include "rdmap/rdmap_term.h"
 
 static uint8_t wire[1 << 14];
 static size_t wlen;

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "mpa_negotiate.h"
+#include "mpa/mpa_negotiate.h"
 
 struct outcome {
 	int resp_rc, init_rc;

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "be.h"
-#include "crc32c.h"
+#include "mpa/be.h"
+#include "mpa/crc32c.h"
 
 typedef uint32_t (*engine_fn)(uint32_t, const void *, size_t);
 
