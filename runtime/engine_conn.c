@@ -25,6 +25,7 @@ static void handle_closed(uv_handle_t *h)
 	free(c->batch_iov);
 	free(c->batch_scratch);
 	free(c->hdrs);
+	free(c->stage);
 	util_list_del(&c->link);
 	uw__notify(c->ctx);
 	free(c);

@@ -6,6 +6,7 @@
  * Reads and atomics complete when their Response arrives.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -26,6 +27,10 @@
  * the list there: one writev per FPDU instead of one per list cost more,
  * 0.7-0.78 of raw TCP for 1 MiB Writes against 0.88-0.92 this way.) */
 #define UW_TX_BATCH_BYTES (256u << 10)
+/* Room for the Read Response payload of one gather list (stage_response):
+ * the list stops adding at UW_TX_BATCH_BYTES, and its last FPDU may pass
+ * that by at most one ULPDU. */
+#define UW_TX_STAGE_BYTES (UW_TX_BATCH_BYTES + (64u << 10))
 
 /* Reads and atomics complete when their Response arrives. */
 static bool is_request(enum uw_wr_opcode op)
@@ -213,6 +218,40 @@ static void message_queued(struct uw_conn *c)
 		c->batch_done[c->nbatch_done++] = w;
 }
 
+/* A Read Response's payload, copied into the stage, when the CRC is on.
+ *
+ * A Response reads memory the responder's application may write at any
+ * time (the verbs contract stops it from touching only its own posted
+ * buffers), and this engine may place the peer's Writes into it while a
+ * gather list waits for room. The CRC is taken when the list is made and
+ * the kernel copies the bytes when the list leaves: bytes that changed in
+ * between reached the reader as an MPA CRC error, and the connection was
+ * gone (a NIC takes the CRC over the bytes it sends, so the reader gets
+ * some mix of old and new data and nothing worse). So the payload is
+ * copied first and the CRC taken over the copy; without the CRC there is
+ * nothing to disagree, and the payload goes in place. Sends and Writes
+ * go in place too: their buffers are the application's until they
+ * complete. Returns false when the stage has no room for @len more (the
+ * segment waits for the next list). */
+static bool stage_response(struct uw_conn *c, struct iovec *iov, int *niov, size_t len)
+{
+	if (!c->stage) {
+		c->stage = malloc(UW_TX_STAGE_BYTES);
+		if (!c->stage)
+			return true; /* in place, as before: a changing source may
+				      * then fail the CRC, but the Response goes */
+	}
+	if (c->stage_used + len > UW_TX_STAGE_BYTES)
+		return false;
+	uint8_t *to = c->stage + c->stage_used;
+	for (int i = 0, off = 0; i < *niov; off += (int)iov[i].iov_len, i++)
+		memcpy(to + off, iov[i].iov_base, iov[i].iov_len);
+	iov[0] = (struct iovec){ to, len };
+	*niov = len ? 1 : 0;
+	c->stage_used += len;
+	return true;
+}
+
 /* Fill the gather list; returns when it is full or nothing is left. */
 static void fill(struct uw_conn *c)
 {
@@ -235,7 +274,13 @@ static void fill(struct uw_conn *c)
 			int rc = rdmap_tx_next(&c->txm, hdr, &hl, iov, RDMAP_PLACE_MAX_IOV, &niov);
 			if (rc == 0)
 				break;
-			if (rc < 0 || fpdu_tx_append(&c->tx, &c->batch, hdr, hl, iov, niov)) {
+			size_t plen = 0;
+			for (int i = 0; rc > 0 && i < niov; i++)
+				plen += iov[i].iov_len;
+			if (rc < 0 ||
+			    (c->tx.crc && c->txm_kind == UW_TXM_RESPONSE &&
+			     !stage_response(c, iov, &niov, plen)) ||
+			    fpdu_tx_append(&c->tx, &c->batch, hdr, hl, iov, niov)) {
 				c->txm = save; /* the list is full: this segment goes next time */
 				return;
 			}
@@ -254,6 +299,7 @@ static void batch_written(struct uw_conn *c)
 	c->nhdrs = 0;
 	c->wr_iov = 0;
 	c->wr_pos = 0;
+	c->stage_used = 0;
 	fpdu_batch_reset(&c->batch);
 	uw__qp_complete_sends(c->qp);
 }

@@ -349,6 +349,8 @@ struct uw_conn {
 	enum uw_txm_kind txm_kind;
 	struct uw_swqe *txm_wqe;
 	bool txm_second;          /* Write with Immediate: the Immediate part */
+	uint8_t *stage;           /* Read Response payload copied for the CRC (engine_tx.c) */
+	size_t stage_used;
 	struct uw_swqe *batch_done[UW_CONN_HDRS]; /* WQEs finished by this batch */
 	uint32_t nbatch_done;
 	bool peer_eof;            /* terminating: the peer shut its side */

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -295,6 +296,62 @@ static void memory_windows_grant_a_sub_range_and_die_when_invalidated(void **sta
 	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 8, p.c.mr->lkey, base,
 			      p.s.mr->rkey, 0), 0);
 	expect_terminated(&p, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG);
+	pair_close(&p);
+}
+
+/* RDMA Reads of memory that changes while they are answered: the
+ * responder's application (or the peer's own Writes) may write its
+ * registered memory at any time, as on hardware (a key-value store that
+ * updates values its clients read with RDMA Read). The data read may be
+ * a mix of old and new; the connection must not fail. With the CRC on,
+ * a Response whose CRC was taken over the bytes before they changed, and
+ * sent after, reached the reader as an MPA CRC error (a Terminate, LLP
+ * 0x02), and the connection was gone. */
+static volatile int scribbling;
+
+static void *scribble(void *arg)
+{
+	uint8_t *buf = arg, v = 0;
+	while (__atomic_load_n(&scribbling, __ATOMIC_ACQUIRE))
+		memset(buf, v++, BUF);
+	return NULL;
+}
+
+static void reads_of_memory_that_changes_meanwhile_complete(void **state)
+{
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+	skip(); /* the race with the engine's reads is the point */
+#endif
+#endif
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_READ);
+	struct uw_conn_param cp = { .crc = UW_CRC_ON, .ird = 16, .ord = 16 };
+	pair_connect(&p, &cp, &cp, 0, 1);
+	pthread_t t;
+	__atomic_store_n(&scribbling, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_create(&t, NULL, scribble, p.s.buf), 0);
+	int posted = 0, done = 0, errors = 0;
+	while (done < 400) {
+		while (posted < 400 && posted - done < 8)
+			assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, (uint64_t)posted++, p.c.buf, BUF,
+					      p.c.mr->lkey, (uintptr_t)p.s.buf, p.s.mr->rkey,
+					      UW_SEND_SIGNALED),
+					 0);
+		struct uw_wc wc = wait_wc(p.c.cq);
+		errors += wc.status != UW_WC_SUCCESS;
+		done++;
+		if (errors)
+			break;
+	}
+	__atomic_store_n(&scribbling, 0, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	struct uw_cm_event *e = NULL;
+	if (!uw_cm_get_event_timeout(p.c.ch, &e, 0)) {
+		fail_msg("after %d Reads: %s, Terminate %u/%u/0x%02x", done,
+			 uw_cm_event_str(e->event), e->term_layer, e->term_etype, e->term_ecode);
+	}
+	assert_int_equal(errors, 0);
 	pair_close(&p);
 }
 
@@ -879,6 +936,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(memory_windows_grant_a_sub_range_and_die_when_invalidated),
+		cmocka_unit_test(reads_of_memory_that_changes_meanwhile_complete),
 		cmocka_unit_test(atomics_return_the_old_value_and_update_memory),
 		cmocka_unit_test(write_with_immediate_and_solicited_events),
 		cmocka_unit_test(write_with_immediate_train_keeps_every_value),
