@@ -242,7 +242,31 @@ static struct qstate *owner(const struct uw_wc *wc)
 	return wc->qp->qp_context;
 }
 
-static int take_acks(int wait_ms)
+/* What the server sent on q: an empty Send is a credit ack (its receive
+ * goes back); a 16-byte one is the final report, after our FIN. Returns
+ * true for the report. */
+static bool on_ack(struct qstate *q, const struct uw_wc *wc, bool repost)
+{
+	if (wc->byte_len == 16 && !q->got_report) {
+		uint64_t rep[2];
+		memcpy(rep, result_slot(q, q->slots), 16);
+		q->reported = be64toh(rep[0]);
+		q->report_errors = be64toh(rep[1]);
+		q->got_report = true;
+		return true;
+	}
+	if (wc->byte_len == 0) {
+		q->credits += o->depth;
+		if (repost)
+			post_ack_recv(q, UINT64_MAX);
+	}
+	return false;
+}
+
+/* Acks, while FINs go out; returns the reports taken on the way (an
+ * earlier QP's report comes while a later QP waits for its credit: it
+ * must be kept, not dropped as an ack). */
+static int take_acks(int wait_ms, int *reports)
 {
 	struct uw_wc wc[16];
 	int n = uw_poll_cq(shared_cq, 16, wc);
@@ -252,10 +276,8 @@ static int take_acks(int wait_ms)
 		struct qstate *q = owner(&wc[i]);
 		if (wc[i].status != UW_WC_SUCCESS)
 			return fail(uw_wc_status_str(wc[i].status), 0);
-		if (is_ack(&wc[i]) && wc[i].byte_len == 0) {
-			q->credits += o->depth;
-			post_ack_recv(q, UINT64_MAX);
-		}
+		if (is_ack(&wc[i]))
+			*reports += on_ack(q, &wc[i], true);
 	}
 	return 0;
 }
@@ -263,13 +285,14 @@ static int take_acks(int wait_ms)
 /* FIN on every QP: an empty solicited Send asks the server for its count. */
 static int wait_reports(struct qstate *qs, int nq)
 {
+	int reports = 0;
 	for (int k = 0; k < nq; k++) {
 		struct qstate *q = &qs[k];
 		/* the FIN needs a posted receive at the server like any Send:
 		 * wait for a credit */
 		double deadline = util_now_s() + 10;
 		while (o->mode == MODE_BW && q->credits <= 0 && util_now_s() < deadline)
-			if (take_acks(10))
+			if (take_acks(10, &reports))
 				return 1;
 		struct uw_send_wr fin = { .wr_id = UINT64_MAX - 1, .opcode = UW_WR_SEND,
 					  .send_flags = UW_SEND_SOLICITED | UW_SEND_SIGNALED };
@@ -281,7 +304,7 @@ static int wait_reports(struct qstate *qs, int nq)
 	/* give up only when reports stop coming: a thousand QPs under a
 	 * sanitizer on a busy machine take their time */
 	double deadline = util_now_s() + 30;
-	int left = nq;
+	int left = nq - reports;
 	while (left && util_now_s() < deadline) {
 		struct uw_wc wc[8];
 		int n = uw_poll_cq(shared_cq, 8, wc);
@@ -289,12 +312,7 @@ static int wait_reports(struct qstate *qs, int nq)
 			struct qstate *q = owner(&wc[i]);
 			if (wc[i].status != UW_WC_SUCCESS)
 				return fail(uw_wc_status_str(wc[i].status), 0);
-			if (is_ack(&wc[i]) && wc[i].byte_len == 16 && !q->got_report) {
-				uint64_t rep[2];
-				memcpy(rep, result_slot(q, q->slots), 16);
-				q->reported = be64toh(rep[0]);
-				q->report_errors = be64toh(rep[1]);
-				q->got_report = true;
+			if (is_ack(&wc[i]) && on_ack(q, &wc[i], false)) {
 				left--;
 				deadline = util_now_s() + 30;
 			}
