@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "perf.h"
+#include "tools/lib/tool_opt.h"
 #include "perf_pt.h"
 
 static void usage(const char *argv0)
@@ -37,24 +38,6 @@ static void usage(const char *argv0)
 }
 
 /* on|off (or two other words): 1, 0, or -1 for anything else */
-static int parse_choice(const char *s, const char *yes, const char *no)
-{
-	return !strcmp(s, yes) ? 1 : !strcmp(s, no) ? 0 : -1;
-}
-
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (*end == 'k' || *end == 'K')
-		v *= 1024;
-	else if (*end == 'm' || *end == 'M')
-		v *= 1024 * 1024;
-	else if (*end == 'g' || *end == 'G')
-		v *= 1024.0 * 1024 * 1024;
-	return (uint64_t)v;
-}
-
 int main(int argc, char **argv)
 {
 	/* perftest's protocol has a command line of its own */
@@ -77,62 +60,57 @@ int main(int argc, char **argv)
 		{ "max-conns", required_argument, 0, 'X' }, { "max-mem", required_argument, 0, 'Y' },
 		{ "help", no_argument, 0, 'h' },	 { 0, 0, 0, 0 },
 	};
+	static const char *const ops[] = { "send", "write", "read", "imm", "atomic", NULL };
+	static const char *const off_on[] = { "off", "on", NULL };
+	static const char *const progress[] = { "manual", "auto", NULL };
+	const char *p = argv[0], *name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
 	int c;
 	while ((c = getopt_long(argc, argv, "sc:p:a:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.server = true; break;
 		case 'c': o.host = optarg; break;
-		case 'p': o.port = atoi(optarg); break;
+		case 'p': o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535); break;
 		case 'a': o.bind = optarg; break;
-		case 'o':
-			for (o.op = 0; o.op < OP_COUNT && strcmp(optarg, perf_op_name(o.op)); o.op++)
-				;
-			if (o.op == OP_COUNT) {
-				usage(argv[0]);
-				return 2;
-			}
-			break;
-		case 'S': o.size = parse_size(optarg); break;
-		case 'n': o.iters = strtoull(optarg, NULL, 0); break;
-		case 't': o.seconds = atof(optarg); break;
+		case 'o': o.op = (enum perf_op)tool_opt_word(p, "--op", optarg, ops); break;
+		case 'S': o.size = tool_opt_size(p, "--size", optarg, 0, 1ull << 31); break;
+		case 'n': o.iters = tool_opt_uint(p, "--iters", optarg, 1, UINT64_MAX); break;
+		case 't': o.seconds = tool_opt_seconds(p, "--time", optarg, 86400); break;
 		case 'L': o.mode = MODE_LAT; break;
 		case 'B': o.mode = MODE_BW; break;
 		case 'C':
-		case 'M':
-		case 'P': {
-			int v = c == 'P' ? parse_choice(optarg, "auto", "manual")
-					 : parse_choice(optarg, "on", "off");
-			if (v < 0) {
-				fprintf(stderr, "--%s: unknown value '%s'\n",
-					c == 'C' ? "crc" : c == 'M' ? "markers" : "progress", optarg);
-				return 2;
-			}
-			if (c == 'C')
-				o.crc = v ? UW_CRC_ON : UW_CRC_OFF;
-			else if (c == 'M')
-				o.markers = v;
-			else
-				o.progress = v ? UW_PROGRESS_AUTO : UW_PROGRESS_MANUAL;
+			o.crc = tool_opt_word(p, "--crc", optarg, off_on) ? UW_CRC_ON : UW_CRC_OFF;
 			break;
-		}
-		case 'q': o.qps = atoi(optarg); break;
-		case 'd': o.depth = atoi(optarg); break;
-		case 'g': o.sge = atoi(optarg); break;
-		case 'r': o.rev = atoi(optarg); break;
+		case 'M': o.markers = tool_opt_word(p, "--markers", optarg, off_on); break;
+		case 'P':
+			o.progress = tool_opt_word(p, "--progress", optarg, progress)
+					     ? UW_PROGRESS_AUTO
+					     : UW_PROGRESS_MANUAL;
+			break;
+		case 'q': o.qps = (int)tool_opt_uint(p, "--qps", optarg, 1, 4096); break;
+		case 'd': o.depth = (int)tool_opt_uint(p, "--depth", optarg, 1, 4096); break;
+		case 'g': o.sge = (int)tool_opt_uint(p, "--sge", optarg, 1, UW_MAX_SGE); break;
+		case 'r': o.rev = (int)tool_opt_uint(p, "--rev", optarg, 1, 2); break;
 		case 'T': o.tcp = true; break;
 		case 'j': o.json = true; break;
 		case 'l': o.loop = true; break;
 		case 'V': o.verify = false; break;
 		case 'Q': o.quiet = true; break;
-		case 'X': o.max_conns = atoi(optarg); break;
-		case 'Y': o.max_mem = parse_size(optarg); break;
+		case 'X': o.max_conns = (int)tool_opt_uint(p, "--max-conns", optarg, 1, 1 << 20); break;
+		case 'Y': o.max_mem = tool_opt_size(p, "--max-mem", optarg, 1, UINT64_MAX); break;
 		default: usage(argv[0]); return c == 'h' ? 0 : 2;
 		}
 	}
-	if (o.server == !!o.host || o.qps < 1 || o.qps > 4096 || o.max_conns < 1 || !o.max_mem ||
-	    o.depth < 1 || o.depth > 4096 ||
-	    o.sge < 1 || o.sge > UW_MAX_SGE || o.rev < 0 || o.rev > 2 || o.port < 0 || o.port > 65535) {
+	if (optind < argc) {
+		fprintf(stderr, "%s: '%s': not an option (options begin with -)\n", name, argv[optind]);
+		return 2;
+	}
+	if (o.server == !!o.host) {
+		fprintf(stderr, "%s: give -s (server) or -c HOST (client), one of them\n", name);
 		usage(argv[0]);
+		return 2;
+	}
+	if (o.iters && o.seconds > 0) {
+		fprintf(stderr, "%s: --iters and --time exclude each other\n", name);
 		return 2;
 	}
 	/* a socket per QP: a thousand QPs need more than the usual 1024 fds */

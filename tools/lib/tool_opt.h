@@ -1,0 +1,29 @@
+/*
+ * tool_opt.h: reading a tool's command-line values. The whole argument
+ * must be the value and in range; otherwise the tool says which option,
+ * what it was given and what it takes, and exits with status 2 (as
+ * getopt's own complaints do). "--size abc" is not 0 bytes, "--iters -1"
+ * is not 2^64 - 1, "-p 99999" is not port 34463.
+ */
+#ifndef UWARP_TOOL_OPT_H
+#define UWARP_TOOL_OPT_H
+
+#include <stdint.h>
+
+/* a whole number in [min, max], decimal or 0x hexadecimal */
+uint64_t tool_opt_uint(const char *prog, const char *opt, const char *arg, uint64_t min,
+		       uint64_t max);
+
+/* a byte count in [min, max]: a whole number, optionally with K, M or G
+ * (binary: 1K = 1024) */
+uint64_t tool_opt_size(const char *prog, const char *opt, const char *arg, uint64_t min,
+		       uint64_t max);
+
+/* a time in seconds, more than 0 and at most max (a decimal fraction
+ * allowed) */
+double tool_opt_seconds(const char *prog, const char *opt, const char *arg, double max);
+
+/* one of the words in @words (NULL-terminated): its index */
+int tool_opt_word(const char *prog, const char *opt, const char *arg, const char *const *words);
+
+#endif
