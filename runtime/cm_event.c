@@ -89,35 +89,15 @@ void uw__cm_event(struct uw_cm_id_impl *id, enum uw_cm_event_type type, int stat
 
 struct uw_cm_channel *uw_cm_create_channel(struct uw_context *ctx)
 {
-	if (!ctx) {
-		errno = EINVAL;
-		return NULL;
-	}
-	struct uw_cm_channel_impl *ch = calloc(1, sizeof(*ch));
-	if (!ch) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	int rc = uw__chan_open(&ch->ch, ctx, &ch->pub.fd);
-	if (rc) {
-		free(ch);
-		errno = rc;
-		return NULL;
-	}
-	ch->pub.context = ctx;
-	return &ch->pub;
+	struct uw_cm_channel_impl *ch =
+		uw__chan_create(ctx, sizeof(*ch), offsetof(struct uw_cm_channel_impl, ch));
+	return ch ? &ch->pub : NULL;
 }
 
 int uw_cm_destroy_channel(struct uw_cm_channel *c)
 {
-	struct uw_cm_channel_impl *ch = (struct uw_cm_channel_impl *)c;
-	if (!ch)
-		return EINVAL;
 	/* events not acknowledged name ids that report here */
-	int rc = uw__chan_close(&ch->ch, c->context, c->fd, true);
-	if (!rc)
-		free(ch);
-	return rc;
+	return uw__chan_destroy(c, offsetof(struct uw_cm_channel_impl, ch), true);
 }
 
 int uw_cm_channel_nonblock(struct uw_cm_channel *c, int nonblock)

@@ -7,6 +7,8 @@
  * that a program sleeping on it wakes to call in and move the data).
  */
 #include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -73,6 +75,52 @@ int uw__chan_close(struct uw__chan *ch, struct uw_context *ctx, int fd, bool ref
 	close(fd);
 	close(ch->evfd);
 	return 0;
+}
+
+/* Both public channel types begin so (checked below): the shared create
+ * and destroy fill and read these two fields. */
+struct chan_pub {
+	struct uw_context *context;
+	int fd;
+};
+_Static_assert(offsetof(struct uw_comp_channel, context) == offsetof(struct chan_pub, context) &&
+		       offsetof(struct uw_comp_channel, fd) == offsetof(struct chan_pub, fd) &&
+		       offsetof(struct uw_cm_channel, context) == offsetof(struct chan_pub, context) &&
+		       offsetof(struct uw_cm_channel, fd) == offsetof(struct chan_pub, fd),
+	       "a public channel begins with its context and descriptor");
+
+void *uw__chan_create(struct uw_context *ctx, size_t size, size_t off)
+{
+	if (!ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	uint8_t *impl = calloc(1, size);
+	if (!impl) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct chan_pub *pub = (struct chan_pub *)(void *)impl;
+	int rc = uw__chan_open((struct uw__chan *)(void *)(impl + off), ctx, &pub->fd);
+	if (rc) {
+		free(impl);
+		errno = rc;
+		return NULL;
+	}
+	pub->context = ctx;
+	return impl;
+}
+
+int uw__chan_destroy(void *impl, size_t off, bool refuse_queued)
+{
+	if (!impl)
+		return EINVAL;
+	struct chan_pub *pub = impl;
+	int rc = uw__chan_close((struct uw__chan *)(void *)((uint8_t *)impl + off), pub->context,
+			       pub->fd, refuse_queued);
+	if (!rc)
+		free(impl);
+	return rc;
 }
 
 void uw__chan_nonblock(struct uw__chan *ch, struct uw_context *ctx, int nonblock)

@@ -12,34 +12,14 @@
 
 struct uw_comp_channel *uw_create_comp_channel(struct uw_context *ctx)
 {
-	if (!ctx) {
-		errno = EINVAL;
-		return NULL;
-	}
-	struct uw_channel_impl *ch = calloc(1, sizeof(*ch));
-	if (!ch) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	int rc = uw__chan_open(&ch->ch, ctx, &ch->pub.fd);
-	if (rc) {
-		free(ch);
-		errno = rc;
-		return NULL;
-	}
-	ch->pub.context = ctx;
-	return &ch->pub;
+	struct uw_channel_impl *ch =
+		uw__chan_create(ctx, sizeof(*ch), offsetof(struct uw_channel_impl, ch));
+	return ch ? &ch->pub : NULL;
 }
 
 int uw_destroy_comp_channel(struct uw_comp_channel *c)
 {
-	struct uw_channel_impl *ch = (struct uw_channel_impl *)c;
-	if (!ch)
-		return EINVAL;
-	int rc = uw__chan_close(&ch->ch, c->context, c->fd, false);
-	if (!rc)
-		free(ch);
-	return rc;
+	return uw__chan_destroy(c, offsetof(struct uw_channel_impl, ch), false);
 }
 
 int uw_comp_channel_nonblock(struct uw_comp_channel *c, int nonblock)

@@ -150,6 +150,11 @@ int uw__chan_open(struct uw__chan *ch, struct uw_context *ctx, int *fd);
 /* Close, unless CQs or ids still report here (or, with refuse_queued,
  * events wait): 0 or EBUSY. */
 int uw__chan_close(struct uw__chan *ch, struct uw_context *ctx, int fd, bool refuse_queued);
+/* A channel object of @size bytes: its public part (context, descriptor)
+ * first, its struct uw__chan at @off; made and opened, or NULL with
+ * errno. Destroyed the same way (uw__chan_close's EBUSY, or 0 and freed). */
+void *uw__chan_create(struct uw_context *ctx, size_t size, size_t off);
+int uw__chan_destroy(void *impl, size_t off, bool refuse_queued);
 void uw__chan_nonblock(struct uw__chan *ch, struct uw_context *ctx, int nonblock);
 /* Queue an event (ctx locked). */
 void uw__chan_push(struct uw__chan *ch, struct util_list *n);

@@ -31,12 +31,6 @@ static inline bool util_list_empty(const struct util_list *l)
 	return l->next == l;
 }
 
-/* is @n on a list? (entries are initialised, and reset when removed) */
-static inline bool util_list_linked(const struct util_list *n)
-{
-	return n->next != n;
-}
-
 static inline void util_list_add_tail(struct util_list *l, struct util_list *n)
 {
 	n->prev = l->prev;
@@ -58,18 +52,6 @@ static inline void util_list_del(struct util_list *n)
 	n->prev->next = n->next;
 	n->next->prev = n->prev;
 	n->prev = n->next = n;
-}
-
-/* Move everything on @from to the end of @to; @from is left empty. */
-static inline void util_list_splice_tail(struct util_list *to, struct util_list *from)
-{
-	if (util_list_empty(from))
-		return;
-	from->next->prev = to->prev;
-	to->prev->next = from->next;
-	from->prev->next = to;
-	to->prev = from->prev;
-	util_list_init(from);
 }
 
 #define util_container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))

@@ -136,9 +136,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "send: 2 x --depth x --size is at most %u MiB\n", PERF_MAX_BUF >> 20);
 		return 2;
 	}
-	if (o.size > (1ull << 31)) {
-		fprintf(stderr, "--size is at most 2 GiB\n");
-		return 2;
-	}
 	return perf_client(&o);
 }
