@@ -349,7 +349,12 @@ void exs__op_mem_release(struct exs_op *op);
 /* A window over a receive's buffer for the socket's peer: 0 or -errno. */
 int exs__op_window(struct exs_sock *s, struct exs_op *op);
 /* the peer's key to a one-buffer receive */
-uint32_t exs__op_rkey(struct exs_sock *s, struct exs_op *op);
+/* does the peer write into this socket's receives (advertised to it)? */
+static inline bool exs__advertises(const struct exs_sock *s)
+{
+	return s->type == SOCK_SEQPACKET || s->mode != EXS_MODE_INDIRECT;
+}
+uint32_t exs__op_rkey(const struct exs_op *op); /* its window's key */
 
 /* exs_conn.c: connections */
 int exs__post_ctl(struct exs_sock *s, struct exs_ctl *m);

@@ -179,8 +179,10 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		return finish(&w, qh);
 	}
 	/* a receive the peer may write into gets its own window (before the
-	 * protocol knows of it: nothing to undo there when this fails) */
-	if (!rc && s->st == S_CONNECTED && (s->type == SOCK_SEQPACKET || s->mode != EXS_MODE_INDIRECT))
+	 * protocol knows of it: nothing to undo there when this fails); a
+	 * receive is posted only on a connected socket, so every advertised
+	 * one has it */
+	if (!rc && s->st == S_CONNECTED && exs__advertises(s))
 		rc = exs__op_window(s, op);
 	if (!rc)
 		rc = s->type == SOCK_STREAM ? exs__stream_recv_post(s, op) : exs__seq_recv_post(s, op);

@@ -126,12 +126,9 @@ int exs__op_window(struct exs_sock *s, struct exs_op *op)
 	return -rc;
 }
 
-uint32_t exs__op_rkey(struct exs_sock *s, struct exs_op *op)
+uint32_t exs__op_rkey(const struct exs_op *op)
 {
-	/* a receive posted before its socket connected has no window yet:
-	 * it gets one now, as it is advertised; a region's own key is never
-	 * sent (it has no remote rights) */
-	if (!op->mw && exs__op_window(s, op))
-		return 0;
+	/* made when the receive was posted (exs_recvv); a region's own key
+	 * is never sent (it has no remote rights) */
 	return op->mw ? op->mw->rkey : 0;
 }

@@ -28,7 +28,7 @@ void exs__seq_pump(struct exs_sock *s)
 				     .addr = op->len ? (uintptr_t)(op->bounce ? op->bounce
 									     : op->iov[0].iov_base)
 						     : 0,
-				     .stag = op->len ? exs__op_rkey(s, op) : 0 };
+				     .stag = op->len ? exs__op_rkey(op) : 0 };
 		/* an empty receive still takes a message: advertise one byte of
 		 * nothing (len 0 is not an advert); it gets only the cut */
 		if (!m.len)

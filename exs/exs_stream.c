@@ -99,7 +99,7 @@ static void rx_pump(struct exs_sock *s)
 				     .flags = (uint8_t)((a.waitall ? EXS_CTL_F_WAITALL : 0) |
 							(a.chain ? EXS_CTL_F_CHAIN : 0)),
 				     .phase = a.phase, .id = a.id, .len = a.len, .seq = a.seq,
-				     .addr = (uintptr_t)op_buf(op), .stag = exs__op_rkey(s, op),
+				     .addr = (uintptr_t)op_buf(op), .stag = exs__op_rkey(op),
 				     .off = a.off };
 		exs__post_ctl(s, &m);
 		s->adverts_sent++;

@@ -5,6 +5,7 @@
  * and Write + DATA, shutdown and close, event queues, exs_poll, vectors,
  * memory handles, and a raw uwarp peer that breaks the protocol.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -22,6 +23,7 @@
 #include <cmocka.h>
 #include <exs.h>
 #include <uwarp/ep.h>
+#include <uwarp/verbs.h>
 
 #include "exs/exs_wire.h"
 
@@ -685,6 +687,42 @@ static void connect_to_a_silent_peer_times_out(void **state)
 	close(l);
 }
 
+/* uw_bind_mw as the library calls it (this program's definition comes
+ * first): a window over exactly BIND_FAILS_LEN bytes cannot be bound, as
+ * when the STag space or memory runs out */
+#define BIND_FAILS_LEN 4321
+int uw_bind_mw(struct uw_mw *mw, struct uw_qp *qp, struct uw_mr *mr, void *addr, size_t len,
+	       int access)
+{
+	static int (*next)(struct uw_mw *, struct uw_qp *, struct uw_mr *, void *, size_t, int);
+	if (!next)
+		next = (__typeof__(next))dlsym(RTLD_NEXT, "uw_bind_mw");
+	return len == BIND_FAILS_LEN ? ENOMEM : next(mw, qp, mr, addr, len, access);
+}
+
+/* A receive whose window cannot be bound is refused by its post with
+ * the error: it is never advertised with STag 0 (which the peer's Write
+ * would meet as an invalid STag, ending the connection). */
+static void a_receive_whose_window_fails_is_refused_at_its_post(void **state)
+{
+	static const int types[] = { SOCK_STREAM, SOCK_SEQPACKET };
+	for (size_t t = 0; t < 2; t++) {
+		static char in[BIND_FAILS_LEN];
+		int c, s;
+		pair(types[t], &c, &s);
+		assert_int_equal(exs_recv(c, in, sizeof(in), 0, Q, (void *)8, EXS_MHANDLE_INVALID), -1);
+		assert_int_equal(errno, ENOMEM);
+		/* the connection goes on */
+		assert_int_equal(exs_recv(c, in, 5, MSG_WAITALL, Q, (void *)9, EXS_MHANDLE_INVALID), 0);
+		assert_int_equal(exs_send(s, "abcde", 5, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 5);
+		exs_event_t ev = ev1();
+		assert_ptr_equal(ev.exs_evt_ahandle, (void *)9);
+		assert_int_equal(ev.exs_evt_errno, 0);
+		assert_int_equal(ev.exs_evt_union.xfer.bytes, 5);
+		close_pair(c, s);
+	}
+}
+
 /* SHUT_RD with a receive the peer already knows of: the peer may be
  * writing into it, so it stays and completes with the data (once it was
  * cancelled and unregistered, and the peer's Write drew a Terminate). */
@@ -1194,6 +1232,7 @@ int main(void)
 		cmocka_unit_test(an_idle_limit_ends_a_silent_connection),
 		cmocka_unit_test(a_finished_send_survives_the_peer_closing),
 		cmocka_unit_test(connect_to_a_silent_peer_times_out),
+		cmocka_unit_test(a_receive_whose_window_fails_is_refused_at_its_post),
 		cmocka_unit_test(shut_rd_keeps_an_advertised_receive),
 		cmocka_unit_test(a_queue_being_waited_on_is_busy),
 		cmocka_unit_test(malformed_control_messages_abort_and_complete_everything),
