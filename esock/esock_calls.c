@@ -195,6 +195,10 @@ EXPORT int listen(int fd, int backlog)
 
 EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
+	/* a listener shared with the process that forked this one: this
+	 * process sorts its clients from now on, with a gate of its own */
+	if (!esock_inside && esock__listener_reverted(fd) && esock__listener_regate(fd))
+		return -1;
 	struct esock_listener *l = esock_inside ? NULL : esock__listener(fd);
 	if (l) {
 		bool ddp;
@@ -203,21 +207,10 @@ EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 			fresh(c, FD_TCP);
 		return c;
 	}
-	if (!in_range(fd) || esock_inside || !(esock_fdflags[fd] & FD_DDP_LISTEN)) {
-		int c = REAL(accept4)(fd, addr, len, flags);
-		if (c >= 0)
-			fresh(c, in_range(fd) ? (esock_fdflags[fd] & FD_TCP) : 0);
-		return c;
-	}
-	/* a DDP listener shared with forked processes: sorted here */
 	int c = REAL(accept4)(fd, addr, len, flags);
-	if (c < 0)
-		return c;
-	fresh(c, FD_TCP);
-	if (!esock__speaks_mpa(c))
-		return c;
-	esock_fdflags[c] = 0;
-	return esock__adopt_accepted(c, flags);
+	if (c >= 0)
+		fresh(c, in_range(fd) ? (esock_fdflags[fd] & FD_TCP) : 0);
+	return c;
 }
 
 EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)

@@ -18,12 +18,17 @@
 #ifndef UWARP_ESOCK_INTERNAL_H
 #define UWARP_ESOCK_INTERNAL_H
 
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -79,6 +84,12 @@ struct esock_libc {
 	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
 	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *,
 				socklen_t *);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 };
 extern struct esock_libc esock_libc;
 void esock__libc_init(void);
@@ -236,11 +247,13 @@ int esock__wait(struct esock *e, unsigned ms);	   /* under e->mu: 0 or ETIMEDOUT
  * A fork shares the listener. Prefork servers (nginx) listen, fork and
  * accept in the children only; the parent's gate would take clients that
  * nobody accepts. So a listener the program has never accepted from
- * becomes the TCP listener again at fork, in parent and child, and the
- * synchronous accept serves it (a client's negotiation waits in accept
- * again there). One already accepted from stays gated in the parent
- * (redis forks to save, and goes on accepting); a child's accept on it
- * takes what the TCP listener has, as plain TCP.
+ * becomes the TCP listener again at fork, in parent and child, and each
+ * process that then waits on it or accepts from it makes it a DDP
+ * listener of its own again, with its own gate (esock_wait.c): the gates
+ * of the processes take turns at the one TCP listener. One already
+ * accepted from stays gated in the parent (redis forks to save, and goes
+ * on accepting); a child's accept on it takes what the TCP listener has,
+ * as plain TCP.
  */
 struct esock_ready {
 	struct esock_ready *next;
@@ -272,6 +285,19 @@ struct esock_listener *esock__listener(int fd); /* NULL: not a DDP listener */
 /* @fd listens (TCP): make it a DDP listener; 0 or -1 with errno (it is
  * then unchanged: a plain listener) */
 int esock__listener_make(int fd, int backlog);
+/* a DDP listener that fork turned back into the TCP listener, in this
+ * process (esock__listener_revert); the flag says whether there may be
+ * one at all, so that the waiting calls cost nothing until a fork */
+extern _Atomic bool esock_any_reverted;
+static inline bool esock__listener_reverted(int fd)
+{
+	return atomic_load_explicit(&esock_any_reverted, memory_order_relaxed) && fd >= 0 && fd < ESOCK_FD_MAX &&
+	       (esock_fdflags[fd] & (FD_DDP_LISTEN | FD_LISTENER)) == FD_DDP_LISTEN;
+}
+/* ... becomes this process's own DDP listener, with a gate of its own, as
+ * the process first waits on it or accepts from it; 0 (also when @fd is
+ * no such listener) or -1 with errno */
+int esock__listener_regate(int fd);
 void esock__listener_name(int fd, struct esock_listener *l); /* dup */
 void esock__listener_forget(int fd);			      /* the number closed */
 /* a ready client: its new descriptor (@ddp: a DDP socket), or -1 with errno */
@@ -279,8 +305,8 @@ int esock__listener_accept(struct esock_listener *l, int fd, struct sockaddr *ad
 			   socklen_t *len, int flags, bool *ddp);
 int esock__listener_relisten(struct esock_listener *l, int backlog);
 /* fork: every name of @l becomes the TCP listener again (its number kept,
- * the program's blocking mode and close-on-exec flag too): the synchronous
- * accept serves it from now on, in every process that shares it */
+ * the program's blocking mode and close-on-exec flag too), until a
+ * process waits on it or accepts from it (esock__listener_regate) */
 void esock__listener_revert(struct esock_listener *l);
 
 /* esock_gate.c: the thread that classifies and negotiates */
@@ -303,12 +329,6 @@ struct esock *esock__switch(int fd, bool initiator, int tcp_copy);
  * DDP socket: the number the program gets, or -1 with errno ECONNABORTED
  * (@x and @tcp are closed either way) */
 int esock__adopt_exs(int x, int tcp, int flags);
-/* the synchronous sort and adoption, for a DDP listener shared with forked
- * processes: waits for the client's first bytes (ESOCK_PEEK_MS), then for
- * its negotiation (ESOCK_SETUP_MS); the number the program gets, or -1
- * with errno (ECONNABORTED; @c is closed either way) */
-bool esock__speaks_mpa(int c);
-int esock__adopt_accepted(int c, int flags);
 bool esock__mpa_prefix(const uint8_t *b, size_t n); /* could be an MPA Request */
 /* what a client's first bytes (peeked, never consumed) say: 1 an MPA
  * Request's key, 0 anything else or the end, -1 not yet known */

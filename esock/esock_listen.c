@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "esock_internal.h"
 
 static struct esock_listener *_Atomic ltab[ESOCK_FD_MAX];
+_Atomic bool esock_any_reverted;
 
 struct esock_listener *esock__listener(int fd)
 {
@@ -88,6 +91,28 @@ fail:
 	free(l);
 	errno = err ? err : ENOMEM;
 	return -1;
+}
+
+int esock__listener_regate(int fd)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	if (!esock__listener_reverted(fd))
+		return 0;
+	pthread_mutex_lock(&mu);
+	int rc = 0;
+	if (esock__listener_reverted(fd)) {
+		/* the kernel tells a listener's backlog as tcpi_sacked: the
+		 * gate holds as many as the program asked the kernel to */
+		struct tcp_info ti;
+		socklen_t n = sizeof(ti);
+		int backlog = SOMAXCONN;
+		if (!REAL(getsockopt)(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) &&
+		    ti.tcpi_state == TCP_LISTEN && ti.tcpi_sacked)
+			backlog = (int)ti.tcpi_sacked;
+		rc = esock__listener_make(fd, backlog);
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
 }
 
 void esock__listener_name(int fd, struct esock_listener *l)
@@ -198,6 +223,7 @@ void esock__listener_revert(struct esock_listener *l)
 		int fdfl = REAL(fcntl)(fd, F_GETFD);
 		atomic_store_explicit(&ltab[fd], NULL, memory_order_release);
 		esock_fdflags[fd] &= (uint8_t)~FD_LISTENER; /* FD_DDP_LISTEN stays */
+		atomic_store_explicit(&esock_any_reverted, true, memory_order_relaxed);
 		if (fl >= 0)
 			REAL(fcntl)(l->tcp, F_SETFL, fl);
 		REAL(dup3)(l->tcp, fd, (fdfl >= 0 && (fdfl & FD_CLOEXEC)) ? O_CLOEXEC : 0);

@@ -7,13 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <poll.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "esock_internal.h"
-#include "util/clock.h"
 
 /* RFC 5044 7.1: the key that opens an MPA Request */
 #define MPA_REQ_KEY "MPA ID Req Frame"
@@ -233,67 +230,3 @@ int esock__adopt_exs(int x, int tcp, int flags)
 	return nfd;
 }
 
-/* The synchronous sort, for a DDP listener shared with forked processes
- * (esock_gate.c says why): does the client on @c speak MPA? Its first 16
- * bytes tell; a client that sends nothing for the peek time is a plain
- * one (its server speaks first). */
-bool esock__speaks_mpa(int c)
-{
-	uint64_t deadline = util_now_ms() + esock__peek_ms();
-	for (;;) {
-		int v = esock__mpa_verdict(c);
-		if (v >= 0)
-			return v == 1;
-		uint64_t now = util_now_ms();
-		if (now >= deadline)
-			return false;
-		uint8_t b;
-		if (REAL(recv)(c, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
-			/* a prefix so far: the rest is on its way */
-			struct timespec ts = { 0, 200000 };
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		struct pollfd p = { .fd = c, .events = POLLIN };
-		poll(&p, 1, (int)(deadline - now));
-	}
-}
-
-int esock__adopt_accepted(int c, int flags)
-{
-	int rc = esock__engine();
-	if (rc) {
-		esock__close(c);
-		errno = -rc;
-		return -1;
-	}
-	struct esock *e = esock__new(domain_of(c));
-	if (!e) {
-		esock__close(c);
-		errno = ENOMEM;
-		return -1;
-	}
-	int nfd = -1;
-	bool owned = false;
-	c = esock__hide(c);
-	e->tcp = esock__dup_high(c);
-	rc = e->tcp < 0 ? -errno : prepare(e);
-	if (!rc) {
-		pthread_mutex_lock(&e->mu);
-		rc = take_over_accepted(e, c, &owned);
-		if (!rc) {
-			nfd = program_end(e, flags);
-			rc = nfd < 0 ? nfd : 0;
-		}
-		pthread_mutex_unlock(&e->mu);
-	}
-	if (rc) {
-		if (!owned)
-			esock__close(c);
-		undo(e);
-		errno = ECONNABORTED; /* as a connection reset in the backlog */
-		return -1;
-	}
-	esock__set(nfd, e);
-	return nfd;
-}

@@ -47,6 +47,11 @@ void esock__libc_init(void)
 	LOOKUP(read_chk, "__read_chk");
 	LOOKUP(recv_chk, "__recv_chk");
 	LOOKUP(recvfrom_chk, "__recvfrom_chk");
+	LOOKUP(poll, "poll");
+	LOOKUP(ppoll, "ppoll");
+	LOOKUP(select, "select");
+	LOOKUP(pselect, "pselect");
+	LOOKUP(epoll_ctl, "epoll_ctl");
 	/* last: REAL() tests the field it needs, and this one is set last */
 	LOOKUP(socket, "socket");
 }

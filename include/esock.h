@@ -61,9 +61,11 @@
  *   listener to fstat(2) and to calls this library does not replace.
  *   fork: a DDP-mode listener the program has not yet accepted from (a
  *   prefork server's, accepted from in its children) becomes the TCP
- *   listener again in parent and child, and accept there sorts each client
- *   itself: it waits for the client's first bytes and its negotiation
- *   (and fails with ECONNABORTED if that fails). One already accepted from
+ *   listener again in parent and child; each process that then waits on
+ *   it (poll, ppoll, select, pselect, epoll_ctl adding it) or accepts from
+ *   it makes it its own DDP-mode listener again, sorted as above (accept
+ *   may then fail with the errno of that step: EMFILE, ENOMEM). A process
+ *   that never touches it takes no clients. One already accepted from
  *   stays as it is in the parent; a child's accept on it gets plain TCP.
  *
  *   Switching a connected socket: setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE,

@@ -26,6 +26,7 @@
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -925,6 +926,160 @@ static void a_forked_child_gets_clean_errors(void **state)
 	close_pair(&p);
 }
 
+/* which open file a descriptor names */
+static ino_t file_of(int fd)
+{
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	return st.st_ino;
+}
+
+/* how a forked child first touches the listener (0: it does not) */
+static void child_touches(int how, int l)
+{
+	struct timespec zero = { 0, 0 };
+	struct timeval tv = { 0, 0 };
+	fd_set r;
+	FD_ZERO(&r);
+	FD_SET(l, &r);
+	struct pollfd p = { .fd = l, .events = POLLIN };
+	struct epoll_event ev = { .events = EPOLLIN };
+	int e = -1;
+	switch (how) {
+	case 0: { /* something else only */
+		int fds[2];
+		if (pipe(fds) == 0) {
+			p.fd = fds[0];
+			poll(&p, 1, 0);
+			close(fds[0]);
+			close(fds[1]);
+		}
+		break;
+	}
+	case 1: poll(&p, 1, 0); break;
+	case 2: ppoll(&p, 1, &zero, NULL); break;
+	case 3: select(l + 1, &r, NULL, NULL, &tv); break;
+	case 4: pselect(l + 1, &r, NULL, NULL, &zero, NULL); break;
+	case 5:
+		e = epoll_create1(0);
+		epoll_ctl(e, EPOLL_CTL_ADD, l, &ev);
+		break;
+	}
+	if (e >= 0)
+		close(e);
+}
+
+/* the client side of the test below, in a process of its own: a client
+ * that sends the MPA key and no more, then a DDP client, whose port goes
+ * to @to and which then expects its "hello" echoed */
+static int two_clients(uint16_t port, int to)
+{
+	int no = 0;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int k = socket(AF_INET, SOCK_STREAM, 0);
+	if (setsockopt(k, SOL_ESOCK, ESOCK_DDPMODE, &no, sizeof(no)) ||
+	    connect(k, (struct sockaddr *)&a, sizeof(a)) || write(k, "MPA ID Req Frame", 16) != 16)
+		return 20;
+	int d = socket(AF_INET, SOCK_STREAM, 0);
+	set_ddp(d, true);
+	if (connect(d, (struct sockaddr *)&a, sizeof(a)) || esock_is_ddp(d) != 1)
+		return 21;
+	struct sockaddr_in dl;
+	socklen_t dlen = sizeof(dl);
+	char m[5];
+	if (getsockname(d, (struct sockaddr *)&dl, &dlen) || write(to, &dl.sin_port, 2) != 2 ||
+	    write(d, "hello", 5) != 5 || recv(d, m, 5, MSG_WAITALL) != 5 || memcmp(m, "hello", 5))
+		return 22;
+	close(d);
+	close(k);
+	return 0;
+}
+
+/* the server side: touches the listener @how, then accepts */
+static int forked_server(int how, int l, int told, int port_from)
+{
+	ino_t before = file_of(l);
+	child_touches(how, l);
+	bool own = file_of(l) != before;
+	char b = own ? 'y' : 'n';
+	if (write(told, &b, 1) != 1)
+		return 10;
+	if (!own)
+		return how == 0 ? 0 : 11;
+	if (wait_fd(l, POLLIN, 10000) != POLLIN)
+		return 12;
+	struct sockaddr_in peer;
+	socklen_t len = sizeof(peer);
+	int s = accept(l, (struct sockaddr *)&peer, &len);
+	if (s < 0 || esock_is_ddp(s) != 1)
+		return 13;
+	char m[5];
+	if (read(port_from, m, 2) != 2)
+		return 14;
+	if (memcmp(&peer.sin_port, m, 2))
+		return 15; /* the key-only client's, taken first */
+	if (recv(s, m, 5, MSG_WAITALL) != 5 || write(s, m, 5) != 5)
+		return 16;
+	close(s);
+	return 0;
+}
+
+static void reap(pid_t pid)
+{
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* A DDP listener shared across fork (a prefork server's) is the TCP
+ * listener again in both processes; a process that then waits on it (each
+ * waiting call) makes it its own DDP listener, with its own sorter, so its
+ * accept never waits for a client's negotiation: with a key-only client
+ * queued first, the forked server's accept gets the DDP client that came
+ * after it. A process that does not touch it keeps it as it is. Every
+ * process here is forked from one that has never run a DDP connection (a
+ * child of one that has cannot carry DDP: include/esock.h), so this test
+ * runs first. */
+static void a_listener_shared_across_fork_is_sorted_where_it_is_waited_on(void **state)
+{
+	(void)state;
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+	skip(); /* its runtime ends a forked child that starts a thread: the sorter */
+#endif
+#endif
+	for (int how = 0; how <= 5; how++) {
+		uint16_t port;
+		int l = listener(true, &port);
+		fcntl(l, F_SETFL, fcntl(l, F_GETFL) | O_NONBLOCK);
+		int told[2], ports[2];
+		assert_int_equal(pipe(told), 0);
+		assert_int_equal(pipe(ports), 0);
+		pid_t srv = fork();
+		if (srv == 0)
+			_exit(forked_server(how, l, told[1], ports[0]));
+		assert_true(srv > 0);
+		close(told[1]); /* (a server that dies: no answer, not a wait) */
+		char b;
+		assert_int_equal(read(told[0], &b, 1), 1);
+		assert_int_equal(b, how == 0 ? 'n' : 'y');
+		if (how) {
+			pid_t cli = fork();
+			if (cli == 0)
+				_exit(two_clients(port, ports[1]));
+			assert_true(cli > 0);
+			reap(cli);
+		}
+		reap(srv);
+		close(l);
+		close(told[0]);
+		close(ports[0]);
+		close(ports[1]);
+	}
+}
+
 /* bad arguments get an errno */
 static void bad_arguments_get_errors(void **state)
 {
@@ -1196,6 +1351,8 @@ int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
+		/* first: before this process runs any DDP connection */
+		cmocka_unit_test(a_listener_shared_across_fork_is_sorted_where_it_is_waited_on),
 		BOTH(bytes_flow_both_ways),
 		BOTH(names_and_identity_are_tcp),
 		BOTH(accept4_applies_its_flags),

@@ -129,28 +129,12 @@ for mode in ddp fallback; do
 done
 
 # ---- nginx, curl and wrk ----
+. "$(dirname "$0")/nginx_conf.sh"
 mkdir -p "$work/www" "$work/ngx"
 head -c 5M /dev/urandom >"$work/www/f.bin"
 for mode in ddp fallback; do
 	port=$(free_port)
-	cat >"$work/ngx/nginx.conf" <<EOF
-daemon off;
-user root;
-worker_processes 1;
-pid $work/ngx/nginx.pid;
-error_log $work/ngx/error.log info;
-events { worker_connections 256; use epoll; }
-http {
-	access_log off;
-	sendfile on;
-	client_body_temp_path $work/ngx/body;
-	proxy_temp_path $work/ngx/proxy;
-	fastcgi_temp_path $work/ngx/fcgi;
-	uwsgi_temp_path $work/ngx/uwsgi;
-	scgi_temp_path $work/ngx/scgi;
-	server { listen 127.0.0.1:$port; root $work/www; }
-}
-EOF
+	nginx_conf "$work/ngx" "$port" 1
 	ddp_env
 	start nginx-$mode "${ddp[@]}" nginx -e "$work/ngx/error.log" -p "$work/ngx" -c "$work/ngx/nginx.conf"
 	wait_port "$port" || bad "nginx did not listen"

@@ -75,3 +75,17 @@ wait_port() {
 	done
 	return 1
 }
+
+# judge_stall STATUS OUTPUT SERVER: accept_stall.py's exit STATUS and OUTPUT
+# judged: every request answered, the worst round trip under 1 s (a
+# generous bound, against 10 s per attacker when accept waited for each
+# one's MPA negotiation); sets $worst
+judge_stall() {
+	local rc=$1 out=$2
+	echo "$out"
+	[ "$rc" -eq 0 ] || bad "the plain client's requests to $3 failed (rc $rc)"
+	worst=$(echo "$out" | sed -n 's/.*worst_rtt_ms \([0-9.]*\).*/\1/p')
+	[ -n "$worst" ] || bad "no figure from accept_stall.py"
+	[ -n "$worst" ] && awk -v w="$worst" 'BEGIN { exit !(w < 1000) }' ||
+		bad "a plain client waited ${worst:-?} ms for $3 while others attacked accept (bound 1000 ms)"
+}

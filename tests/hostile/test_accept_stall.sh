@@ -28,13 +28,7 @@ ddp_cli() { ESOCK_DDPMODE=$port LD_PRELOAD=$lib timeout 20 redis-cli -p "$port" 
 [ "$(ddp_cli SET before 1)" = OK ] || bad "an honest DDP client could not SET before the attack"
 
 out=$(timeout $((seconds + 60)) python3 "$here/accept_stall.py" 127.0.0.1 "$port" "$seconds")
-rc=$?
-echo "$out"
-[ $rc -eq 0 ] || bad "the plain client's pings failed (rc $rc)"
-worst=$(echo "$out" | sed -n 's/.*worst_rtt_ms \([0-9.]*\).*/\1/p')
-[ -n "$worst" ] || bad "no figure from accept_stall.py"
-[ -n "$worst" ] && awk -v w="$worst" 'BEGIN { exit !(w < 1000) }' ||
-	bad "a plain client waited ${worst:-?} ms for PONG while others attacked accept (bound 1000 ms)"
+judge_stall $? "$out" redis
 
 v=honest-$RANDOM
 [ "$(ddp_cli SET after "$v")" = OK ] && [ "$(ddp_cli GET after)" = "$v" ] ||

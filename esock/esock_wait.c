@@ -1,0 +1,106 @@
+/*
+ * esock_wait.c: the calls that wait for descriptors (poll, ppoll, select,
+ * pselect, and epoll_ctl, which names what epoll_wait waits for).
+ *
+ * A DDP listener shared across fork is the TCP listener again in every
+ * process (struct esock_listener says why). The first process to wait on
+ * it or accept from it makes it its own DDP listener, with a gate of its
+ * own: then accept never waits for a client's negotiation there either.
+ * That must happen before the wait begins, since the program's number
+ * then names another socket (an epoll set would keep the old one). A
+ * process that only inherits the listener (a child that goes on to exec,
+ * a save process) never takes clients from the others.
+ *
+ * Until a fork has reverted a listener these calls pass straight on.
+ */
+#include <errno.h>
+
+#include "esock_internal.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* glibc declares poll's array write-only (it is read and written), and
+ * GCC takes reading it here for reading uninitialized memory */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+static void regate_pollfds(const struct pollfd *p, nfds_t n)
+{
+	if (!atomic_load_explicit(&esock_any_reverted, memory_order_relaxed))
+		return;
+	int err = errno;
+	for (nfds_t i = 0; i < n; i++)
+		if (esock__listener_reverted(p[i].fd))
+			esock__listener_regate(p[i].fd); /* (else it stays a TCP listener) */
+	errno = err;
+}
+
+static void regate_sets(int nfds, const fd_set *r, const fd_set *w, const fd_set *x)
+{
+	if (!atomic_load_explicit(&esock_any_reverted, memory_order_relaxed))
+		return;
+	int err = errno;
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
+		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) &&
+		    esock__listener_reverted(fd))
+			esock__listener_regate(fd);
+	errno = err;
+}
+
+/* the fortified forms (_FORTIFY_SOURCE) check the array's size first */
+int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len);
+int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask,
+		size_t len);
+
+EXPORT int (poll)(struct pollfd *p, nfds_t n, int timeout)
+{
+	regate_pollfds(p, n);
+	return REAL(poll)(p, n, timeout);
+}
+
+EXPORT int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len)
+{
+	if (len / sizeof(*p) < n)
+		__builtin_trap(); /* as the C library's check: an overflow */
+	regate_pollfds(p, n);
+	return REAL(poll)(p, n, timeout);
+}
+
+EXPORT int (ppoll)(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
+{
+	regate_pollfds(p, n);
+	return REAL(ppoll)(p, n, t, mask);
+}
+
+EXPORT int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t,
+		       const sigset_t *mask, size_t len)
+{
+	if (len / sizeof(*p) < n)
+		__builtin_trap();
+	regate_pollfds(p, n);
+	return REAL(ppoll)(p, n, t, mask);
+}
+
+EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
+{
+	regate_sets(nfds, r, w, x);
+	return REAL(select)(nfds, r, w, x, t);
+}
+
+EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *t,
+		   const sigset_t *mask)
+{
+	regate_sets(nfds, r, w, x);
+	return REAL(pselect)(nfds, r, w, x, t, mask);
+}
+
+EXPORT int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
+{
+	if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && esock__listener_reverted(fd)) {
+		int err = errno;
+		esock__listener_regate(fd);
+		errno = err;
+	}
+	return REAL(epoll_ctl)(ep, op, fd, ev);
+}
