@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# test_tool_args.sh BINDIR: uwarp-perf refuses nonsense on its command line
-# (tools/lib/tool_opt.h): each bad value exits with status 2 before any
-# connection, and the message names the option and what it takes. Before,
-# "--size abc" ran 0 bytes and said "data verified", "--iters 0" ran 1000,
-# "--iters -1" ran for ever, "--time abc" was ignored and "-p 99999" wrapped.
+# test_tool_args.sh BINDIR: the tools refuse nonsense on their command
+# lines (tools/lib/tool_opt.h): each bad value exits with status 2 before
+# any connection, and the message names the option and what it takes.
+# Before, uwarp-perf's "--size abc" ran 0 bytes and said "data verified",
+# "--iters 0" ran 1000, "--iters -1" ran for ever, "--time abc" was ignored
+# and "-p 99999" wrapped; exs-pump's "-p 70000" wrapped and "--sends x" and
+# "--time abc" were 0, uwarp-rping's "-C abc" was 0 (for ever), and
+# uwarp-fuzz's "--seed abc" was seed 0.
 set -u
-perf=$1/uwarp-perf
+bin=$1
+perf=$bin/uwarp-perf
 fails=0
 
-refused() { # EXPECT-IN-MESSAGE ARGS...
-	local want=$1
-	shift
+# refused_by TOOL EXPECT-IN-MESSAGE ARGS...
+refused_by() {
+	local tool=$1 want=$2
+	shift 2
 	local out rc
-	out=$(timeout 10 "$perf" "$@" 2>&1)
+	out=$(timeout 10 "$bin/$tool" "$@" 2>&1)
 	rc=$?
 	if [ "$rc" -ne 2 ] || ! grep -qF -- "$want" <<<"$out"; then
-		echo "FAIL uwarp-perf $*: exit $rc, wanted 2 and '$want'; it said:"
+		echo "FAIL $tool $*: exit $rc, wanted 2 and '$want'; it said:"
 		sed 's/^/    /' <<<"$out" | head -5
 		fails=$((fails + 1))
 	else
-		echo "ok   uwarp-perf $*: $(head -1 <<<"$out")"
+		echo "ok   $tool $*: $(grep -F -- "$want" <<<"$out" | head -1)"
 	fi
 }
+refused() { refused_by uwarp-perf "$@"; }
 
 c=(-c 127.0.0.1 -p 9)
 refused "--size 'abc': not a size" "${c[@]}" --op write --size abc --iters 1
@@ -43,11 +49,51 @@ refused "--iters and --time exclude each other" "${c[@]}" --op write --iters 5 -
 refused "give -s (server) or -c HOST" --op write --iters 1
 refused "'stray': not an option" "${c[@]}" --op write --iters 1 stray
 
+# uwarp-perf's perftest mode
+refused "--perftest 'foo': not one of write_bw" --perftest foo -c 127.0.0.1 -p 9
+refused "--iters '3': out of range (5 to" --perftest write_bw -c 127.0.0.1 -p 9 --iters 3
+refused "--size '0': out of range" --perftest write_bw -c 127.0.0.1 -p 9 --size 0
+refused "-p '-5': not a whole number" --perftest write_bw -c 127.0.0.1 -p -5
+
+# exs-pump
+refused_by exs-pump "-p '70000': out of range (0 to 65534)" -c 127.0.0.1 -p 70000 --bytes 1
+refused_by exs-pump "--sends 'x': not a whole number" -c 127.0.0.1 -p 9 --sends x --bytes 1
+refused_by exs-pump "--time 'abc': not a time" -c 127.0.0.1 -p 9 --time abc
+refused_by exs-pump "--mode 'fast': not one of dynamic, direct, indirect" -c 127.0.0.1 -p 9 --mode fast
+refused_by exs-pump "--size exp: MAX '1K': out of range" -c 127.0.0.1 -p 9 --size exp:4K:1K
+refused_by exs-pump "--time and --bytes exclude each other" -c 127.0.0.1 -p 9 --time 1 --bytes 1
+refused_by exs-pump "--burst N goes with --compute" -c 127.0.0.1 -p 9 --burst 4 --bytes 1
+refused_by exs-pump "give -s (server) or -c HOST" --bytes 1
+refused_by exs-pump "'stray': not an option" -s stray
+
+# uwarp-rping
+refused_by uwarp-rping "-C 'abc': not a whole number" -c -a 127.0.0.1 -p 9 -C abc
+refused_by uwarp-rping "-S '0': out of range" -c -a 127.0.0.1 -p 9 -S 0
+refused_by uwarp-rping "--crc 'maybe': not one of off, on" -c -a 127.0.0.1 -p 9 --crc maybe
+refused_by uwarp-rping "a client needs -a ADDR" -c -p 9
+
+# uwarp-ucmatose
+refused_by uwarp-ucmatose "-c '0': out of range (1 to 1024)" -s 127.0.0.1 -p 9 -c 0
+refused_by uwarp-ucmatose "-S '1G': out of range" -s 127.0.0.1 -p 9 -S 1G
+refused_by uwarp-ucmatose "-p 'nosuchservice': not a whole number" -s 127.0.0.1 -p nosuchservice
+
+# uwarp-fuzz
+refused_by uwarp-fuzz "--seed 'abc': not a whole number" -c 127.0.0.1 -p 9 --seed abc
+refused_by uwarp-fuzz "--payload '4096': out of range (0 to 1024)" -c 127.0.0.1 -p 9 --payload 4096
+refused_by uwarp-fuzz "--class 'nonesuch': no such class" -c 127.0.0.1 -p 9 --class nonesuch
+refused_by uwarp-fuzz "-p PORT is needed" -c 127.0.0.1
+
+# uwarp-delayline
+refused_by uwarp-delayline "--delay-ms 'soon': not a number" --delay-ms soon tun0 tun1
+refused_by uwarp-delayline "--mtu '100': out of range" --mtu 100 tun0 tun1
+
 # and what is right still runs: --help, and sizes with a suffix
-if ! timeout 10 "$perf" --help >/dev/null 2>&1; then
-	echo "FAIL uwarp-perf --help did not exit 0"
-	fails=$((fails + 1))
-fi
+for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz; do
+	if ! timeout 10 "$bin/$t" --help >/dev/null 2>&1; then
+		echo "FAIL $t --help did not exit 0"
+		fails=$((fails + 1))
+	fi
+done
 out=$(timeout 10 "$perf" -c 127.0.0.1 -p 9 --op write --size 64K --iters 1 2>&1)
 if grep -q "size" <<<"$out" && grep -qE "not a size|out of range" <<<"$out"; then
 	echo "FAIL uwarp-perf --size 64K was refused: $out"

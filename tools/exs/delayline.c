@@ -26,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+#include "tools/lib/tool_opt.h"
 #include "util/clock.h"
 
 #define MAX_PKT 65536
@@ -121,16 +122,17 @@ int main(int argc, char **argv)
 					     { "mtu", required_argument, 0, 'm' },
 					     { "limit", required_argument, 0, 'l' },
 					     { 0, 0, 0, 0 } };
+	const char *p = "uwarp-delayline";
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'd': delay_ms = atof(optarg); break;
-		case 'm': mtu = atoi(optarg); break;
-		case 'l': limit = (size_t)atol(optarg); break;
+		case 'd': delay_ms = tool_opt_decimal(p, "--delay-ms", optarg, 0, 60000); break;
+		case 'm': mtu = (int)tool_opt_uint(p, "--mtu", optarg, 576, MAX_PKT); break;
+		case 'l': limit = (size_t)tool_opt_uint(p, "--limit", optarg, 1, 100000000); break;
 		default: goto usage;
 		}
 	}
-	if (argc - optind != 2 || delay_ms < 0 || mtu < 576 || mtu > MAX_PKT) {
+	if (argc - optind != 2) {
 	usage:
 		fprintf(stderr, "usage: uwarp-delayline [--delay-ms MS] [--mtu N] [--limit PACKETS] TUN_A TUN_B\n");
 		return 2;

@@ -37,6 +37,7 @@
 #include <exs.h>
 
 #include "pump_pattern.h"
+#include "tools/lib/tool_opt.h"
 #include "util/clock.h"
 
 #define JOB_MAGIC 0x50554d50u /* "PUMP" */
@@ -539,19 +540,6 @@ static int run_client(const struct opts *o)
 	return ok ? 0 : 2;
 }
 
-static size_t parse_size(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (*end == 'k' || *end == 'K')
-		v *= 1024;
-	else if (*end == 'm' || *end == 'M')
-		v *= 1048576;
-	else if (*end == 'g' || *end == 'G')
-		v *= 1073741824.0;
-	return (size_t)v;
-}
-
 static void usage(void)
 {
 	fprintf(stderr,
@@ -568,7 +556,6 @@ static void usage(void)
 		"                [--crc on|off]  (ask for MPA CRC; default on; CRC is off\n"
 		"                 only when both ends ask for that)\n"
 		"  -p 0 on the server picks free ports\n");
-	exit(2);
 }
 
 int main(int argc, char **argv)
@@ -588,73 +575,79 @@ int main(int argc, char **argv)
 		{ "no-verify", no_argument, 0, 'V' },
 		{ 0, 0, 0, 0 }
 	};
+	static const char *const types[] = { "stream", "seqpacket", NULL };
+	static const int type_of[] = { SOCK_STREAM, SOCK_SEQPACKET };
+	static const char *const modes[] = { "dynamic", "direct", "indirect", NULL };
+	static const int mode_of[] = { EXS_MODE_DYNAMIC, EXS_MODE_DIRECT, EXS_MODE_INDIRECT };
+	static const char *const flows[] = { "credit", "rdma", "rdma-auto", NULL };
+	static const int flow_of[] = { EXS_FLOW_CREDIT, EXS_FLOW_RDMA, EXS_FLOW_RDMA_AUTO };
+	static const char *const off_on[] = { "off", "on", NULL };
+	const char *p = "exs-pump";
+	bool timed = false, counted = false, paced = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "sc:p:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': o.server = true; break;
 		case 'c': o.host = optarg; break;
-		case 'p': o.port = optarg; break;
+		case 'p':
+			/* the SOCK_SEQPACKET port is the next one */
+			tool_opt_uint(p, "-p", optarg, 0, 65534);
+			o.port = optarg;
+			break;
 		case 'L': o.loop = true; break;
 		case 'j': o.json = true; break;
 		case 'I': o.no_imm = true; break;
 		case 'V': o.no_verify = true; break;
-		case 'C': o.crc = strcmp(optarg, "off") != 0; break;
-		case 't':
-			if (!strcmp(optarg, "stream"))
-				o.type = SOCK_STREAM;
-			else if (!strcmp(optarg, "seqpacket"))
-				o.type = SOCK_SEQPACKET;
-			else
-				usage();
-			break;
-		case 'm':
-			o.mode = !strcmp(optarg, "dynamic")    ? EXS_MODE_DYNAMIC
-				 : !strcmp(optarg, "direct")   ? EXS_MODE_DIRECT
-				 : !strcmp(optarg, "indirect") ? EXS_MODE_INDIRECT
-							       : -1;
-			if (o.mode < 0)
-				usage();
-			break;
+		case 'C': o.crc = tool_opt_word(p, "--crc", optarg, off_on); break;
+		case 't': o.type = type_of[tool_opt_word(p, "--type", optarg, types)]; break;
+		case 'm': o.mode = mode_of[tool_opt_word(p, "--mode", optarg, modes)]; break;
 		case 'z':
 			if (!strncmp(optarg, "exp:", 4)) {
 				char *colon = strchr(optarg + 4, ':');
 				if (!colon)
-					usage();
+					tool_opt_fail(p, "--size '%s': exp:MEAN:MAX, two sizes", optarg);
 				*colon = 0;
 				o.exp = true;
-				o.mean = parse_size(optarg + 4);
-				o.max = parse_size(colon + 1);
-				if (!o.mean || o.max < o.mean)
-					usage();
+				o.mean = tool_opt_size(p, "--size exp: MEAN", optarg + 4, 1, 1u << 30);
+				o.max = tool_opt_size(p, "--size exp: MAX", colon + 1, o.mean, 1u << 30);
 			} else {
-				o.size = parse_size(optarg);
+				o.size = tool_opt_size(p, "--size", optarg, 1, 1u << 30);
 			}
 			break;
-		case 'F':
-			o.flow = !strcmp(optarg, "rdma-auto") ? EXS_FLOW_RDMA_AUTO
-				 : !strcmp(optarg, "rdma")    ? EXS_FLOW_RDMA
-				 : !strcmp(optarg, "credit")  ? EXS_FLOW_CREDIT
-							      : -2;
-			if (o.flow == -2)
-				usage();
+		case 'F': o.flow = flow_of[tool_opt_word(p, "--flow", optarg, flows)]; break;
+		case 'r': o.rsize = tool_opt_size(p, "--rsize", optarg, 1, 1u << 30); break;
+		case 'g': o.ring = tool_opt_size(p, "--ring", optarg, 4096, 1u << 28); break;
+		case 'b': o.burst = (int)tool_opt_uint(p, "--burst", optarg, 1, EXS_MAX_SENDS); break;
+		case 'u':
+		case 'i':
+			o.compute_us = (double)tool_opt_uint(p, c == 'u' ? "--compute" : "--idle", optarg,
+							     0, 60000000);
+			o.idle = c == 'i';
+			paced = true;
 			break;
-		case 'r': o.rsize = parse_size(optarg); break;
-		case 'g': o.ring = parse_size(optarg); break;
-		case 'b': o.burst = atoi(optarg); break;
-		case 'u': o.compute_us = atof(optarg); o.idle = false; break;
-		case 'i': o.compute_us = atof(optarg); o.idle = true; break;
-		case 'S': o.sends = atoi(optarg); break;
-		case 'R': o.recvs = atoi(optarg); break;
-		case 'T': o.time = atof(optarg); o.bytes = 0; break;
-		case 'B': o.bytes = (uint64_t)parse_size(optarg); break;
-		default: usage();
+		case 'S': o.sends = (int)tool_opt_uint(p, "--sends", optarg, 1, EXS_MAX_SENDS); break;
+		case 'R': o.recvs = (int)tool_opt_uint(p, "--recvs", optarg, 1, EXS_MAX_RECVS); break;
+		case 'T':
+			o.time = tool_opt_seconds(p, "--time", optarg, 86400);
+			timed = true;
+			break;
+		case 'B':
+			o.bytes = tool_opt_size(p, "--bytes", optarg, 1, UINT64_MAX >> 1);
+			counted = true;
+			break;
+		case 'h': usage(); return 0;
+		default: usage(); return 2;
 		}
 	}
-	if (o.server == !!o.host || o.sends < 1 || o.sends > EXS_MAX_SENDS || o.recvs < 1 ||
-	    o.recvs > EXS_MAX_RECVS || (!o.exp && !o.size) || (o.exp ? o.max : o.size) > (1u << 30) ||
-	    o.rsize > (1u << 30) || o.burst < 0 || o.burst > EXS_MAX_SENDS || o.compute_us < 0 ||
-	    (o.ring && (o.ring < 4096 || o.ring > (1u << 28))))
+	tool_opt_no_more(p, argc, argv, optind);
+	if (o.server == !!o.host) {
 		usage();
+		tool_opt_fail(p, "give -s (server) or -c HOST (client), one of them");
+	}
+	if (timed && counted)
+		tool_opt_fail(p, "--time and --bytes exclude each other");
+	if (!!o.burst != paced)
+		tool_opt_fail(p, "--burst N goes with --compute USEC or --idle USEC");
 	if (o.burst && o.sends < o.burst)
 		o.sends = o.burst; /* a round's sends are all outstanding */
 	server_ring = o.ring;

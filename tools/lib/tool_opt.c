@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,11 +11,33 @@
 
 #include "tool_opt.h"
 
-static void bad(const char *prog, const char *opt, const char *arg, const char *what)
+static const char *base_name(const char *prog)
 {
 	const char *base = strrchr(prog, '/');
-	fprintf(stderr, "%s: %s '%s': %s\n", base ? base + 1 : prog, opt, arg, what);
+	return base ? base + 1 : prog;
+}
+
+static void bad(const char *prog, const char *opt, const char *arg, const char *what)
+{
+	fprintf(stderr, "%s: %s '%s': %s\n", base_name(prog), opt, arg, what);
 	exit(2);
+}
+
+void tool_opt_fail(const char *prog, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", base_name(prog));
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(2);
+}
+
+void tool_opt_no_more(const char *prog, int argc, char *const *argv, int optind)
+{
+	if (optind < argc)
+		tool_opt_fail(prog, "'%s': not an option (options begin with -)", argv[optind]);
 }
 
 /* the number at the front of @arg; *end after it; false if there is none
@@ -82,17 +105,38 @@ uint64_t tool_opt_size(const char *prog, const char *opt, const char *arg, uint6
 	return v;
 }
 
+/* a decimal number at the whole of @arg; false if it is not one */
+static bool decimal(const char *arg, double *v)
+{
+	char *end;
+	if (!arg || !*arg || *arg == '-' || *arg == '+' || *arg == ' ')
+		return false;
+	errno = 0;
+	*v = strtod(arg, &end);
+	return end != arg && !*end && !errno && isfinite(*v);
+}
+
 double tool_opt_seconds(const char *prog, const char *opt, const char *arg, double max)
 {
-	char *end, why[128];
-	if (!arg || !*arg || *arg == '-' || *arg == '+' || *arg == ' ')
-		bad(prog, opt, arg, "not a time in seconds");
-	errno = 0;
-	double v = strtod(arg, &end);
-	if (end == arg || *end || errno || !isfinite(v))
+	char why[128];
+	double v;
+	if (!decimal(arg, &v))
 		bad(prog, opt, arg, "not a time in seconds");
 	if (v <= 0 || v > max) {
 		snprintf(why, sizeof(why), "out of range (more than 0, at most %g s)", max);
+		bad(prog, opt, arg, why);
+	}
+	return v;
+}
+
+double tool_opt_decimal(const char *prog, const char *opt, const char *arg, double min, double max)
+{
+	char why[128];
+	double v;
+	if (!decimal(arg, &v))
+		bad(prog, opt, arg, "not a number");
+	if (v < min || v > max) {
+		snprintf(why, sizeof(why), "out of range (%g to %g)", min, max);
 		bad(prog, opt, arg, why);
 	}
 	return v;

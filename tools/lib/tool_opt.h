@@ -23,7 +23,18 @@ uint64_t tool_opt_size(const char *prog, const char *opt, const char *arg, uint6
  * allowed) */
 double tool_opt_seconds(const char *prog, const char *opt, const char *arg, double max);
 
+/* a decimal number in [min, max] */
+double tool_opt_decimal(const char *prog, const char *opt, const char *arg, double min, double max);
+
 /* one of the words in @words (NULL-terminated): its index */
 int tool_opt_word(const char *prog, const char *opt, const char *arg, const char *const *words);
+
+/* what no single value shows (two options that exclude each other, a
+ * required one missing): says so, after the tool's name, and exits 2 */
+__attribute__((format(printf, 2, 3), noreturn)) void tool_opt_fail(const char *prog,
+								    const char *fmt, ...);
+
+/* an argument left after the options (argv[optind] on): refused by name */
+void tool_opt_no_more(const char *prog, int argc, char *const *argv, int optind);
 
 #endif

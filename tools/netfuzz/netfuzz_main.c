@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "netfuzz.h"
+#include "tools/lib/tool_opt.h"
 
 static void usage(const char *a0)
 {
@@ -82,29 +84,30 @@ int main(int argc, char **argv)
 		{ "json", required_argument, 0, 'j' },	   { "quiet", no_argument, 0, 'q' },
 		{ "help", no_argument, 0, 'h' },	   { 0, 0, 0, 0 },
 	};
+	static const char *const off_on[] = { "off", "on", NULL };
+	const char *p = argv[0];
 	int o;
 	while ((o = getopt_long(argc, argv, "c:sp:h", lo, NULL)) != -1) {
 		switch (o) {
 		case 'c': host = optarg; break;
 		case 's': server = true; break;
-		case 'p': port = atoi(optarg); break;
-		case 'C':
-			crc = !strcmp(optarg, "on") ? 1 : !strcmp(optarg, "off") ? 0 : -1;
-			break;
-		case 'e': seed = strtoull(optarg, NULL, 0); break;
-		case 'n': cases = atoi(optarg); break;
+		case 'p': port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535); break;
+		case 'C': crc = tool_opt_word(p, "--crc", optarg, off_on); break;
+		case 'e': seed = tool_opt_uint(p, "--seed", optarg, 0, UINT64_MAX); break;
+		case 'n': cases = (int)tool_opt_uint(p, "--cases", optarg, 1, INT_MAX); break;
 		case 'k': classes = optarg; break;
-		case 'i': one_case = atoi(optarg); break;
-		case 't': timeout = atoi(optarg); break;
-		case 'S': t.stag = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'T': t.to = strtoull(optarg, NULL, 0); break;
-		case 'P': t.payload = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'w': watch = atoi(optarg); break;
+		case 'i': one_case = (int)tool_opt_uint(p, "--case", optarg, 0, INT_MAX); break;
+		case 't': timeout = (int)tool_opt_uint(p, "--timeout", optarg, 1, 3600000); break;
+		case 'S': t.stag = (uint32_t)tool_opt_uint(p, "--stag", optarg, 0, UINT32_MAX); break;
+		case 'T': t.to = tool_opt_uint(p, "--to", optarg, 0, UINT64_MAX); break;
+		case 'P': t.payload = (uint32_t)tool_opt_uint(p, "--payload", optarg, 0, 1024); break;
+		case 'w': watch = (int)tool_opt_uint(p, "--watch", optarg, 1, INT_MAX); break;
 		case 'j': json = optarg; break;
 		case 'q': quiet = true; break;
 		default: usage(argv[0]); return o == 'h' ? 0 : 2;
 		}
 	}
+	tool_opt_no_more(p, argc, argv, optind);
 	bool want[NF_CLASSES];
 	for (int c = 0; c < NF_CLASSES; c++)
 		want[c] = !classes;
@@ -112,17 +115,17 @@ int main(int argc, char **argv)
 	     tok; tok = strtok(NULL, ",")) {
 		int c = nf_class_parse(tok);
 		if (c < 0) {
-			fprintf(stderr, "uwarp-fuzz: no class '%s'\n", tok);
 			usage(argv[0]);
-			return 2;
+			tool_opt_fail(p, "--class '%s': no such class (the list above)", tok);
 		}
 		want[c] = true;
 	}
-	if (server == !!host || port < 0 || port > 65535 || crc < 0 || cases < 1 || timeout < 1 ||
-	    t.payload > 1024) {
+	if (server == !!host) {
 		usage(argv[0]);
-		return 2;
+		tool_opt_fail(p, "give -s (server) or -c HOST (client), one of them");
 	}
+	if (port < 0)
+		tool_opt_fail(p, "-p PORT is needed");
 	int lfd = -1;
 	if (server) {
 		if ((lfd = listen_on(port)) < 0) {

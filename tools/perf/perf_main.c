@@ -100,19 +100,13 @@ int main(int argc, char **argv)
 		default: usage(argv[0]); return c == 'h' ? 0 : 2;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "%s: '%s': not an option (options begin with -)\n", name, argv[optind]);
-		return 2;
-	}
+	tool_opt_no_more(name, argc, argv, optind);
 	if (o.server == !!o.host) {
-		fprintf(stderr, "%s: give -s (server) or -c HOST (client), one of them\n", name);
 		usage(argv[0]);
-		return 2;
+		tool_opt_fail(name, "give -s (server) or -c HOST (client), one of them");
 	}
-	if (o.iters && o.seconds > 0) {
-		fprintf(stderr, "%s: --iters and --time exclude each other\n", name);
-		return 2;
-	}
+	if (o.iters && o.seconds > 0)
+		tool_opt_fail(name, "--iters and --time exclude each other");
 	/* a socket per QP: a thousand QPs need more than the usual 1024 fds */
 	struct rlimit rl;
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {

@@ -17,6 +17,7 @@
 
 #include "perf.h"
 #include "perf_pt.h"
+#include "tools/lib/tool_opt.h"
 
 /* perftest's limits on -n */
 #define PT_MIN_ITERS 5
@@ -37,18 +38,6 @@ static void usage(const char *argv0)
 		argv0);
 }
 
-/* a count with an optional k/m/g suffix (powers of 1024); 0 if malformed */
-static uint64_t parse_count(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-	int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'm' || *end == 'M' ? 20
-						 : *end == 'g' || *end == 'G' ? 30 : 0;
-	if (end == s || (shift && end[1]) || (!shift && *end))
-		return 0;
-	return (uint64_t)v << shift;
-}
-
 int perf_pt_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -61,59 +50,39 @@ int perf_pt_main(int argc, char **argv)
 		{ 0, 0, 0, 0 },
 	};
 	struct pt_opts o = { .port = PT_DEFAULT_PORT, .crc = UW_CRC_DEFAULT };
+	static const char *const off_on[] = { "off", "on", NULL };
+	static const char *names[sizeof(tests) / sizeof(tests[0]) + 1];
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		names[i] = tests[i].name;
+	const char *p = argv[0];
 	int c;
 	while ((c = getopt_long(argc, argv, "c:p:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'T':
-			for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-				if (!strcmp(optarg, tests[i].name))
-					o.test = &tests[i];
-			if (!o.test) {
-				fprintf(stderr, "--perftest: unknown test '%s'\n", optarg);
-				return 2;
-			}
-			break;
+		case 'T': o.test = &tests[tool_opt_word(p, "--perftest", optarg, names)]; break;
 		case 'c': o.host = optarg; break;
-		case 'p': o.port = atoi(optarg); break;
-		case 'S':
-			if (!(o.size = parse_count(optarg))) {
-				fprintf(stderr, "--size: '%s' is not a size of at least 1\n",
-					optarg);
-				return 2;
-			}
-			break;
+		case 'p': o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535); break;
+		case 'S': o.size = tool_opt_size(p, "--size", optarg, 1, PERF_MAX_BUF / 2); break;
 		case 'n':
-			if (!(o.iters = parse_count(optarg))) {
-				fprintf(stderr, "--iters: '%s' is not a count\n", optarg);
-				return 2;
-			}
+			/* perftest's limits on -n */
+			o.iters = tool_opt_uint(p, "--iters", optarg, PT_MIN_ITERS, PT_MAX_ITERS);
 			break;
 		case 'C':
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr, "--crc: on or off, not '%s'\n", optarg);
-				return 2;
-			}
-			o.crc = !strcmp(optarg, "on") ? UW_CRC_ON : UW_CRC_OFF;
+			o.crc = tool_opt_word(p, "--crc", optarg, off_on) ? UW_CRC_ON : UW_CRC_OFF;
 			break;
 		case 'j': o.json = true; break;
 		default: usage(argv[0]); return c == 'h' ? 0 : 2;
 		}
 	}
-	if (!o.test || optind < argc || o.port < 0 || o.port > 65535 || (o.host && !o.port)) {
+	tool_opt_no_more(p, argc, argv, optind);
+	if (!o.test) {
 		usage(argv[0]);
-		return 2;
+		tool_opt_fail(p, "--perftest TEST is needed");
 	}
+	if (o.host && !o.port)
+		tool_opt_fail(p, "a client needs the server's port: -p 0 is for a server");
 	if (!o.size)
 		o.size = o.test->kind == PT_BW ? 65536 : 2;
 	if (!o.iters)
 		o.iters = o.test->kind == PT_BW && o.test->verb == PT_WRITE ? 5000 : 1000;
-	if (o.iters < PT_MIN_ITERS || o.iters > PT_MAX_ITERS) {
-		fprintf(stderr, "--iters: perftest takes %d to %llu\n", PT_MIN_ITERS, PT_MAX_ITERS);
-		return 2;
-	}
-	if (o.size > PERF_MAX_BUF / 2) {
-		fprintf(stderr, "--size: at most %u MiB\n", PERF_MAX_BUF >> 21);
-		return 2;
-	}
 	return pt_run(&o) ? 1 : 0;
 }

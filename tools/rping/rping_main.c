@@ -13,11 +13,13 @@
  * the peer's error path (rping.h). Exit status 0 on success.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rping.h"
+#include "tools/lib/tool_opt.h"
 
 static void usage(const char *argv0)
 {
@@ -40,47 +42,39 @@ int main(int argc, char **argv)
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
+	static const char *const off_on[] = { "off", "on", NULL };
+	static const char *const faults[] = { "bad-rkey", NULL };
+	const char *p = argv[0];
 	int c;
 	while ((c = getopt_long(argc, argv, "sca:p:C:S:PvVqdh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.server = true; break;
 		case 'c': client = true; break;
 		case 'a': o.addr = optarg; break;
-		case 'p': o.port = atoi(optarg); break;
-		case 'C': o.count = atol(optarg); break;
-		case 'S': o.size = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'p': o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535); break;
+		case 'C': o.count = (long)tool_opt_uint(p, "-C", optarg, 0, LONG_MAX); break;
+		case 'S': o.size = (uint32_t)tool_opt_size(p, "-S", optarg, 1, RPING_MAX_SIZE); break;
 		case 'P': o.persistent = true; break;
 		case 'v': o.verbose = true; break;
 		case 'V': o.validate = true; break;
 		case 'q': o.quiet = true; break;
 		case 'd': o.debug = true; break; /* what MPA negotiated */
 		case 'R':
-		case 'M':
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				usage(argv[0]);
-				return 2;
-			}
-			if (c == 'R')
-				o.crc = strcmp(optarg, "on") ? UW_CRC_OFF : UW_CRC_ON;
-			else
-				o.markers = !strcmp(optarg, "on");
+			o.crc = tool_opt_word(p, "--crc", optarg, off_on) ? UW_CRC_ON : UW_CRC_OFF;
 			break;
-		case 'r': o.mpa_rev = atoi(optarg); break;
-		case 'F':
-			if (strcmp(optarg, "bad-rkey")) {
-				usage(argv[0]);
-				return 2;
-			}
-			o.fault_bad_rkey = true;
-			break;
+		case 'M': o.markers = tool_opt_word(p, "--markers", optarg, off_on); break;
+		case 'r': o.mpa_rev = (int)tool_opt_uint(p, "--rev", optarg, 1, 2); break;
+		case 'F': o.fault_bad_rkey = !tool_opt_word(p, "--fault", optarg, faults); break;
 		default: usage(argv[0]); return c == 'h' ? 0 : 2;
 		}
 	}
-	if (o.server == client || (client && !o.addr) || o.port < 0 || o.port > 65535 ||
-	    o.size < 1 || o.size > RPING_MAX_SIZE || o.count < 0 || o.mpa_rev < 0 || o.mpa_rev > 2) {
+	tool_opt_no_more(p, argc, argv, optind);
+	if (o.server == client) {
 		usage(argv[0]);
-		return 2;
+		tool_opt_fail(p, "give -s (server) or -c (client), one of them");
 	}
+	if (client && !o.addr)
+		tool_opt_fail(p, "a client needs -a ADDR, the server's address");
 	int rc = o.server ? rping_server(&o) : rping_client(&o);
 	return rc ? 1 : 0;
 }

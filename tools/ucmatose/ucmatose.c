@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <netdb.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,6 +23,8 @@
 #include <string.h>
 
 #include <uwarp/verbs.h>
+
+#include "tools/lib/tool_opt.h"
 
 struct node {
 	struct uw_cm_id *id;
@@ -268,32 +271,38 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "crc", required_argument, 0, 'R' },
 		{ "markers", required_argument, 0, 'M' },
+		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
+	static const char *const off_on[] = { "off", "on", NULL };
+	const char *p = argv[0];
 	int c;
-	while ((c = getopt_long(argc, argv, "s:b:c:C:S:p:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:b:c:C:S:p:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.dst = optarg; break;
 		case 'b': o.src = optarg; break;
-		case 'c': o.connections = atoi(optarg); break;
-		case 'C': o.count = atoi(optarg); break;
-		case 'S': o.size = atoi(optarg); break;
-		case 'p': o.port = optarg; break;
-		case 'R': o.crc = strcmp(optarg, "off") ? UW_CRC_ON : UW_CRC_OFF; break;
-		case 'M': o.markers = !strcmp(optarg, "on"); break;
+		case 'c': o.connections = (int)tool_opt_uint(p, "-c", optarg, 1, 1024); break;
+		case 'C': o.count = (int)tool_opt_uint(p, "-C", optarg, 0, INT_MAX); break;
+		case 'S': o.size = (int)tool_opt_size(p, "-S", optarg, 0, 64 << 20); break;
+		case 'p':
+			/* a number, or a service name as ucmatose's getaddrinfo takes */
+			if (!getservbyname(optarg, "tcp"))
+				tool_opt_uint(p, "-p", optarg, 0, 65535);
+			o.port = optarg;
+			break;
+		case 'R':
+			o.crc = tool_opt_word(p, "--crc", optarg, off_on) ? UW_CRC_ON : UW_CRC_OFF;
+			break;
+		case 'M': o.markers = tool_opt_word(p, "--markers", optarg, off_on); break;
 		default:
 			fprintf(stderr, "usage: %s [-s server_address] [-b bind_address] [-c connections]\n"
 					"\t[-C message_count] [-S message_size] [-p port_number]\n"
 					"\t[--crc on|off] [--markers on|off]\n",
 				argv[0]);
-			return 1;
+			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (o.connections < 1 || o.connections > 1024 || o.count < 0 || o.size < 0 ||
-	    o.size > (64 << 20)) {
-		fprintf(stderr, "uwarp-ucmatose: bad -c, -C or -S\n");
-		return 1;
-	}
+	tool_opt_no_more(p, argc, argv, optind);
 	if (!o.size)
 		o.count = 0;
 	struct uw_context_attr ca = { .progress = UW_PROGRESS_MANUAL };
