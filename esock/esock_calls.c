@@ -67,7 +67,7 @@ EXPORT int socket(int domain, int type, int protocol)
 {
 	int fd = REAL(socket)(domain, type, protocol);
 	if (fd >= 0)
-		fresh(fd, !esock_inside && is_tcp(domain, type, protocol) ? FD_TCP : 0);
+		fresh(fd, is_tcp(domain, type, protocol) ? FD_TCP : 0);
 	return fd;
 }
 
@@ -135,8 +135,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = esock__foreign(e) ? ENOTCONN : err;
 		return -1;
 	}
-	if (!in_range(fd) || esock_inside || !(esock_fdflags[fd] & FD_TCP) ||
-	    (esock_fdflags[fd] & FD_NO_DDP) || !addr ||
+	if (!in_range(fd) || !(esock_fdflags[fd] & FD_TCP) || (esock_fdflags[fd] & FD_NO_DDP) || !addr ||
 	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
 		return REAL(connect)(fd, addr, len);
 	bool want = esock_fdflags[fd] & FD_WANT_DDP;
@@ -177,8 +176,7 @@ EXPORT int listen(int fd, int backlog)
 	if (l)
 		return esock__listener_relisten(l, backlog);
 	int r = REAL(listen)(fd, backlog);
-	if (r || !in_range(fd) || esock_inside || !(esock_fdflags[fd] & FD_TCP) ||
-	    (esock_fdflags[fd] & FD_NO_DDP))
+	if (r || !in_range(fd) || !(esock_fdflags[fd] & FD_TCP) || (esock_fdflags[fd] & FD_NO_DDP))
 		return r;
 	bool want = esock_fdflags[fd] & FD_WANT_DDP;
 #ifdef ESOCK_PRELOAD
@@ -197,9 +195,9 @@ EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	/* a listener shared with the process that forked this one: this
 	 * process sorts its clients from now on, with a gate of its own */
-	if (!esock_inside && esock__listener_reverted(fd) && esock__listener_regate(fd))
+	if (esock__listener_reverted(fd) && esock__listener_regate(fd))
 		return -1;
-	struct esock_listener *l = esock_inside ? NULL : esock__listener(fd);
+	struct esock_listener *l = esock__listener(fd);
 	if (l) {
 		bool ddp;
 		int c = esock__listener_accept(l, fd, addr, len, flags, &ddp);

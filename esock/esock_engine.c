@@ -119,10 +119,8 @@ int esock__wait(struct esock *e, unsigned ms)
 
 static int post_recv(struct esock *e, int i)
 {
-	esock_inside++;
 	ssize_t rc = exs_recv(e->exs, e->rbuf + (size_t)i * ESOCK_RCHUNK, ESOCK_RCHUNK, 0,
 			      esock_q, &e->tag_recv[i], e->rmh);
-	esock_inside--;
 	if (rc < 0)
 		return -errno;
 	e->rstate[i] = RC_POSTED;
@@ -242,9 +240,7 @@ static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
 
 static void post_accept(void)
 {
-	esock_inside++;
 	exs_accept(handoff, NULL, NULL, esock_q, &accept_tag);
-	esock_inside--;
 }
 
 static void on_accept(const exs_event_t *ev)
@@ -262,9 +258,7 @@ static void on_accept(const exs_event_t *ev)
 		arrived[narrived].peer = ev->exs_evt_union.accept.addr;
 		narrived++;
 	} else {
-		esock_inside++;
 		exs_close(ev->exs_evt_union.accept.fd, esock_q, NULL); /* (its event is ignored) */
-		esock_inside--;
 	}
 	pthread_cond_broadcast(&eng_cv);
 	pthread_mutex_unlock(&eng_mu);
@@ -275,7 +269,6 @@ static void on_accept(const exs_event_t *ev)
 static void dispatch(exs_qhandle_t q, void *arg)
 {
 	(void)arg;
-	esock_inside++; /* every call made from here is the library's */
 	exs_event_t ev[64];
 	int n;
 	while ((n = exs_qdequeue(q, ev, 64, NULL)) > 0) {
@@ -287,7 +280,6 @@ static void dispatch(exs_qhandle_t q, void *arg)
 				on_socket_event(t, &ev[i]);
 		}
 	}
-	esock_inside--;
 }
 
 /* the exs options of every DDP connection (ESOCK_MODE: an experiment's knob) */
@@ -361,9 +353,7 @@ int esock__engine(void)
 	} else if (eng_pid) {
 		rc = -eng_err;
 	} else {
-		esock_inside++;
 		rc = start();
-		esock_inside--;
 		eng_pid = getpid();
 		eng_err = -rc;
 	}
@@ -383,12 +373,10 @@ int esock__queue_room(int conns)
 		long d = queue_depth;
 		while (d < need)
 			d *= 2;
-		esock_inside++;
 		if (d > INT_MAX || exs_qresize(esock_q, (int)d))
 			rc = d > INT_MAX ? -ENOBUFS : -errno;
 		else
 			queue_depth = (int)d;
-		esock_inside--;
 	}
 	pthread_mutex_unlock(&eng_mu);
 	return rc;

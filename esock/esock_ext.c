@@ -67,9 +67,7 @@ EXPORT esock_mr_t esock_mr_reg(void *addr, size_t len, int access)
 		errno = ENOMEM;
 		return NULL;
 	}
-	esock_inside++;
 	m->mh = exs_mregister(addr, len, EXS_ACCESS_READ | EXS_ACCESS_WRITE);
-	esock_inside--;
 	if (m->mh == EXS_MHANDLE_INVALID) {
 		int err = errno;
 		free(m);
@@ -86,9 +84,7 @@ EXPORT int esock_mr_dereg(esock_mr_t m)
 {
 	if (!m)
 		return fail(EINVAL);
-	esock_inside++;
 	int rc = exs_mderegister(&m->mh);
-	esock_inside--;
 	if (rc)
 		return -1;
 	free(m);
@@ -295,9 +291,7 @@ EXPORT int esock_send_async(int fd, const void *buf, size_t len, esock_mr_t mr, 
 		return fail(err);
 	}
 	/* under the socket's lock: in order with write(2)'s sends */
-	esock_inside++;
 	ssize_t rc = exs_send(e->exs, buf, len, 0, esock_q, &a->tag, mh_of(mr));
-	esock_inside--;
 	int err = errno;
 	pthread_mutex_unlock(&e->mu);
 	if (rc < 0) {
@@ -348,9 +342,7 @@ EXPORT int esock_expose(int fd, esock_mr_t mr, void *addr, size_t len, int acces
 	struct exs_remote r;
 	int xa = ((access & ESOCK_ACCESS_REMOTE_READ) ? EXS_REMOTE_READ : 0) |
 		 ((access & ESOCK_ACCESS_REMOTE_WRITE) ? EXS_REMOTE_WRITE : 0);
-	esock_inside++;
 	int rc = exs_expose(e->exs, mr->mh, addr, len, xa, &r);
-	esock_inside--;
 	int err = errno;
 	pthread_mutex_unlock(&e->mu);
 	if (rc)
@@ -374,10 +366,8 @@ static int one_sided(int fd, bool write, void *buf, size_t len, esock_mr_t mr,
 		return fail(err);
 	}
 	struct exs_remote r = { .addr = rem->addr, .len = rem->len, .stag = rem->stag };
-	esock_inside++;
 	ssize_t rc = write ? exs_rdma_write(e->exs, buf, len, mh_of(mr), &r, off, esock_q, &a->tag)
 			   : exs_rdma_read(e->exs, buf, len, mh_of(mr), &r, off, esock_q, &a->tag);
-	esock_inside--;
 	int err = errno;
 	pthread_mutex_unlock(&e->mu);
 	if (rc < 0) {

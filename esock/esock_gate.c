@@ -145,9 +145,7 @@ static void close_entry(int fd, int tcp)
 {
 	if (tcp >= 0) {
 		esock__close(tcp);
-		esock_inside++;
 		exs_close(fd, EXS_QHANDLE_INVALID, NULL);
-		esock_inside--;
 	} else {
 		esock__close(fd);
 	}
@@ -296,7 +294,6 @@ static int expire(void)
 static void *gate_main(void *arg)
 {
 	(void)arg;
-	esock_inside = 1; /* every call made here is the library's */
 	struct epoll_event evs[64];
 	pthread_mutex_lock(&gate_mu);
 	for (;;) {

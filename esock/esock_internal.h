@@ -205,7 +205,6 @@ pid_t esock__pid(void);
 int esock__fd_floor(void);  /* where our own descriptors go */
 int esock__dup_high(int fd); /* a close-on-exec copy up there */
 int esock__hide(int fd);    /* moved up there (the old number closed) */
-extern __thread int esock_inside; /* calls made by the library itself */
 
 /* esock_policy.c */
 bool esock__env_selects(int fd, const struct sockaddr *peer);

@@ -152,10 +152,8 @@ bool esock__settle(struct esock *e)
 		int slot = (e->shead + e->scount) % ESOCK_SENDS_MAX;
 		e->slen[slot] = (uint32_t)n;
 		e->sdone[slot] = false;
-		esock_inside++;
 		ssize_t rc = exs_send(e->exs, e->sbuf + at, n, 0, esock_q, &e->tag_send[slot],
 				      e->smh);
-		esock_inside--;
 		if (rc < 0) {
 			/* the connection is gone: what was written is lost, as
 			 * a reset loses TCP's socket buffer */
@@ -168,15 +166,11 @@ bool esock__settle(struct esock *e)
 	bool flushed = !e->sunposted || e->conn_err;
 	if (e->shut_due && flushed) {
 		e->shut_due = false;
-		esock_inside++;
 		exs_shutdown(e->exs, SHUT_WR, esock_q, &e->tag_shut);
-		esock_inside--;
 	}
 	if (e->close_due && flushed) {
 		e->close_due = false;
-		esock_inside++;
 		int rc = exs_close(e->exs, esock_q, &e->tag_close);
-		esock_inside--;
 		return rc != 0;
 	}
 	return false;

@@ -39,10 +39,8 @@ static int prepare(struct esock *e)
 	e->sbuf = calloc(1, ESOCK_SBUF);
 	if (!e->rbuf || !e->sbuf)
 		return -ENOMEM;
-	esock_inside++;
 	e->rmh = exs_mregister(e->rbuf, (size_t)ESOCK_RCHUNK * ESOCK_RCHUNKS, EXS_ACCESS_WRITE);
 	e->smh = exs_mregister(e->sbuf, ESOCK_SBUF, EXS_ACCESS_READ);
-	esock_inside--;
 	if (e->rmh == EXS_MHANDLE_INVALID || e->smh == EXS_MHANDLE_INVALID)
 		return -ENOMEM;
 	int sv[2];
@@ -61,7 +59,6 @@ static int prepare(struct esock *e)
 
 static int new_exs(struct esock *e)
 {
-	esock_inside++;
 	int x = exs_socket(e->domain == AF_INET6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
 	if (x >= 0) {
 		esock__exs_options(x);
@@ -71,7 +68,6 @@ static int new_exs(struct esock *e)
 			exs_setsockopt(x, SOL_EXS, EXS_SO_CRC, &off, sizeof(off));
 		}
 	}
-	esock_inside--;
 	return x < 0 ? -errno : x;
 }
 
@@ -99,9 +95,7 @@ static int take_over_accepted(struct esock *e, int t, bool *owned)
 	socklen_t len = sizeof(peer);
 	if (REAL(getpeername)(t, (struct sockaddr *)&peer, &len))
 		return -errno;
-	esock_inside++;
 	int rc = exs_accept_fd(esock__handoff_fd(), t);
-	esock_inside--;
 	if (rc)
 		return -errno;
 	*owned = true;
@@ -143,13 +137,9 @@ struct esock *esock__switch(int fd, bool initiator, int t)
 		if (rc >= 0) {
 			e->exs = rc;
 			e->st = ES_CONNECTING;
-			esock_inside++;
 			rc = exs_connect_fd(e->exs, t, esock_q, &e->tag_conn) ? -errno : 0;
-			esock_inside--;
 			if (rc) {
-				esock_inside++;
 				exs_close(e->exs, EXS_QHANDLE_INVALID, NULL);
-				esock_inside--;
 			} else {
 				e->engine_ref = true;
 				esock__engine_live();
@@ -200,9 +190,7 @@ int esock__adopt_exs(int x, int tcp, int flags)
 	struct esock *e = esock__new(domain_of(tcp));
 	if (!e) {
 		esock__close(tcp);
-		esock_inside++;
 		exs_close(x, EXS_QHANDLE_INVALID, NULL);
-		esock_inside--;
 		errno = ECONNABORTED;
 		return -1;
 	}

@@ -20,7 +20,6 @@
 _Atomic uint8_t esock_fdflags[ESOCK_FD_MAX];
 static struct esock *_Atomic tab[ESOCK_FD_MAX];
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
-__thread int esock_inside;
 /* getpid(2) is a system call on every call: the process's own, kept here
  * and renewed in a forked child */
 static pid_t my_pid;
@@ -117,12 +116,10 @@ int esock__hide(int fd)
 
 static void free_esock(struct esock *e)
 {
-	esock_inside++;
 	if (e->rmh != EXS_MHANDLE_INVALID)
 		exs_mderegister(&e->rmh);
 	if (e->smh != EXS_MHANDLE_INVALID)
 		exs_mderegister(&e->smh);
-	esock_inside--;
 	free(e->rbuf);
 	free(e->sbuf);
 	int fds[] = { e->tcp, e->a, e->b };
@@ -149,7 +146,6 @@ void esock__unref_fd(struct esock *e)
 	if (e->engine_ref && getenv("ESOCK_DEBUG")) {
 		struct exs_stream_counters c;
 		socklen_t l = sizeof(c);
-		esock_inside++;
 		if (!exs_getsockopt(e->exs, SOL_EXS, EXS_SO_COUNTERS, &c, &l))
 			fprintf(stderr,
 				"esock %d: direct %lu indirect %lu switches %lu discarded %lu adverts %lu "
@@ -159,7 +155,6 @@ void esock__unref_fd(struct esock *e)
 				(unsigned long)c.adverts, (unsigned long)c.copied,
 				(unsigned long)c.rx_direct, (unsigned long)c.rx_indirect,
 				(unsigned long)c.coalesced);
-		esock_inside--;
 	}
 	esock__cancel_arecv(e, ECANCELED);
 	if (e->engine_ref) {

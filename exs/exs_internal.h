@@ -21,6 +21,7 @@
 #include "exs_wire.h"
 #include "stream_proto.h"
 #include "util/list.h"
+#include "util/sys.h"
 
 #define EXS_CTL_RECVS 64  /* control receives each side posts */
 #define EXS_SQ_DEPTH 512  /* WRs a QP may have outstanding */

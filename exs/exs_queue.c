@@ -102,7 +102,7 @@ int exs_qdelete(exs_qhandle_t qh)
 		return -1;
 	}
 	pthread_cond_destroy(&q->cv);
-	close(q->qh);
+	util_sys_close(q->qh);
 	free(q->ev);
 	free(q);
 	return 0;
@@ -354,7 +354,7 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 			wait = 10; /* too many pollers to tell: look again soon */
 		os[nos] = (struct pollfd){ me, POLLIN, 0 };
 		pthread_mutex_unlock(&exs_rt.lock);
-		int n = poll(os, (nfds_t)nos + 1, wait);
+		int n = util_sys_poll(os, (nfds_t)nos + 1, wait);
 		pthread_mutex_lock(&exs_rt.lock);
 		if (n < 0) {
 			ready = -1;
@@ -380,7 +380,7 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 			}
 	int err = errno;
 	pthread_mutex_unlock(&exs_rt.lock);
-	close(me);
+	util_sys_close(me);
 	free(os);
 	free(at);
 	errno = err;

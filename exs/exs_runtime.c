@@ -118,7 +118,7 @@ static void reap(void)
 		free(s->fl);
 		free(s->sp_adv);
 		exs__stream_free(s);
-		close(s->fd);
+		util_sys_close(s->fd);
 		free(s);
 	}
 }
@@ -201,7 +201,7 @@ static void *progress_thread(void *arg)
 		struct pollfd pf[3] = { { exs_rt.cc->fd, POLLIN, 0 },
 					{ exs_rt.cm->fd, POLLIN, 0 },
 					{ exs_rt.wake_fd, POLLIN, 0 } };
-		poll(pf, 3, timeout);
+		util_sys_poll(pf, 3, timeout);
 		pthread_mutex_lock(&exs_rt.lock);
 		exs_rt.sleeping = false;
 		struct uw_cq *fired;
@@ -249,7 +249,7 @@ int exs_init(int version)
 	return 0;
 fail:
 	if (exs_rt.wake_fd >= 0)
-		close(exs_rt.wake_fd);
+		util_sys_close(exs_rt.wake_fd);
 	exs_rt.wake_fd = -1;
 	if (exs_rt.cm)
 		uw_cm_destroy_channel(exs_rt.cm);
@@ -281,9 +281,9 @@ int exs__eventfd(void)
 	int floor = fd_floor;
 	if (fd < 0 || !floor || fd >= floor)
 		return fd;
-	int high = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+	int high = util_sys_fcntl(fd, F_DUPFD_CLOEXEC, floor);
 	if (high < 0)
 		return fd; /* no room up there: a low number still works */
-	close(fd);
+	util_sys_close(fd);
 	return high;
 }

@@ -105,11 +105,11 @@ static int check_fd(int fd)
 {
 	int type = 0;
 	socklen_t tl = sizeof(type);
-	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_STREAM)
+	if (fd < 0 || util_sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_STREAM)
 		return EINVAL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) ||
+	if (util_sys_getsockname(fd, (struct sockaddr *)&ss, &sl) ||
 	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
 		return EINVAL;
 	return 0;
@@ -126,20 +126,20 @@ int uw__cm_hand_over(struct uw_cm_id_impl *id, int fd, const struct uw_conn_para
 		return rc;
 	struct uw_context *ctx = id->pub.context;
 	pthread_mutex_lock(&ctx->lock);
-	int fl = fcntl(fd, F_GETFL), fdfl = fcntl(fd, F_GETFD);
+	int fl = util_sys_fcntl(fd, F_GETFL, 0), fdfl = util_sys_fcntl(fd, F_GETFD, 0);
 	if (!(param ? uw__cm_can_connect(id) : id->listening))
 		rc = EINVAL;
-	else if (fl < 0 || fdfl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
-		 fcntl(fd, F_SETFD, fdfl | FD_CLOEXEC))
+	else if (fl < 0 || fdfl < 0 || util_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
+		 util_sys_fcntl(fd, F_SETFD, fdfl | FD_CLOEXEC))
 		rc = errno;
 	else if ((rc = param ? uw__cm_start_connect(id, fd, param) : uw__cm_take_accepted(id, fd))) {
-		fcntl(fd, F_SETFL, fl);
-		fcntl(fd, F_SETFD, fdfl);
+		util_sys_fcntl(fd, F_SETFL, fl);
+		util_sys_fcntl(fd, F_SETFD, fdfl);
 	}
 	if (!rc && param) {
 		/* (still connecting: uw__cm_connected reads it again) */
 		socklen_t sl = sizeof(id->pub.peer_addr);
-		getpeername(fd, (struct sockaddr *)&id->pub.peer_addr, &sl);
+		util_sys_getpeername(fd, (struct sockaddr *)&id->pub.peer_addr, &sl);
 	}
 	if (!rc)
 		uw__kick(ctx);

@@ -56,8 +56,8 @@ int uw_cm_connect(struct uw_cm_id *i, const struct sockaddr *addr, const struct 
 		rc = EINVAL;
 		goto out;
 	}
-	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || (connect(fd, addr, len) && errno != EINPROGRESS)) {
+	fd = util_sys_socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || (util_sys_connect(fd, addr, len) && errno != EINPROGRESS)) {
 		rc = errno;
 		goto out;
 	}
@@ -67,7 +67,7 @@ int uw_cm_connect(struct uw_cm_id *i, const struct sockaddr *addr, const struct 
 	}
 out:
 	if (fd >= 0)
-		close(fd);
+		util_sys_close(fd);
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;
 }
@@ -86,15 +86,15 @@ void uw__cm_connected(struct uw_conn *c)
 {
 	int err = 0;
 	socklen_t l = sizeof(err);
-	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) || err) {
+	if (util_sys_getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) || err) {
 		uw__conn_close(c, err ? err : errno, UW_CM_EVENT_CONNECT_ERROR);
 		return;
 	}
 	if (c->id) {
 		socklen_t sl = sizeof(c->id->pub.local_addr);
-		getsockname(c->fd, (struct sockaddr *)&c->id->pub.local_addr, &sl);
+		util_sys_getsockname(c->fd, (struct sockaddr *)&c->id->pub.local_addr, &sl);
 		sl = sizeof(c->id->pub.peer_addr);
-		getpeername(c->fd, (struct sockaddr *)&c->id->pub.peer_addr, &sl);
+		util_sys_getpeername(c->fd, (struct sockaddr *)&c->id->pub.peer_addr, &sl);
 	}
 	if (!uw__conn_step(c, UW_LIFE_IN_TCP_UP, NULL).send_request)
 		return;

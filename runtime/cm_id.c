@@ -78,7 +78,7 @@ int uw_cm_destroy_id(struct uw_cm_id *i)
 		uv_poll_stop(&id->listen_poll);
 		id->refs++;
 		uv_close((uv_handle_t *)&id->listen_poll, listen_closed);
-		close(id->listen_fd); /* after uv_close (see uw__conn_close) */
+		util_sys_close(id->listen_fd); /* after uv_close (see uw__conn_close) */
 		/* the close completes in the loop's next turn: take it now, so
 		 * the channel is free when this call returns */
 		uw__progress(ctx);

@@ -32,11 +32,11 @@ static void listen_cb(uv_poll_t *h, int status, int events)
 {
 	struct uw_cm_id_impl *id = h->data;
 	for (int i = 0; i < 64 && id->listening && status >= 0; i++) {
-		int fd = accept4(id->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = util_sys_accept4(id->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
 		if (uw__cm_take_accepted(id, fd))
-			close(fd);
+			util_sys_close(fd);
 	}
 }
 
@@ -69,21 +69,21 @@ int uw_cm_listen(struct uw_cm_id *i, const struct sockaddr *addr, int backlog)
 		return EINVAL;
 	socklen_t len = addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
 						   : sizeof(struct sockaddr_in6);
-	int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = util_sys_socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
 	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	util_sys_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	/* the system's largest queue whatever @backlog says (verbs.h): the
 	 * kernel cuts INT_MAX down to net.core.somaxconn */
 	(void)backlog;
-	if (bind(fd, addr, len) || listen(fd, INT_MAX)) {
+	if (util_sys_bind(fd, addr, len) || util_sys_listen(fd, INT_MAX)) {
 		int e = errno;
-		close(fd);
+		util_sys_close(fd);
 		return e;
 	}
 	socklen_t sl = sizeof(i->local_addr);
-	getsockname(fd, (struct sockaddr *)&i->local_addr, &sl);
+	util_sys_getsockname(fd, (struct sockaddr *)&i->local_addr, &sl);
 	struct uw_context *ctx = i->context;
 	pthread_mutex_lock(&ctx->lock);
 	int rc = id->listening || id->conn ? EBUSY : -uv_poll_init(&ctx->loop, &id->listen_poll, fd);
@@ -96,7 +96,7 @@ int uw_cm_listen(struct uw_cm_id *i, const struct sockaddr *addr, int backlog)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (rc)
-		close(fd);
+		util_sys_close(fd);
 	return rc;
 }
 
@@ -114,9 +114,9 @@ void uw__cm_request_arrived(struct uw_conn *c)
 	}
 	rdmap_offer_strip(c->req.pdata, c->req.pdata_len, &c->peer_ext);
 	socklen_t sl = sizeof(id->pub.peer_addr);
-	getpeername(c->fd, (struct sockaddr *)&id->pub.peer_addr, &sl);
+	util_sys_getpeername(c->fd, (struct sockaddr *)&id->pub.peer_addr, &sl);
 	sl = sizeof(id->pub.local_addr);
-	getsockname(c->fd, (struct sockaddr *)&id->pub.local_addr, &sl);
+	util_sys_getsockname(c->fd, (struct sockaddr *)&id->pub.local_addr, &sl);
 	id->conn = c;
 	c->id = id;
 	/* The Request is the application's now: no more reading (and no
@@ -144,7 +144,7 @@ int uw_cm_accept(struct uw_cm_id *i, const struct uw_conn_param *param)
 	/* an initiator that gave up while the application thought it over
 	 * has closed its end: say so now rather than report ESTABLISHED */
 	char b;
-	ssize_t k = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	ssize_t k = util_sys_recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
 		uw__conn_close(c, ECONNRESET, UW_EV_NONE);
 		rc = ECONNRESET;

@@ -38,7 +38,7 @@ static void read_frame(struct uw_conn *c);
 void uw__conn_discard_input(struct uw_conn *c)
 {
 	for (int round = 0; round < 16; round++) {
-		ssize_t n = read(c->fd, c->rxbuf, c->rxcap);
+		ssize_t n = util_sys_read(c->fd, c->rxbuf, c->rxcap);
 		if (n > 0)
 			continue;
 		if (n == 0 && c->life.st == UW_LIFE_LINGER) {
@@ -64,7 +64,7 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 		/* libuv reports any POLLERR as EBADF: ask the socket what it was */
 		int err = 0;
 		socklen_t l = sizeof(err);
-		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) || !err)
+		if (util_sys_getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) || !err)
 			err = -status;
 		uw__conn_close(c, err, UW_EV_AUTO);
 		return;
@@ -105,7 +105,7 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 static bool all_acked(struct uw_conn *c)
 {
 	int unsent = 0;
-	return c->tx.fpdus && c->wr_iov == c->batch.niov && !ioctl(c->fd, SIOCOUTQ, &unsent) &&
+	return c->tx.fpdus && c->wr_iov == c->batch.niov && !util_sys_ioctl(c->fd, SIOCOUTQ, &unsent) &&
 	       unsent == 0;
 }
 
@@ -143,7 +143,7 @@ struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
 	/* Small writes must leave now: an MPA frame, a Send, a Terminate
 	 * (siw does the same on both ends). */
 	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	util_sys_setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return c;
 }
 
@@ -173,7 +173,7 @@ void uw__conn_timer(struct uw_conn *c, unsigned ms)
 static void read_frame(struct uw_conn *c)
 {
 	struct mpa_frame f;
-	ssize_t n = read(c->fd, c->frame + c->frame_len, sizeof(c->frame) - c->frame_len);
+	ssize_t n = util_sys_read(c->fd, c->frame + c->frame_len, sizeof(c->frame) - c->frame_len);
 
 	if (n == 0) {
 		uw__conn_close(c, ECONNRESET, UW_EV_AUTO);
@@ -227,10 +227,10 @@ static void running_limits(struct uw_conn *c)
 	if (c->param.keepalive_s) {
 		int on = 1, idle = (int)c->param.keepalive_s, cnt = 3;
 		int intvl = idle / 3 > 0 ? idle / 3 : 1;
-		setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-		setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-		setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-		setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+		util_sys_setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+		util_sys_setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+		util_sys_setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+		util_sys_setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 	}
 	if (c->param.idle_timeout_ms && !c->idle_on) {
 		uint64_t half = c->param.idle_timeout_ms / 2 ? c->param.idle_timeout_ms / 2 : 1;
@@ -256,7 +256,7 @@ int uw__conn_start(struct uw_conn *c)
 	} else {
 		int mss = 0;
 		socklen_t l = sizeof(mss);
-		if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) || mss <= 64)
+		if (util_sys_getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) || mss <= 64)
 			mss = 1460;
 		mulpdu = fpdu_ulpdu_max(FPDU_SIZE_RFC, (uint32_t)mss, p->markers_tx);
 	}
@@ -376,7 +376,7 @@ static void finish(struct uw_conn *c, enum uw_life_state was, const struct uw_li
 	uv_close((uv_handle_t *)&c->timer, handle_closed);
 	if (c->idle_on)
 		uv_close((uv_handle_t *)&c->idle, handle_closed);
-	close(c->fd);
+	util_sys_close(c->fd);
 	report_end(c, a->status, a->event);
 	uw__notify(c->ctx);
 	uw__kick(c->ctx);

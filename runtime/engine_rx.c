@@ -205,7 +205,7 @@ void uw__conn_rx(struct uw_conn *c)
 			struct iovec iov[RDMAP_PLACE_MAX_IOV + 1];
 			int k = place_slice(&c->pl, c->rx.payload_off, span, iov, RDMAP_PLACE_MAX_IOV);
 			iov[k] = (struct iovec){ c->rxbuf, UW_DIRECT_TAIL };
-			n = readv(c->fd, iov, k + 1);
+			n = util_sys_readv(c->fd, iov, k + 1);
 			if (n > 0) {
 				/* fold the bytes that landed in place into the CRC */
 				size_t left = (size_t)n;
@@ -223,7 +223,7 @@ void uw__conn_rx(struct uw_conn *c)
 						      c->rx.payload_len >= UW_DIRECT_MIN
 					      ? UW_DIRECT_TAIL
 					      : c->rxcap;
-			n = read(c->fd, c->rxbuf, want);
+			n = util_sys_read(c->fd, c->rxbuf, want);
 			if (n > 0)
 				c->rxlen = (size_t)n;
 			/* A short read drained the socket: parse and go, rather than

@@ -400,7 +400,7 @@ void uw__conn_term_tx(struct uw_conn *c)
 		return;
 	/* The peer reads the Terminate, then the end of the stream; what it
 	 * sent meanwhile goes unread, so that the close does not reset. */
-	shutdown(c->fd, SHUT_WR);
+	util_sys_shutdown(c->fd, SHUT_WR);
 	uw__conn_discard_input(c);
 	uw__conn_close(c, EPROTO, UW_CM_EVENT_DISCONNECTED);
 }

@@ -25,20 +25,20 @@ static int channel_fd(struct uw_context *ctx, int evfd)
 	if (ep < 0)
 		return -errno;
 	ev.data.fd = evfd;
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, evfd, &ev))
+	if (util_sys_epoll_ctl(ep, EPOLL_CTL_ADD, evfd, &ev))
 		goto fail;
 	/* With manual progress nobody else watches the sockets: the channel
 	 * fd must wake its owner when network input waits, so that the next
 	 * call moves it (and may find nothing: a spurious wakeup). */
 	if (ctx->progress == UW_PROGRESS_MANUAL) {
 		ev.data.fd = uv_backend_fd(&ctx->loop);
-		if (epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev))
+		if (util_sys_epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev))
 			goto fail;
 	}
 	return ep;
 fail:;
 	int e = errno;
-	close(ep);
+	util_sys_close(ep);
 	return -e;
 }
 
@@ -57,7 +57,7 @@ int uw__chan_open(struct uw__chan *ch, struct uw_context *ctx, int *fd)
 	pthread_mutex_unlock(&ctx->lock);
 	if (*fd < 0) {
 		int e = -*fd;
-		close(ch->evfd);
+		util_sys_close(ch->evfd);
 		return e;
 	}
 	return 0;
@@ -72,8 +72,8 @@ int uw__chan_close(struct uw__chan *ch, struct uw_context *ctx, int fd, bool ref
 	}
 	ctx->nobjects--;
 	pthread_mutex_unlock(&ctx->lock);
-	close(fd);
-	close(ch->evfd);
+	util_sys_close(fd);
+	util_sys_close(ch->evfd);
 	return 0;
 }
 

@@ -33,7 +33,7 @@ static void kernel_random(void *buf, size_t len)
 		return;
 	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	while (fd >= 0 && len) {
-		ssize_t n = read(fd, p, len);
+		ssize_t n = util_sys_read(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -42,7 +42,7 @@ static void kernel_random(void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	if (fd >= 0)
-		close(fd);
+		util_sys_close(fd);
 	if (len) {
 		fprintf(stderr, "uwarp: no random bytes from the kernel (getrandom, /dev/urandom)\n");
 		abort();
@@ -92,7 +92,7 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 		if (fd >= 0) {
 			struct pollfd p = { fd, POLLIN, 0 };
 			pthread_mutex_unlock(&ctx->lock);
-			poll(&p, 1, timeout_ms);
+			util_sys_poll(&p, 1, timeout_ms);
 			pthread_mutex_lock(&ctx->lock);
 		} else if (timeout_ms < 0) {
 			pthread_cond_wait(&ctx->cond, &ctx->lock);
@@ -106,7 +106,7 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 		if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
 			t = timeout_ms;
 		pthread_mutex_unlock(&ctx->lock);
-		poll(p, fd >= 0 ? 2 : 1, t);
+		util_sys_poll(p, fd >= 0 ? 2 : 1, t);
 		pthread_mutex_lock(&ctx->lock);
 		uw__progress(ctx);
 	}
@@ -128,7 +128,7 @@ static void *engine_thread(void *arg)
 		struct pollfd p = { uv_backend_fd(&ctx->loop), POLLIN, 0 };
 		int t = uv_backend_timeout(&ctx->loop);
 		pthread_mutex_unlock(&ctx->lock);
-		poll(&p, 1, t);
+		util_sys_poll(&p, 1, t);
 		pthread_mutex_lock(&ctx->lock);
 		uw__progress(ctx);
 	}

@@ -28,6 +28,7 @@
 #include "conn_life.h"
 #include "rdmap/stag_table.h"
 #include "util/list.h"
+#include "util/sys.h"
 
 /* ---- context ---- */
 
@@ -63,12 +64,12 @@ struct uw_context {
 static inline ssize_t uw__sock_writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)iovcnt };
-	return sendmsg(fd, &m, MSG_NOSIGNAL);
+	return util_sys_sendmsg(fd, &m, MSG_NOSIGNAL);
 }
 
 static inline ssize_t uw__sock_write(int fd, const void *buf, size_t len)
 {
-	return send(fd, buf, len, MSG_NOSIGNAL);
+	return util_sys_send(fd, buf, len, MSG_NOSIGNAL);
 }
 
 /* Called with ctx->lock held: move whatever is ready, without blocking. */

@@ -14,6 +14,13 @@
    event loop, no clocks, no threads, no file descriptors. Their headers
    from the C library are checked against a list of what pure code needs.
 
+3. Below esock nothing calls up into it: the runtime and the ES-API (runtime/,
+   exs/) make the descriptor calls esock replaces for programs (socket,
+   connect, read, close, poll, ...) only through util/sys.h, which reaches
+   the C library directly, never by the names a preloaded library takes
+   over. (exs_poll's own name aside: the check reads code, not comments or
+   strings.)
+
 Prints each breach with its file and line; exits 1 if there is any.
 """
 import os
@@ -39,6 +46,15 @@ IMPURE_UTIL = {"util/clock.h", "util/evfd.h"}
 # one exception, and why: the portable CRC builds its tables once, on
 # first use, from whichever thread comes first
 PURE_EXCEPTIONS = {("mpa/crc32c_sb8.c", "pthread.h")}
+
+# the calls esock replaces that the layers below it make (util/sys.h)
+SEAM_DIRS = ["runtime", "exs"]
+SEAM_CALLS = re.compile(r"(?<![A-Za-z0-9_.>])(socket|connect|bind|listen|accept4?|setsockopt|"
+                        r"getsockopt|getsockname|getpeername|shutdown|close|read|readv|write|"
+                        r"writev|recv|recvmsg|send|sendmsg|sendto|recvfrom|fcntl|ioctl|poll|"
+                        r"ppoll|select|pselect|epoll_ctl|dup[23]?)\s*\(")
+COMMENTS_AND_STRINGS = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'',
+                                  re.S)
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
@@ -98,6 +114,16 @@ def main():
                 breaches.append("%s:%d: pure code includes <%s>" % (path, n, name))
             if kind == '"' and name in IMPURE_UTIL:
                 breaches.append("%s:%d: pure code includes %s" % (path, n, name))
+    for d in SEAM_DIRS:
+        for path in sources(d):
+            with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            # comments and strings blanked, line breaks kept
+            code = COMMENTS_AND_STRINGS.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+            for m in SEAM_CALLS.finditer(code):
+                line = code.count("\n", 0, m.start()) + 1
+                breaches.append("%s:%d: calls %s() by the C library's name, which a preloaded "
+                                "library may replace: util/sys.h" % (path, line, m.group(1)))
     for b in breaches:
         print("FAIL " + b)
     checked = sum(1 for layer in RANK for _ in sources(layer))
@@ -105,7 +131,8 @@ def main():
         print("%d breaches in %d files" % (len(breaches), checked))
         return 1
     print("ok   %d files: every include goes to its own layer or below; %d pure files "
-          "use no sockets, loop, clock or thread" % (checked, len(pure)))
+          "use no sockets, loop, clock or thread; runtime/ and exs/ reach descriptors "
+          "through util/sys.h" % (checked, len(pure)))
     return 0
 
 
