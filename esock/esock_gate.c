@@ -55,7 +55,7 @@ static struct util_list shakes = UTIL_LIST_INIT(shakes);
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pid_t gate_pid; /* the process whose thread runs */
 static int ep = -1;
-static struct esock_listener *listeners;
+static struct util_list listeners = UTIL_LIST_INIT(listeners);
 
 /* an MPA negotiation lasts 5 s at most (the engine's timeout); this is
  * only how long the gate remembers the client */
@@ -113,19 +113,10 @@ static bool queue(struct esock_listener *l, struct esock_ready *r, bool front)
 	esock__close(s);
 	if (rc)
 		return false; /* (cannot happen below the cap) */
-	if (front) {
-		r->next = l->head;
-		l->head = r;
-		if (!l->tail)
-			l->tail = r;
-	} else {
-		r->next = NULL;
-		if (l->tail)
-			l->tail->next = r;
-		else
-			l->head = r;
-		l->tail = r;
-	}
+	if (front)
+		util_list_add_head(&l->ready, &r->link);
+	else
+		util_list_add_tail(&l->ready, &r->link);
 	return true;
 }
 
@@ -134,7 +125,7 @@ static bool ready(struct esock_listener *l, int fd, int tcp, const struct sockad
 	struct esock_ready *r = malloc(sizeof(*r));
 	if (!r)
 		return false;
-	*r = (struct esock_ready){ NULL, fd, tcp, *peer };
+	*r = (struct esock_ready){ .fd = fd, .tcp = tcp, .peer = *peer };
 	if (queue(l, r, false))
 		return true;
 	free(r);
@@ -271,15 +262,14 @@ static int expire(void)
 		next = p->deadline;
 	if ((h = util_list_first(&shakes, struct shake, link)) && h->deadline < next)
 		next = h->deadline;
-	for (struct esock_listener **pl = &listeners; *pl;) {
-		struct esock_listener *l = *pl;
+	struct esock_listener *l, *ln;
+	util_list_for_each_safe(l, ln, &listeners, link) {
 		if (l->closed) {
 			/* no epoll event in hand points at it now */
-			*pl = l->next;
+			util_list_del(&l->link);
 			unref(l);
 			continue;
 		}
-		pl = &l->next;
 		if (l->paused_until > now) {
 			if (l->paused_until < next)
 				next = l->paused_until;
@@ -350,8 +340,7 @@ int esock__gate_add(struct esock_listener *l)
 			rc = -errno;
 	}
 	if (!rc) {
-		l->next = listeners;
-		listeners = l;
+		util_list_add_head(&listeners, &l->link);
 		arm(l);
 	}
 	pthread_mutex_unlock(&gate_mu);
@@ -359,31 +348,31 @@ int esock__gate_add(struct esock_listener *l)
 }
 
 /* the last name closed (under gate_mu): no more clients; the ready ones
- * are returned, to be closed once the lock is let go */
-static struct esock_ready *shut_listener(struct esock_listener *l)
+ * go to @out, to be closed once the lock is let go */
+static void shut_listener(struct esock_listener *l, struct util_list *out)
 {
 	l->closed = true;
 	epoll_ctl(ep, EPOLL_CTL_DEL, l->tcp, NULL);
 	esock__close(l->tcp);
 	l->tcp = -1;
 	l->armed = false;
-	struct esock_ready *r = l->head;
-	l->head = l->tail = NULL;
-	for (struct esock_ready *x = r; x; x = x->next) {
+	struct esock_ready *r;
+	while ((r = util_list_first(&l->ready, struct esock_ready, link))) {
+		util_list_del(&r->link);
+		util_list_add_tail(out, &r->link);
 		l->held--;
 		l->refs--; /* (never the last: the gate's share is still held) */
 	}
 	unref(l); /* the names' share */
-	return r;
 }
 
-static void close_ready(struct esock_ready *r)
+static void close_ready(struct util_list *all)
 {
-	while (r) {
-		struct esock_ready *next = r->next;
+	struct esock_ready *r;
+	while ((r = util_list_first(all, struct esock_ready, link))) {
+		util_list_del(&r->link);
 		close_entry(r->fd, r->tcp); /* (the engine is not called under our lock) */
 		free(r);
-		r = next;
 	}
 }
 
@@ -391,21 +380,19 @@ void esock__gate_name(struct esock_listener *l, int delta)
 {
 	pthread_mutex_lock(&gate_mu);
 	l->names += delta;
-	struct esock_ready *r = NULL;
+	struct util_list gone = UTIL_LIST_INIT(gone);
 	if (l->names <= 0 && !l->closed)
-		r = shut_listener(l);
+		shut_listener(l, &gone);
 	pthread_mutex_unlock(&gate_mu);
-	close_ready(r);
+	close_ready(&gone);
 }
 
 struct esock_ready *esock__gate_pop(struct esock_listener *l)
 {
 	pthread_mutex_lock(&gate_mu);
-	struct esock_ready *r = l->head;
+	struct esock_ready *r = util_list_first(&l->ready, struct esock_ready, link);
 	if (r) {
-		l->head = r->next;
-		if (!l->head)
-			l->tail = NULL;
+		util_list_del(&r->link);
 		l->held--;
 		l->refs--; /* (the names' share remains: the program holds one) */
 		arm(l);
@@ -470,23 +457,18 @@ static void before_fork(void) { pthread_mutex_lock(&gate_mu); }
 
 static void after_fork_parent(void)
 {
-	struct esock_ready *all = NULL;
+	struct util_list all = UTIL_LIST_INIT(all);
 	if (gate_pid == getpid()) {
-		for (struct esock_listener *l = listeners; l; l = l->next) {
+		struct esock_listener *l;
+		util_list_for_each(l, &listeners, link) {
 			if (l->closed || l->accepted)
 				continue;
 			esock__listener_revert(l);
-			struct esock_ready *r = shut_listener(l);
-			while (r) {
-				struct esock_ready *next = r->next;
-				r->next = all;
-				all = r;
-				r = next;
-			}
+			shut_listener(l, &all);
 		}
 	}
 	pthread_mutex_unlock(&gate_mu);
-	close_ready(all);
+	close_ready(&all);
 }
 
 static void after_fork_child(void)
@@ -495,7 +477,8 @@ static void after_fork_child(void)
 		/* the parent's gate is not here: its listeners that are still
 		 * to accept from become TCP listeners here too, and the copies
 		 * of what it holds are closed */
-		for (struct esock_listener *l = listeners; l; l = l->next) {
+		struct esock_listener *l;
+		util_list_for_each(l, &listeners, link) {
 			if (l->closed || l->accepted)
 				continue;
 			esock__listener_revert(l);
@@ -511,7 +494,7 @@ static void after_fork_child(void)
 			REAL(close)(ep);
 		ep = -1;
 		gate_pid = 0;
-		listeners = NULL;
+		util_list_init(&listeners);
 		util_list_init(&peeks); /* (their memory is the parent's to free) */
 		util_list_init(&shakes);
 	}

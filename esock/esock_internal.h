@@ -37,6 +37,8 @@
 #include <esock.h>
 #include <exs.h>
 
+#include "util/list.h"
+
 #define ESOCK_FD_MAX 65536	   /* descriptors above this are never DDP */
 #define ESOCK_RCHUNKS 8		   /* receive chunks kept posted: 2 MiB in flight */
 #define ESOCK_RCHUNK (256u << 10)  /* each one's size */
@@ -255,7 +257,7 @@ int esock__wait(struct esock *e, unsigned ms);	   /* under e->mu: 0 or ETIMEDOUT
  * as plain TCP.
  */
 struct esock_ready {
-	struct esock_ready *next;
+	struct util_list link; /* on its listener's ready ones, in order */
 	int fd;	 /* a plain client's TCP socket, or an MPA client's exs socket */
 	int tcp; /* an MPA client's TCP socket (a copy: names, options); else -1 */
 	struct sockaddr_storage peer;
@@ -275,8 +277,8 @@ struct esock_listener {
 	bool closed;	/* the program closed its last name */
 	_Atomic bool accepted; /* the program has called accept on it */
 	uint64_t paused_until; /* accept ran out of descriptors: retry then (ms) */
-	struct esock_ready *head, *tail;
-	struct esock_listener *next; /* the gate's list */
+	struct util_list ready; /* clients ready for accept (struct esock_ready) */
+	struct util_list link; /* on the gate's listeners */
 };
 
 /* esock_listen.c: the program's side */

@@ -39,6 +39,7 @@ int esock__listener_make(int fd, int backlog)
 		return -1;
 	}
 	l->tcp = -1;
+	util_list_init(&l->ready);
 	int u = -1, err = 0;
 	int fl = REAL(fcntl)(fd, F_GETFL);
 	int fdfl = REAL(fcntl)(fd, F_GETFD);

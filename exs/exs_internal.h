@@ -55,7 +55,7 @@ struct exs_queue {
 	exs_qnotify_fn notify; /* exs_qnotify's: run on the progress thread */
 	void *notify_arg;
 	bool notify_due;       /* events came since it last ran */
-	struct exs_queue *next;
+	struct util_list link; /* on the runtime's queues */
 };
 
 struct exs_mem {
@@ -72,7 +72,7 @@ struct exs_sync; /* a waiting synchronous call */
 struct exs_window {
 	struct uw_mw *mw;
 	struct exs_mem *mem;
-	struct exs_window *next;
+	struct util_list link; /* on its socket's windows */
 };
 
 enum exs_op_kind { OP_SEND, OP_RECV, OP_ACCEPT, OP_CONNECT, OP_SHUTDOWN, OP_CLOSE, OP_ONESIDED };
@@ -211,7 +211,7 @@ struct exs_sock {
 	uint32_t sp_next_id;
 	struct exs_op *adv_next; /* first receive not yet advertised */
 
-	struct exs_window *windows; /* exs_expose's */
+	struct util_list windows; /* exs_expose's (struct exs_window) */
 
 	struct exs_sock *next; /* every socket */
 };
@@ -231,7 +231,7 @@ struct exs_rt {
 	struct exs_sock *socks;
 	struct exs_sock *graveyard; /* freed sockets, reaped between rounds */
 	int nconns; /* QPs on the shared CQ */
-	struct exs_queue *queues;
+	struct util_list queues; /* struct exs_queue */
 	/* exs_poll callers waiting for a change: their eventfds */
 	int pollers[64];
 	int npollers;
@@ -327,6 +327,7 @@ static inline void exs__sock_init(struct exs_sock *s)
 	util_list_init(&s->sends);
 	util_list_init(&s->recvs);
 	util_list_init(&s->accepts);
+	util_list_init(&s->windows);
 }
 
 /* the first, taken off the list (NULL: it is empty) */

@@ -51,8 +51,7 @@ int exs_expose(int fd, exs_mhandle_t mh, const void *addr, size_t len, int acces
 	}
 	w->mem = mh;
 	mh->users++; /* the region stays while the peer may reach it */
-	w->next = s->windows;
-	s->windows = w;
+	util_list_add_head(&s->windows, &w->link);
 	*out = (struct exs_remote){ .addr = a, .len = len, .stag = w->mw->rkey };
 	return unlock_err(0);
 }
@@ -73,22 +72,21 @@ int exs_unexpose(int fd, const struct exs_remote *r)
 	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
 		return -1;
-	for (struct exs_window **pp = &s->windows; *pp; pp = &(*pp)->next) {
-		struct exs_window *w = *pp;
+	struct exs_window *w;
+	util_list_for_each(w, &s->windows, link)
 		if (w->mw->rkey == r->stag) {
-			*pp = w->next;
+			util_list_del(&w->link);
 			window_free(w);
 			return unlock_err(0);
 		}
-	}
 	return unlock_err(ENOENT);
 }
 
 void exs__windows_free(struct exs_sock *s)
 {
 	struct exs_window *w;
-	while ((w = s->windows)) {
-		s->windows = w->next;
+	while ((w = util_list_first(&s->windows, struct exs_window, link))) {
+		util_list_del(&w->link);
 		window_free(w);
 	}
 }

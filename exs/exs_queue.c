@@ -12,7 +12,8 @@
 
 struct exs_queue *exs__queue(exs_qhandle_t qh)
 {
-	for (struct exs_queue *q = exs_rt.queues; q; q = q->next)
+	struct exs_queue *q;
+	util_list_for_each(q, &exs_rt.queues, link)
 		if (q->qh == qh)
 			return q;
 	return NULL;
@@ -45,8 +46,7 @@ exs_qhandle_t exs_qcreate(int depth)
 	q->cap = depth;
 	util_cond_init(&q->cv);
 	pthread_mutex_lock(&exs_rt.lock);
-	q->next = exs_rt.queues;
-	exs_rt.queues = q;
+	util_list_add_head(&exs_rt.queues, &q->link);
 	pthread_mutex_unlock(&exs_rt.lock);
 	return q->qh;
 }
@@ -89,13 +89,8 @@ int exs_qdelete(exs_qhandle_t qh)
 	pthread_mutex_lock(&exs_rt.lock);
 	struct exs_queue *q = exs__queue(qh);
 	int err = !q ? EBADF : q->reserved || q->waiters || q->notify ? EBUSY : 0;
-	if (!err) {
-		for (struct exs_queue **pp = &exs_rt.queues; *pp; pp = &(*pp)->next)
-			if (*pp == q) {
-				*pp = q->next;
-				break;
-			}
-	}
+	if (!err)
+		util_list_del(&q->link);
 	pthread_mutex_unlock(&exs_rt.lock);
 	if (err) {
 		errno = err;
@@ -134,7 +129,8 @@ void exs__run_notifies(void)
 	bool again = true;
 	while (again) {
 		again = false;
-		for (struct exs_queue *q = exs_rt.queues; q; q = q->next) {
+		struct exs_queue *q;
+		util_list_for_each(q, &exs_rt.queues, link) {
 			if (!q->notify_due || !q->notify)
 				continue;
 			q->notify_due = false;

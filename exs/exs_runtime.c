@@ -14,6 +14,7 @@
 
 struct exs_rt exs_rt = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			 .sync_cv = PTHREAD_COND_INITIALIZER,
+			 .queues = UTIL_LIST_INIT(exs_rt.queues),
 			 .wake_fd = -1 };
 
 /* Room for every connected socket's send and control completions. */

@@ -92,7 +92,7 @@ struct ud_prov {
 	char name[DAT_NAME_MAX_LENGTH];
 	char params[128];	 /* its ia_params */
 	DAT_PROVIDER_INFO info; /* as registered */
-	struct ud_prov *next;
+	struct util_list link; /* on the library's providers */
 };
 
 struct ud_ia {

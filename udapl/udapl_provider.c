@@ -336,16 +336,19 @@ static const DAT_PROVIDER template = {
  * thread safety the provider reports, which must be those it registered.
  */
 static pthread_mutex_t provs_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct ud_prov *provs;
+static struct util_list provs = UTIL_LIST_INIT(provs);
 
 struct ud_prov *ud_prov_find(const char *ia_name)
 {
 	pthread_mutex_lock(&provs_mu);
-	struct ud_prov *p = provs;
-	while (p && strcmp(p->name, ia_name))
-		p = p->next;
+	struct ud_prov *p, *found = NULL;
+	util_list_for_each(p, &provs, link)
+		if (!strcmp(p->name, ia_name)) {
+			found = p;
+			break;
+		}
 	pthread_mutex_unlock(&provs_mu);
-	return p;
+	return found;
 }
 
 UD_EXPORT void DAT_API dat_provider_init(const DAT_PROVIDER_INFO *info, const char *instance_data)
@@ -359,8 +362,7 @@ UD_EXPORT void DAT_API dat_provider_init(const DAT_PROVIDER_INFO *info, const ch
 		p->table = template;
 		p->table.device_name = p->name;
 		pthread_mutex_lock(&provs_mu);
-		p->next = provs;
-		provs = p;
+		util_list_add_head(&provs, &p->link);
 		pthread_mutex_unlock(&provs_mu);
 	}
 	p->info = *info;
@@ -381,9 +383,9 @@ UD_EXPORT void DAT_API dat_provider_fini(const DAT_PROVIDER_INFO *info)
 __attribute__((destructor)) static void provs_free(void)
 {
 	pthread_mutex_lock(&provs_mu);
-	while (provs) {
-		struct ud_prov *p = provs;
-		provs = p->next;
+	struct ud_prov *p;
+	while ((p = util_list_first(&provs, struct ud_prov, link))) {
+		util_list_del(&p->link);
 		free(p);
 	}
 	pthread_mutex_unlock(&provs_mu);
