@@ -195,7 +195,7 @@ EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	/* a listener shared with the process that forked this one: this
 	 * process sorts its clients from now on, with a gate of its own */
-	if (esock__listener_reverted(fd) && esock__listener_regate(fd))
+	if (esock__listener_regate(fd))
 		return -1;
 	struct esock_listener *l = esock__listener(fd);
 	if (l) {

@@ -286,18 +286,13 @@ struct esock_listener *esock__listener(int fd); /* NULL: not a DDP listener */
 /* @fd listens (TCP): make it a DDP listener; 0 or -1 with errno (it is
  * then unchanged: a plain listener) */
 int esock__listener_make(int fd, int backlog);
-/* a DDP listener that fork turned back into the TCP listener, in this
- * process (esock__listener_revert); the flag says whether there may be
- * one at all, so that the waiting calls cost nothing until a fork */
+/* a DDP listener that fork turned back into the TCP listener
+ * (esock__listener_revert) may exist in this process: until one does, the
+ * waiting calls cost nothing */
 extern _Atomic bool esock_any_reverted;
-static inline bool esock__listener_reverted(int fd)
-{
-	return atomic_load_explicit(&esock_any_reverted, memory_order_relaxed) && fd >= 0 && fd < ESOCK_FD_MAX &&
-	       (esock_fdflags[fd] & (FD_DDP_LISTEN | FD_LISTENER)) == FD_DDP_LISTEN;
-}
-/* ... becomes this process's own DDP listener, with a gate of its own, as
- * the process first waits on it or accepts from it; 0 (also when @fd is
- * no such listener) or -1 with errno */
+/* @fd, if it is such a listener, becomes this process's own DDP listener
+ * again, with a gate of its own, as the process first waits on it or
+ * accepts from it; 0 (also when @fd is no such listener) or -1 with errno */
 int esock__listener_regate(int fd);
 void esock__listener_name(int fd, struct esock_listener *l); /* dup */
 void esock__listener_forget(int fd);			      /* the number closed */

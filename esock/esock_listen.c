@@ -94,14 +94,21 @@ fail:
 	return -1;
 }
 
+static bool reverted(int fd)
+{
+	return atomic_load_explicit(&esock_any_reverted, memory_order_relaxed) && fd >= 0 &&
+	       fd < ESOCK_FD_MAX &&
+	       (esock_fdflags[fd] & (FD_DDP_LISTEN | FD_LISTENER)) == FD_DDP_LISTEN;
+}
+
 int esock__listener_regate(int fd)
 {
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	if (!esock__listener_reverted(fd))
+	if (!reverted(fd))
 		return 0;
 	pthread_mutex_lock(&mu);
 	int rc = 0;
-	if (esock__listener_reverted(fd)) {
+	if (reverted(fd)) {
 		/* the kernel tells a listener's backlog as tcpi_sacked: the
 		 * gate holds as many as the program asked the kernel to */
 		struct tcp_info ti;

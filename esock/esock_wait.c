@@ -25,14 +25,15 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+/* (a listener that cannot be made one stays the TCP listener: the wait
+ * goes on, and accept says why) */
 static void regate_pollfds(const struct pollfd *p, nfds_t n)
 {
 	if (!atomic_load_explicit(&esock_any_reverted, memory_order_relaxed))
 		return;
 	int err = errno;
 	for (nfds_t i = 0; i < n; i++)
-		if (esock__listener_reverted(p[i].fd))
-			esock__listener_regate(p[i].fd); /* (else it stays a TCP listener) */
+		esock__listener_regate(p[i].fd);
 	errno = err;
 }
 
@@ -42,8 +43,7 @@ static void regate_sets(int nfds, const fd_set *r, const fd_set *w, const fd_set
 		return;
 	int err = errno;
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
-		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) &&
-		    esock__listener_reverted(fd))
+		if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x)))
 			esock__listener_regate(fd);
 	errno = err;
 }
@@ -97,7 +97,7 @@ EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct times
 
 EXPORT int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 {
-	if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && esock__listener_reverted(fd)) {
+	if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) {
 		int err = errno;
 		esock__listener_regate(fd);
 		errno = err;

@@ -87,6 +87,22 @@ refused_by uwarp-fuzz "-p PORT is needed" -c 127.0.0.1
 refused_by uwarp-delayline "--delay-ms 'soon': not a number" --delay-ms soon tun0 tun1
 refused_by uwarp-delayline "--mtu '100': out of range" --mtu 100 tun0 tun1
 
+# a port in hexadecimal is the port it says (exs-pump read it with atoi:
+# "0x1d4c" was port 0, free ports of the kernel's choosing), in a network
+# namespace of its own, where every port is free
+if unshare -n true 2>/dev/null; then
+	out=$(unshare -n bash -c 'ip link set lo up
+		"$1/exs-pump" -s -p 0x1d4c >"$2" 2>&1 & pid=$!
+		for _ in $(seq 100); do grep -q listening "$2" && break; sleep 0.1; done
+		kill $pid; cat "$2"' _ "$bin" "$(mktemp)")
+	if grep -q "listening on port 7500 " <<<"$out"; then
+		echo "ok   exs-pump -s -p 0x1d4c: $(head -1 <<<"$out")"
+	else
+		echo "FAIL exs-pump -s -p 0x1d4c did not listen on port 7500: $out"
+		fails=$((fails + 1))
+	fi
+fi
+
 # and what is right still runs: --help, and sizes with a suffix
 for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz; do
 	if ! timeout 10 "$bin/$t" --help >/dev/null 2>&1; then

@@ -61,7 +61,8 @@ _Static_assert(sizeof(struct result) <= HDR_LEN, "a result fits its header");
 struct opts {
 	bool server, loop, json, no_imm, no_verify;
 	int crc;
-	const char *host, *port;
+	const char *host;
+	int port;
 	int type, mode, sends, recvs;
 	size_t size, mean, max;
 	bool exp;
@@ -267,7 +268,7 @@ static int listen_on(int type, int port)
 
 static int run_server(const struct opts *o)
 {
-	int port = atoi(o->port), ls, lq, rc = 0;
+	int port = o->port, ls, lq, rc = 0;
 	if (port) {
 		ls = listen_on(SOCK_STREAM, port);
 		lq = listen_on(SOCK_SEQPACKET, port + 1);
@@ -407,7 +408,7 @@ static int run_client(const struct opts *o)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
 	char port[16];
-	snprintf(port, sizeof(port), "%d", atoi(o->port) + (o->type == SOCK_SEQPACKET));
+	snprintf(port, sizeof(port), "%d", o->port + (o->type == SOCK_SEQPACKET));
 	if (getaddrinfo(o->host, port, &hints, &ai)) {
 		fprintf(stderr, "exs-pump: cannot resolve %s\n", o->host);
 		return 1;
@@ -560,7 +561,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .port = "7480", .type = SOCK_STREAM, .sends = 8, .recvs = 8, .crc = 1,
+	struct opts o = { .port = 7480, .type = SOCK_STREAM, .sends = 8, .recvs = 8, .crc = 1,
 			  .size = 1 << 20, .time = 5, .flow = -1 };
 	static const struct option lo[] = {
 		{ "loop", no_argument, 0, 'L' },      { "type", required_argument, 0, 't' },
@@ -591,8 +592,7 @@ int main(int argc, char **argv)
 		case 'c': o.host = optarg; break;
 		case 'p':
 			/* the SOCK_SEQPACKET port is the next one */
-			tool_opt_uint(p, "-p", optarg, 0, 65534);
-			o.port = optarg;
+			o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65534);
 			break;
 		case 'L': o.loop = true; break;
 		case 'j': o.json = true; break;

@@ -276,6 +276,7 @@ int main(int argc, char **argv)
 	};
 	static const char *const off_on[] = { "off", "on", NULL };
 	const char *p = argv[0];
+	static char portbuf[8];
 	int c;
 	while ((c = getopt_long(argc, argv, "s:b:c:C:S:p:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -285,10 +286,15 @@ int main(int argc, char **argv)
 		case 'C': o.count = (int)tool_opt_uint(p, "-C", optarg, 0, INT_MAX); break;
 		case 'S': o.size = (int)tool_opt_size(p, "-S", optarg, 0, 64 << 20); break;
 		case 'p':
-			/* a number, or a service name as ucmatose's getaddrinfo takes */
-			if (!getservbyname(optarg, "tcp"))
-				tool_opt_uint(p, "-p", optarg, 0, 65535);
-			o.port = optarg;
+			/* a number (written out in decimal for getaddrinfo, which
+			 * takes no 0x), or a service name as ucmatose's takes */
+			if (getservbyname(optarg, "tcp")) {
+				o.port = optarg;
+			} else {
+				snprintf(portbuf, sizeof(portbuf), "%u",
+					 (unsigned)tool_opt_uint(p, "-p", optarg, 0, 65535));
+				o.port = portbuf;
+			}
 			break;
 		case 'R':
 			o.crc = tool_opt_word(p, "--crc", optarg, off_on) ? UW_CRC_ON : UW_CRC_OFF;
