@@ -288,14 +288,37 @@ static int set_ddpmode(int fd, const void *val, socklen_t len)
 	return wait_connected(e, ESOCK_SETUP_MS);
 }
 
+/* setsockopt(ESOCK_IDLE_MS): a DDP connection's limit, now; a DDP
+ * listener's, for the clients it gives from now on */
+static int set_idle(int fd, const void *val, socklen_t len)
+{
+	int v;
+	if (!val || len != (socklen_t)sizeof(int) || (memcpy(&v, val, sizeof(v)), v < 0)) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct esock *e = esock__get(fd);
+	if (e)
+		return exs_setsockopt(e->exs, SOL_EXS, EXS_SO_IDLE_MS, &v, sizeof(v));
+	struct esock_listener *l = esock__listener(fd);
+	if (l) {
+		l->idle_ms = v;
+		return 0;
+	}
+	if (REAL(fcntl)(fd, F_GETFD) >= 0)
+		errno = EOPNOTSUPP; /* not (yet) carried over DDP */
+	return -1;
+}
+
 EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	if (level == SOL_ESOCK) {
-		if (name != ESOCK_DDPMODE) {
-			errno = ENOPROTOOPT;
-			return -1;
-		}
-		return set_ddpmode(fd, val, len);
+		if (name == ESOCK_DDPMODE)
+			return set_ddpmode(fd, val, len);
+		if (name == ESOCK_IDLE_MS)
+			return set_idle(fd, val, len);
+		errno = ENOPROTOOPT;
+		return -1;
 	}
 	struct esock *e = esock__get(fd);
 	if (!e) {
@@ -335,14 +358,25 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	struct esock *e = esock__get(fd);
 	if (level == SOL_ESOCK) {
-		if (name != ESOCK_DDPMODE) {
+		if (name != ESOCK_DDPMODE && name != ESOCK_IDLE_MS) {
 			errno = ENOPROTOOPT;
 			return -1;
 		}
 		if (REAL(fcntl)(fd, F_GETFD) < 0)
 			return -1;
-		return put_int(val, len,
-			       e || (in_range(fd) && (esock_fdflags[fd] & (FD_WANT_DDP | FD_DDP_LISTEN))));
+		if (name == ESOCK_DDPMODE)
+			return put_int(val, len,
+				       e || (in_range(fd) &&
+					     (esock_fdflags[fd] & (FD_WANT_DDP | FD_DDP_LISTEN))));
+		if (e)
+			return exs_getsockopt(e->exs, SOL_EXS, EXS_SO_IDLE_MS, val, len);
+		struct esock_listener *l = esock__listener(fd);
+		if (!l) {
+			errno = EOPNOTSUPP;
+			return -1;
+		}
+		int v = l->idle_ms;
+		return put_int(val, len, v >= 0 ? v : esock__idle_default());
 	}
 	if (!e) {
 		struct esock_listener *l = esock__listener(fd);

@@ -282,6 +282,22 @@ static void dispatch(exs_qhandle_t q, void *arg)
 	}
 }
 
+int esock__idle_default(void)
+{
+	const char *idle = getenv("ESOCK_IDLE_MS");
+	if (!idle || !*idle)
+		return 0;
+	char *end;
+	long ms = strtol(idle, &end, 10);
+	if (*end == '\0' && ms > 0 && ms <= INT_MAX)
+		return (int)ms;
+	static _Atomic bool said;
+	if (!atomic_exchange(&said, true))
+		fprintf(stderr, "esock: ESOCK_IDLE_MS=%s ignored: milliseconds, 1 to %d\n", idle,
+			INT_MAX);
+	return 0;
+}
+
 /* the exs options of every DDP connection (ESOCK_MODE: an experiment's knob) */
 void esock__exs_options(int x)
 {
@@ -292,22 +308,9 @@ void esock__exs_options(int x)
 	else if (m && !strcmp(m, "indirect"))
 		mode = EXS_MODE_INDIRECT;
 	exs_setsockopt(x, SOL_EXS, EXS_SO_STREAM_MODE, &mode, sizeof(mode));
-	const char *idle = getenv("ESOCK_IDLE_MS");
-	if (idle && *idle) {
-		char *end;
-		long ms = strtol(idle, &end, 10);
-		if (*end == '\0' && ms > 0 && ms <= INT_MAX) {
-			int v = (int)ms;
-			exs_setsockopt(x, SOL_EXS, EXS_SO_IDLE_MS, &v, sizeof(v));
-		} else {
-			static _Atomic bool said;
-			if (!said) {
-				said = true;
-				fprintf(stderr, "esock: ESOCK_IDLE_MS=%s ignored: milliseconds, 1 to %d\n",
-					idle, INT_MAX);
-			}
-		}
-	}
+	int idle = esock__idle_default();
+	if (idle)
+		exs_setsockopt(x, SOL_EXS, EXS_SO_IDLE_MS, &idle, sizeof(idle));
 	if (mode == EXS_MODE_DIRECT) {
 		/* no transfer lands in the hidden ring: keep it small */
 		int ring = 64 << 10;

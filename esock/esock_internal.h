@@ -219,6 +219,9 @@ int esock__handoff_fd(void); /* the exs listener accepted sockets are given to *
 /* room on the event queue for @conns connections' operations: 0 or -errno */
 int esock__queue_room(int conns);
 void esock__exs_options(int exs_fd);
+/* ESOCK_IDLE_MS: every DDP connection's idle limit unless its socket or
+ * listener says otherwise (0: none; a bad value is said once and ignored) */
+int esock__idle_default(void);
 /* wait for the accepted exs socket whose peer is @peer (ms): fd or -errno */
 int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms);
 /* the same address and port */
@@ -277,6 +280,7 @@ struct esock_listener {
 	bool closed;	/* the program closed its last name */
 	_Atomic bool accepted; /* the program has called accept on it */
 	uint64_t paused_until; /* accept ran out of descriptors: retry then (ms) */
+	_Atomic int idle_ms;	/* ESOCK_IDLE_MS set on it, for its clients; -1: not set */
 	struct util_list ready; /* clients ready for accept (struct esock_ready) */
 	struct util_list link; /* on the gate's listeners */
 };

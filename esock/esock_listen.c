@@ -18,6 +18,9 @@
 #include "esock_internal.h"
 
 static struct esock_listener *_Atomic ltab[ESOCK_FD_MAX];
+/* a listener's ESOCK_IDLE_MS (+1) while fork has turned it back into the
+ * TCP listener: the processes that make it theirs again take it over */
+static int reverted_idle[ESOCK_FD_MAX];
 _Atomic bool esock_any_reverted;
 
 struct esock_listener *esock__listener(int fd)
@@ -39,6 +42,7 @@ int esock__listener_make(int fd, int backlog)
 		return -1;
 	}
 	l->tcp = -1;
+	l->idle_ms = -1;
 	util_list_init(&l->ready);
 	int u = -1, err = 0;
 	int fl = REAL(fcntl)(fd, F_GETFL);
@@ -118,6 +122,8 @@ int esock__listener_regate(int fd)
 		    ti.tcpi_state == TCP_LISTEN && ti.tcpi_sacked)
 			backlog = (int)ti.tcpi_sacked;
 		rc = esock__listener_make(fd, backlog);
+		if (!rc && reverted_idle[fd])
+			esock__listener(fd)->idle_ms = reverted_idle[fd] - 1;
 	}
 	pthread_mutex_unlock(&mu);
 	return rc;
@@ -212,6 +218,9 @@ int esock__listener_accept(struct esock_listener *l, int fd, struct sockaddr *ad
 				return -1;
 			}
 		} else {
+			int idle = l->idle_ms;
+			if (idle >= 0) /* (what the process's default set goes) */
+				exs_setsockopt(r->fd, SOL_EXS, EXS_SO_IDLE_MS, &idle, sizeof(idle));
 			nfd = esock__adopt_exs(r->fd, r->tcp, flags);
 			*ddp = nfd >= 0;
 		}
@@ -232,6 +241,7 @@ void esock__listener_revert(struct esock_listener *l)
 		atomic_store_explicit(&ltab[fd], NULL, memory_order_release);
 		esock_fdflags[fd] &= (uint8_t)~FD_LISTENER; /* FD_DDP_LISTEN stays */
 		atomic_store_explicit(&esock_any_reverted, true, memory_order_relaxed);
+		reverted_idle[fd] = l->idle_ms + 1;
 		if (fl >= 0)
 			REAL(fcntl)(l->tcp, F_SETFL, fl);
 		REAL(dup3)(l->tcp, fd, (fdfl >= 0 && (fdfl & FD_CLOEXEC)) ? O_CLOEXEC : 0);

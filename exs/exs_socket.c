@@ -503,9 +503,13 @@ int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t
 	case EXS_SO_KEEPALIVE:
 		if (v < 0 || (optname == EXS_SO_KEEPALIVE && v > UW_KEEPALIVE_MAX_S))
 			return unlock_err(EINVAL);
-		if (!early)
-			return unlock_err(EISCONN);
+		if (s->st == S_CLOSED)
+			return unlock_err(ENOTCONN);
 		*(optname == EXS_SO_IDLE_MS ? &s->idle_ms : &s->keepalive_s) = (unsigned)v;
+		/* a connection already made (or being made) changes now */
+		if (s->id && (err = uw_cm_set_limits(s->id, s->idle_ms, s->keepalive_s)) &&
+		    err != ENOTCONN)
+			return unlock_err(err);
 		break;
 	case EXS_SO_NO_IMMEDIATE:
 	case EXS_SO_CRC:

@@ -34,7 +34,9 @@
  *   ESOCK_IDLE_MS   a DDP connection that receives no whole frame for
  *                   this many milliseconds ends (a peer stuck in the middle
  *                   of one, or silent): calls on it then fail with
- *                   ETIMEDOUT (default 0: no limit, as TCP). TCP keepalive
+ *                   ETIMEDOUT (default 0: no limit, as TCP). The option of
+ *                   the same name (SOL_ESOCK, below) sets it per socket or
+ *                   per listener. TCP keepalive
  *                   is set the usual way (SO_KEEPALIVE, TCP_KEEPIDLE, ...)
  *                   and acts on the connection underneath.
  *   ESOCK_DEBUG     set: each DDP connection's transfer counters are
@@ -118,6 +120,13 @@ extern "C" {
 /* The option level and name: values no kernel level uses. */
 #define SOL_ESOCK 0x45534b01 /* "ESK" 1 */
 #define ESOCK_DDPMODE 1	     /* int: 1 DDP mode, 0 plain (getsockopt: current) */
+/* int, milliseconds (0: none): a DDP connection that receives no whole
+ * frame for this long ends, and calls on it fail with ETIMEDOUT. On a DDP
+ * socket it holds from the call; on a DDP-mode listener (after listen), for
+ * each client accept gives from then on (in place of ESOCK_IDLE_MS, the
+ * process's default, which getsockopt reports until it is set). Any other
+ * socket: EOPNOTSUPP (set it after connect or listen). */
+#define ESOCK_IDLE_MS 2
 
 #include <stddef.h>
 #include <stdint.h>

@@ -480,16 +480,17 @@ enum exs_flow {
  * listen: EXS_FLOW_CREDIT's slot size (default 8 KiB; a slot is never
  * larger than the peer's ring). */
 #define EXS_SO_CREDIT_SIZE 8
-/* int, milliseconds, set before connect or listen (accepted sockets take
- * the listener's): no whole frame from the peer for this long (a part of
- * one counts as nothing) ends the connection, and its operations complete
- * with ETIMEDOUT (0: no limit, the default). A uwarp extension. */
+/* int, milliseconds, at any time until the connection ends (accepted
+ * sockets take the listener's; set on a connection, it counts from the
+ * call): no whole frame from the peer for this long (a part of one counts
+ * as nothing) ends the connection, and its operations complete with
+ * ETIMEDOUT (0: no limit, the default). A uwarp extension. */
 #define EXS_SO_IDLE_MS 9
-/* int, seconds, set before connect or listen (accepted sockets take the
- * listener's): TCP keepalive under the connection, the first probe after
- * this many idle seconds, then every third of it, three unanswered ending
- * it (0: off, the default; at most 32767, Linux's limit). A uwarp
- * extension. */
+/* int, seconds, at any time until the connection ends (accepted sockets
+ * take the listener's): TCP keepalive under the connection, the first
+ * probe after this many idle seconds, then every third of it, three
+ * unanswered ending it (0: off, the default; at most 32767, Linux's
+ * limit). A uwarp extension. */
 #define EXS_SO_KEEPALIVE 10
 
 /*
@@ -498,7 +499,8 @@ enum exs_flow {
  * (the ring size) and, to set, SO_SNDTIMEO (struct timeval: how long
  * exs_connect waits for the peer's MPA answer before ETIMEDOUT; default
  * 10 s). Returns 0 or -1 with errno: EBADF,
- * ENOPROTOOPT, EINVAL (bad length or value), EISCONN (too late to set).
+ * ENOPROTOOPT, EINVAL (bad length or value), EISCONN (too late to set),
+ * ENOTCONN (the connection has ended).
  */
 EXS_EXTERN int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optlen);
 EXS_EXTERN int exs_setsockopt(int fd, int level, int optname, const void *optval,

@@ -143,6 +143,21 @@ void uw__cm_reply_arrived(struct uw_conn *c)
 	uw__conn_tx(c);
 }
 
+int uw_cm_set_limits(struct uw_cm_id *i, unsigned idle_timeout_ms, unsigned keepalive_s)
+{
+	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
+	if (!id || keepalive_s > UW_KEEPALIVE_MAX_S)
+		return EINVAL;
+	pthread_mutex_lock(&i->context->lock);
+	int rc = ENOTCONN;
+	if (id->conn) {
+		uw__conn_set_limits(id->conn, idle_timeout_ms, keepalive_s);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&i->context->lock);
+	return rc;
+}
+
 int uw_cm_disconnect(struct uw_cm_id *i)
 {
 	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;

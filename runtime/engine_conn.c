@@ -221,8 +221,10 @@ static void idle_cb(uv_timer_t *t)
 		uw__conn_close(c, ETIMEDOUT, UW_CM_EVENT_DISCONNECTED);
 }
 
-/* the running connection's limits that the application asked for */
-static void running_limits(struct uw_conn *c)
+/* The running connection's limits that the application asked for, from
+ * its start or when it changes them (ctx locked; @ka_was: the keepalive
+ * in force until now). The idle watch counts from now. */
+static void running_limits(struct uw_conn *c, unsigned ka_was)
 {
 	if (c->param.keepalive_s) {
 		int on = 1, idle = (int)c->param.keepalive_s, cnt = 3;
@@ -231,17 +233,34 @@ static void running_limits(struct uw_conn *c)
 		util_sys_setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 		util_sys_setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 		util_sys_setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	} else if (ka_was) {
+		int off = 0;
+		util_sys_setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &off, sizeof(off));
 	}
-	if (c->param.idle_timeout_ms && !c->idle_on) {
+	if (c->param.idle_timeout_ms) {
 		uint64_t half = c->param.idle_timeout_ms / 2 ? c->param.idle_timeout_ms / 2 : 1;
-		uv_timer_init(&c->ctx->loop, &c->idle);
-		c->idle.data = c;
-		c->handles++;
-		c->idle_on = true;
+		if (!c->idle_on) {
+			uv_timer_init(&c->ctx->loop, &c->idle);
+			c->idle.data = c;
+			c->handles++;
+			c->idle_on = true;
+		}
 		c->idle_seen = c->rx_fpdus;
+		c->idle_ticks = 0;
 		uv_timer_start(&c->idle, idle_cb, half, half);
 		uw__kick(c->ctx);
+	} else if (c->idle_on) {
+		uv_timer_stop(&c->idle); /* closed with the connection */
 	}
+}
+
+void uw__conn_set_limits(struct uw_conn *c, unsigned idle_timeout_ms, unsigned keepalive_s)
+{
+	unsigned ka_was = c->param.keepalive_s;
+	c->param.idle_timeout_ms = idle_timeout_ms;
+	c->param.keepalive_s = keepalive_s;
+	if (c->rd_init) /* else uw__conn_start applies them */
+		running_limits(c, ka_was);
 }
 
 int uw__conn_start(struct uw_conn *c)
@@ -294,7 +313,7 @@ int uw__conn_start(struct uw_conn *c)
 	fpdu_tx_init(&c->tx, p->crc, p->markers_tx);
 	qp->conn = c;
 	qp->pub.state = UW_QPS_RTS;
-	running_limits(c);
+	running_limits(c, 0);
 	uw__conn_poll(c, UV_READABLE);
 	return 0;
 }

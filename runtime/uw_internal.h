@@ -383,6 +383,9 @@ struct uw_life_acts uw__conn_step(struct uw_conn *c, enum uw_life_input in,
 void uw__conn_close(struct uw_conn *c, int status, int event);
 /* Begin full operation with the negotiated parameters. Returns 0 or -errno. */
 int uw__conn_start(struct uw_conn *c);
+/* the application changed the connection's limits (ctx locked): now if it
+ * runs, else from its start */
+void uw__conn_set_limits(struct uw_conn *c, unsigned idle_timeout_ms, unsigned keepalive_s);
 /* A protocol error found here: finish the FPDUs already begun, send the
  * Terminate behind them, close (within UW_LIFE_TERM_LINGER_MS). */
 void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e);

@@ -692,6 +692,15 @@ UW_EXTERN int uw_cm_reject(struct uw_cm_id *id, const void *private_data, uint16
  */
 UW_EXTERN int uw_cm_disconnect(struct uw_cm_id *id);
 
+/*
+ * uw_cm_set_limits - change the connection's limits (uw_conn_param's
+ * idle_timeout_ms and keepalive_s; 0 removes one) while it is set up or
+ * runs; the idle watch counts from the call. Returns 0, EINVAL (keepalive_s
+ * above UW_KEEPALIVE_MAX_S) or ENOTCONN (the id has no connection, or it
+ * has ended).
+ */
+UW_EXTERN int uw_cm_set_limits(struct uw_cm_id *id, unsigned idle_timeout_ms, unsigned keepalive_s);
+
 /* A short name for an errno or a CM event, for messages. */
 UW_EXTERN const char *uw_cm_event_str(enum uw_cm_event_type type);
 UW_EXTERN const char *uw_wc_status_str(enum uw_wc_status status);

@@ -1345,6 +1345,71 @@ static void extended_calls_need_a_ddp_socket(void **state)
 	close_pair(&d);
 }
 
+/* a blocking read that the connection's idle limit ends: -1 ETIMEDOUT
+ * (SO_RCVTIMEO only keeps a broken limit from hanging the test) */
+static void read_ends_by_idle_limit(int fd)
+{
+	struct timeval tv = { 20, 0 };
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	char b[4];
+	errno = 0;
+	assert_int_equal(read(fd, b, sizeof(b)), -1);
+	assert_int_equal(errno, ETIMEDOUT);
+}
+
+/* ESOCK_IDLE_MS per socket: set on a DDP listener, each client accept
+ * gives afterwards has it; set on a connected DDP socket, it holds from
+ * then; a socket not carried over DDP refuses it */
+static void an_idle_limit_is_set_per_socket_and_per_listener(void **state)
+{
+	(void)state;
+	int v = 300, got = -1;
+	socklen_t gl = sizeof(got);
+	struct pair plain = make_pair(false);
+	errno = 0;
+	assert_int_equal(setsockopt(plain.c, SOL_ESOCK, ESOCK_IDLE_MS, &v, sizeof(v)), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(getsockopt(plain.c, SOL_ESOCK, ESOCK_IDLE_MS, &got, &gl), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	close_pair(&plain);
+
+	uint16_t port;
+	int l = listener(true, &port);
+	assert_int_equal(getsockopt(l, SOL_ESOCK, ESOCK_IDLE_MS, &got, &gl), 0);
+	assert_int_equal(got, 0); /* no ESOCK_IDLE_MS in this test's environment */
+	v = -1;
+	errno = 0;
+	assert_int_equal(setsockopt(l, SOL_ESOCK, ESOCK_IDLE_MS, &v, sizeof(v)), -1);
+	assert_int_equal(errno, EINVAL);
+	v = 300;
+	assert_int_equal(setsockopt(l, SOL_ESOCK, ESOCK_IDLE_MS, &v, sizeof(v)), 0);
+	assert_int_equal(getsockopt(l, SOL_ESOCK, ESOCK_IDLE_MS, &got, &gl), 0);
+	assert_int_equal(got, 300);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	set_ddp(c, true);
+	connect_nb(c, port);
+	int s = accept(l, NULL, NULL);
+	assert_true(s >= 0);
+	assert_int_equal(esock_is_ddp(s), 1);
+	assert_int_equal(getsockopt(s, SOL_ESOCK, ESOCK_IDLE_MS, &got, &gl), 0);
+	assert_int_equal(got, 300);
+	read_ends_by_idle_limit(s); /* the client says nothing */
+	close(c);
+	close(s);
+	close(l);
+
+	struct pair p = make_pair(true);
+	assert_int_equal(getsockopt(p.c, SOL_ESOCK, ESOCK_IDLE_MS, &got, &gl), 0);
+	assert_int_equal(got, 0);
+	v = 200;
+	assert_int_equal(setsockopt(p.c, SOL_ESOCK, ESOCK_IDLE_MS, &v, sizeof(v)), 0);
+	assert_int_equal(getsockopt(p.c, SOL_ESOCK, ESOCK_IDLE_MS, &got, &gl), 0);
+	assert_int_equal(got, 200);
+	read_ends_by_idle_limit(p.c);
+	close_pair(&p);
+}
+
 #define BOTH(f) cmocka_unit_test_prestate(f, &mode_plain), cmocka_unit_test_prestate(f, &mode_ddp)
 
 int main(void)
@@ -1383,6 +1448,7 @@ int main(void)
 		cmocka_unit_test(async_send_and_receive_complete_on_a_queue),
 		cmocka_unit_test(one_sided_write_and_read_through_the_socket),
 		cmocka_unit_test(extended_calls_need_a_ddp_socket),
+		cmocka_unit_test(an_idle_limit_is_set_per_socket_and_per_listener),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

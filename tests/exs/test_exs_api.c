@@ -626,9 +626,6 @@ static void an_idle_limit_ends_a_silent_connection(void **state)
 	assert_int_equal(got, 300);
 	assert_int_equal(exs_getsockopt(s, SOL_EXS, EXS_SO_KEEPALIVE, &got, &gl), 0);
 	assert_int_equal(got, 30);
-	v = 100;
-	assert_int_equal(exs_setsockopt(s, SOL_EXS, EXS_SO_IDLE_MS, &v, sizeof(v)), -1);
-	assert_int_equal(errno, EISCONN);
 	char b[8];
 	assert_int_equal(exs_recv(s, b, sizeof(b), 0, Q, (void *)7, EXS_MHANDLE_INVALID), 0);
 	exs_event_t ev = ev1(); /* the client says nothing */
@@ -636,6 +633,34 @@ static void an_idle_limit_ends_a_silent_connection(void **state)
 	assert_int_equal(ev.exs_evt_errno, ETIMEDOUT);
 	close_pair(c, s);
 	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
+/* EXS_SO_IDLE_MS set on a running connection that had none: the limit
+ * holds from the call (the runtime changes the connection's watch), and
+ * once the connection has ended the option is refused with ENOTCONN */
+static void an_idle_limit_set_on_a_connection_holds_from_then(void **state)
+{
+	(void)state;
+	int c, s;
+	pair(SOCK_STREAM, &c, &s);
+	char b[8];
+	/* a limit of an hour on the server side, changed to none */
+	set_int(s, EXS_SO_IDLE_MS, 3600 * 1000);
+	set_int(s, EXS_SO_IDLE_MS, 0);
+	set_int(c, EXS_SO_KEEPALIVE, 20);
+	set_int(c, EXS_SO_IDLE_MS, 200);
+	int got = 0;
+	socklen_t gl = sizeof(got);
+	assert_int_equal(exs_getsockopt(c, SOL_EXS, EXS_SO_IDLE_MS, &got, &gl), 0);
+	assert_int_equal(got, 200);
+	assert_int_equal(exs_recv(c, b, sizeof(b), 0, Q, (void *)8, EXS_MHANDLE_INVALID), 0);
+	exs_event_t ev = ev1(); /* the server says nothing */
+	assert_ptr_equal(ev.exs_evt_ahandle, (void *)8);
+	assert_int_equal(ev.exs_evt_errno, ETIMEDOUT);
+	int v = 100;
+	assert_int_equal(exs_setsockopt(c, SOL_EXS, EXS_SO_IDLE_MS, &v, sizeof(v)), -1);
+	assert_int_equal(errno, ENOTCONN);
+	close_pair(c, s);
 }
 
 /* The peer takes the data and closes at once: the send's own completion,
@@ -1230,6 +1255,7 @@ int main(void)
 		cmocka_unit_test(a_queue_resizes_without_losing_events),
 		cmocka_unit_test(more_connections_than_the_first_cq_holds),
 		cmocka_unit_test(an_idle_limit_ends_a_silent_connection),
+		cmocka_unit_test(an_idle_limit_set_on_a_connection_holds_from_then),
 		cmocka_unit_test(a_finished_send_survives_the_peer_closing),
 		cmocka_unit_test(connect_to_a_silent_peer_times_out),
 		cmocka_unit_test(a_receive_whose_window_fails_is_refused_at_its_post),
