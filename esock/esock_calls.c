@@ -26,8 +26,8 @@
 /* the C library's checked variants (_FORTIFY_SOURCE programs call them) */
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
 ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
-ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
-		       struct sockaddr *addr, socklen_t *alen);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
+		       socklen_t *alen);
 
 static bool in_range(int fd) { return fd >= 0 && fd < ESOCK_FD_MAX; }
 
@@ -135,8 +135,8 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = esock__foreign(e) ? ENOTCONN : err;
 		return -1;
 	}
-	if (!in_range(fd) || !(esock_fdflags[fd] & FD_TCP) || (esock_fdflags[fd] & FD_NO_DDP) || !addr ||
-	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+	if (!in_range(fd) || !(esock_fdflags[fd] & FD_TCP) || (esock_fdflags[fd] & FD_NO_DDP) ||
+	    !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
 		return REAL(connect)(fd, addr, len);
 	bool want = esock_fdflags[fd] & FD_WANT_DDP;
 #ifdef ESOCK_PRELOAD
@@ -254,8 +254,8 @@ static int set_ddpmode(int fd, const void *val, socklen_t len)
 		return -1;
 	}
 	if (!on) {
-		esock_fdflags[fd] = (uint8_t)((esock_fdflags[fd] & ~(FD_WANT_DDP | FD_DDP_LISTEN)) |
-					      FD_NO_DDP);
+		esock_fdflags[fd] =
+			(uint8_t)((esock_fdflags[fd] & ~(FD_WANT_DDP | FD_DDP_LISTEN)) | FD_NO_DDP);
 		return 0;
 	}
 	esock_fdflags[fd] = (uint8_t)((esock_fdflags[fd] & ~FD_NO_DDP) | FD_WANT_DDP | FD_TCP);

@@ -21,8 +21,8 @@
 exs_qhandle_t esock_q = EXS_QHANDLE_INVALID;
 static pthread_mutex_t eng_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t eng_cv;
-static pid_t eng_pid;	/* the process that started it */
-static int eng_err;	/* a start that failed: for every later call */
+static pid_t eng_pid; /* the process that started it */
+static int eng_err;   /* a start that failed: for every later call */
 static int handoff = -1;
 
 /* accepted exs sockets not yet claimed by the accept that handed them */
@@ -119,8 +119,8 @@ int esock__wait(struct esock *e, unsigned ms)
 
 static int post_recv(struct esock *e, int i)
 {
-	ssize_t rc = exs_recv(e->exs, e->rbuf + (size_t)i * ESOCK_RCHUNK, ESOCK_RCHUNK, 0,
-			      esock_q, &e->tag_recv[i], e->rmh);
+	ssize_t rc = exs_recv(e->exs, e->rbuf + (size_t)i * ESOCK_RCHUNK, ESOCK_RCHUNK, 0, esock_q,
+			      &e->tag_recv[i], e->rmh);
 	if (rc < 0)
 		return -errno;
 	e->rstate[i] = RC_POSTED;
@@ -238,10 +238,7 @@ static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
 		esock__engine_done(e);
 }
 
-static void post_accept(void)
-{
-	exs_accept(handoff, NULL, NULL, esock_q, &accept_tag);
-}
+static void post_accept(void) { exs_accept(handoff, NULL, NULL, esock_q, &accept_tag); }
 
 static void on_accept(const exs_event_t *ev)
 {

@@ -210,9 +210,9 @@ void esock__async_done(struct esock_aop *a, int status, size_t bytes)
 {
 	struct esock_cq *q = a->cq;
 	pthread_mutex_lock(&q->mu);
-	q->wc[(q->head + q->count) % q->cap] =
-		(struct esock_wc){ .ctx = a->ctx, .op = a->op, .status = status,
-				   .bytes = status ? 0 : bytes };
+	q->wc[(q->head + q->count) % q->cap] = (struct esock_wc){
+		.ctx = a->ctx, .op = a->op, .status = status, .bytes = status ? 0 : bytes
+	};
 	q->count++;
 	q->reserved--;
 	util_evfd_raise(q->fd);

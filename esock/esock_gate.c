@@ -181,7 +181,9 @@ static void decide(struct peek *p, bool mpa)
 		free(p);
 		return;
 	}
-	*h = (struct shake){ .peer = p->peer, .tcp = copy, .l = l, .deadline = util_now_ms() + SHAKE_MS };
+	*h = (struct shake){
+		.peer = p->peer, .tcp = copy, .l = l, .deadline = util_now_ms() + SHAKE_MS
+	};
 	util_list_add_tail(&shakes, &h->link);
 	int fd = p->fd;
 	free(p);
@@ -220,7 +222,8 @@ static void take_clients(struct esock_listener *l)
 				      SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (c < 0) {
 			free(p);
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
 				l->paused_until = util_now_ms() + PAUSE_MS;
 				arm(l);
 			}

@@ -39,15 +39,15 @@
 
 #include "util/list.h"
 
-#define ESOCK_FD_MAX 65536	   /* descriptors above this are never DDP */
-#define ESOCK_RCHUNKS 8		   /* receive chunks kept posted: 2 MiB in flight */
-#define ESOCK_RCHUNK (256u << 10)  /* each one's size */
-#define ESOCK_SBUF (2048u << 10)  /* the send ring */
-#define ESOCK_SENDS_MAX 64	   /* exs sends outstanding per socket */
-#define ESOCK_SENDS_EAGER 2	   /* a write posts at once while fewer are out */
+#define ESOCK_FD_MAX 65536          /* descriptors above this are never DDP */
+#define ESOCK_RCHUNKS 8             /* receive chunks kept posted: 2 MiB in flight */
+#define ESOCK_RCHUNK (256u << 10)   /* each one's size */
+#define ESOCK_SBUF (2048u << 10)    /* the send ring */
+#define ESOCK_SENDS_MAX 64          /* exs sends outstanding per socket */
+#define ESOCK_SENDS_EAGER 2         /* a write posts at once while fewer are out */
 #define ESOCK_SEND_MAX (512u << 10) /* bytes per exs send at most */
-#define ESOCK_PEEK_MS_DEFAULT 200  /* a DDP server's wait for a client's first bytes */
-#define ESOCK_SETUP_MS 10000	   /* the MPA negotiation at most */
+#define ESOCK_PEEK_MS_DEFAULT 200   /* a DDP server's wait for a client's first bytes */
+#define ESOCK_SETUP_MS 10000        /* the MPA negotiation at most */
 
 /* the real calls (libc's, or whatever the next library provides) */
 struct esock_libc {
@@ -84,8 +84,7 @@ struct esock_libc {
 	int (*fileno_unlocked)(FILE *);
 	ssize_t (*read_chk)(int, void *, size_t, size_t);
 	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
-	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *,
-				socklen_t *);
+	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
 	int (*poll)(struct pollfd *, nfds_t, int);
 	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
@@ -103,11 +102,11 @@ void esock__libc_init(void);
 
 /* What the library knows of a descriptor number (esock_table.c). */
 enum {
-	FD_TCP = 0x1,	    /* a TCP socket the program made or accepted */
-	FD_WANT_DDP = 0x2,  /* setsockopt(ESOCK_DDPMODE, 1) before connect/listen */
+	FD_TCP = 0x1,        /* a TCP socket the program made or accepted */
+	FD_WANT_DDP = 0x2,   /* setsockopt(ESOCK_DDPMODE, 1) before connect/listen */
 	FD_DDP_LISTEN = 0x4, /* a listener whose MPA clients become DDP sockets */
-	FD_NO_DDP = 0x8,    /* setsockopt(ESOCK_DDPMODE, 0): never */
-	FD_LISTENER = 0x10, /* the number names a DDP listener (esock_listen.c) */
+	FD_NO_DDP = 0x8,     /* setsockopt(ESOCK_DDPMODE, 0): never */
+	FD_LISTENER = 0x10,  /* the number names a DDP listener (esock_listen.c) */
 };
 
 enum esock_state { ES_CONNECTING, ES_CONNECTED, ES_FAILED };
@@ -134,7 +133,7 @@ struct esock_aop {
 	struct esock_tag tag;
 	struct esock_cq *cq;
 	void *ctx;
-	int op;	   /* enum esock_op */
+	int op;    /* enum esock_op */
 	void *buf; /* RECV */
 	size_t len;
 	struct esock_aop *next; /* RECV: the socket's pending ones, in order */
@@ -143,18 +142,18 @@ struct esock_aop {
 struct esock {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	pid_t owner;	  /* the process whose engine carries it */
-	int fds;	  /* program descriptors naming it */
-	bool engine_ref;  /* the exs socket is still open (its CLOSE is due) */
-	int exs;	  /* the ES-API socket */
-	int tcp;	  /* a copy of the TCP socket: names, TCP options */
-	int a, b;	  /* the program's end (a copy), our end */
+	pid_t owner;     /* the process whose engine carries it */
+	int fds;         /* program descriptors naming it */
+	bool engine_ref; /* the exs socket is still open (its CLOSE is due) */
+	int exs;         /* the ES-API socket */
+	int tcp;         /* a copy of the TCP socket: names, TCP options */
+	int a, b;        /* the program's end (a copy), our end */
 	int domain;
 	_Atomic bool nonblock; /* O_NONBLOCK of the program's end (kept: one
 				* system call less per call) */
 	enum esock_state st;
-	int so_error;	  /* SO_ERROR: read once */
-	int conn_err;	  /* the connection's failure, for every later call */
+	int so_error; /* SO_ERROR: read once */
+	int conn_err; /* the connection's failure, for every later call */
 	unsigned rcvtimeo_ms, sndtimeo_ms;
 
 	/* receiving */
@@ -162,17 +161,17 @@ struct esock {
 	exs_mhandle_t rmh;
 	int rstate[ESOCK_RCHUNKS];
 	size_t rlen[ESOCK_RCHUNKS], roff[ESOCK_RCHUNKS];
-	int rhead;	 /* the chunk the stream continues in */
-	int rfree;	 /* RC_FREE chunks: the rfree ones before rhead */
+	int rhead; /* the chunk the stream continues in */
+	int rfree; /* RC_FREE chunks: the rfree ones before rhead */
 	bool eof, rd_shut;
 
 	/* sending */
 	uint8_t *sbuf;
 	exs_mhandle_t smh;
-	size_t stail, sout;		 /* where the next bytes go; bytes outstanding */
-	size_t sunposted;		 /* of those, the last ones, not yet posted */
+	size_t stail, sout;             /* where the next bytes go; bytes outstanding */
+	size_t sunposted;               /* of those, the last ones, not yet posted */
 	uint32_t slen[ESOCK_SENDS_MAX]; /* outstanding sends' lengths, in order */
-	bool sdone[ESOCK_SENDS_MAX];	 /* completed (a coalesced send completes
+	bool sdone[ESOCK_SENDS_MAX];    /* completed (a coalesced send completes
 					  * before those ahead of it) */
 	int shead, scount;
 	bool wr_shut;
@@ -183,8 +182,8 @@ struct esock {
 	struct esock_aop *arecv, *arecv_tail;
 
 	/* readiness of the program's end */
-	bool rsig;	/* a byte waits there */
-	bool oblock;	/* made unwritable */
+	bool rsig;   /* a byte waits there */
+	bool oblock; /* made unwritable */
 	bool rdhup_done, wrhup_done;
 
 	struct esock_tag tag_conn, tag_shut, tag_close, tag_recv[ESOCK_RCHUNKS];
@@ -194,19 +193,19 @@ struct esock {
 /* esock_table.c */
 /* (atomic: uwarp's threads close their own descriptors through close()) */
 extern _Atomic uint8_t esock_fdflags[ESOCK_FD_MAX];
-struct esock *esock__get(int fd);     /* NULL: not a DDP socket */
+struct esock *esock__get(int fd);         /* NULL: not a DDP socket */
 void esock__set(int fd, struct esock *e); /* names it (a reference) */
-void esock__forget(int fd);	      /* the number closed: drops its reference */
+void esock__forget(int fd);               /* the number closed: drops its reference */
 struct esock *esock__new(int domain);
-void esock__unref_fd(struct esock *e); /* a descriptor naming it went */
-void esock__engine_live(void);		  /* an exs socket opened for one */
+void esock__unref_fd(struct esock *e);    /* a descriptor naming it went */
+void esock__engine_live(void);            /* an exs socket opened for one */
 void esock__engine_done(struct esock *e); /* its exs socket is closed */
 void esock__at_exit(void);
 bool esock__foreign(const struct esock *e); /* inherited across fork */
 pid_t esock__pid(void);
-int esock__fd_floor(void);  /* where our own descriptors go */
+int esock__fd_floor(void);   /* where our own descriptors go */
 int esock__dup_high(int fd); /* a close-on-exec copy up there */
-int esock__hide(int fd);    /* moved up there (the old number closed) */
+int esock__hide(int fd);     /* moved up there (the old number closed) */
 
 /* esock_policy.c */
 bool esock__env_selects(int fd, const struct sockaddr *peer);
@@ -226,14 +225,14 @@ int esock__idle_default(void);
 int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms);
 /* the same address and port */
 bool esock__same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
-int esock__post_recvs(struct esock *e);	  /* under e->mu */
-void esock__repost_free(struct esock *e);	/* under e->mu: the RC_FREE chunks */
+int esock__post_recvs(struct esock *e);   /* under e->mu */
+void esock__repost_free(struct esock *e); /* under e->mu: the RC_FREE chunks */
 /* under e->mu: the ring's unposted bytes go, and a shutdown or close that
  * waited for them; returns true when the close could not be made (the
  * caller calls esock__engine_done once it has let go of e->mu) */
 bool esock__settle(struct esock *e);
 void esock__update(struct esock *e, bool arrived); /* readiness: under e->mu */
-int esock__wait(struct esock *e, unsigned ms);	   /* under e->mu: 0 or ETIMEDOUT */
+int esock__wait(struct esock *e, unsigned ms);     /* under e->mu: 0 or ETIMEDOUT */
 
 /*
  * A DDP listener (esock_listen.c, esock_gate.c). accept must never wait
@@ -261,28 +260,28 @@ int esock__wait(struct esock *e, unsigned ms);	   /* under e->mu: 0 or ETIMEDOUT
  */
 struct esock_ready {
 	struct util_list link; /* on its listener's ready ones, in order */
-	int fd;	 /* a plain client's TCP socket, or an MPA client's exs socket */
-	int tcp; /* an MPA client's TCP socket (a copy: names, options); else -1 */
+	int fd;                /* a plain client's TCP socket, or an MPA client's exs socket */
+	int tcp;               /* an MPA client's TCP socket (a copy: names, options); else -1 */
 	struct sockaddr_storage peer;
 };
 
 struct esock_listener {
-	int gate_kind;	/* first: the gate's epoll finds its kind (esock_gate.c) */
-	pid_t owner;	/* the process whose gate serves it */
-	int names;	/* program descriptors naming it (under the gate's lock) */
-	int refs;	/* the names' share, the gate's, one per client held */
-	int tcp;	/* the listening TCP socket, at a number of ours */
+	int gate_kind; /* first: the gate's epoll finds its kind (esock_gate.c) */
+	pid_t owner;   /* the process whose gate serves it */
+	int names;     /* program descriptors naming it (under the gate's lock) */
+	int refs;      /* the names' share, the gate's, one per client held */
+	int tcp;       /* the listening TCP socket, at a number of ours */
 	struct sockaddr_storage token_addr; /* the AF_UNIX listener's address */
 	socklen_t token_len;
-	unsigned cap;	/* clients held at most: classified, negotiated, ready */
+	unsigned cap; /* clients held at most: classified, negotiated, ready */
 	unsigned held;
-	bool armed;	/* the gate accepts from tcp */
-	bool closed;	/* the program closed its last name */
-	_Atomic bool accepted; /* the program has called accept on it */
-	uint64_t paused_until; /* accept ran out of descriptors: retry then (ms) */
-	_Atomic int idle_ms;	/* ESOCK_IDLE_MS set on it, for its clients; -1: not set */
+	bool armed;             /* the gate accepts from tcp */
+	bool closed;            /* the program closed its last name */
+	_Atomic bool accepted;  /* the program has called accept on it */
+	uint64_t paused_until;  /* accept ran out of descriptors: retry then (ms) */
+	_Atomic int idle_ms;    /* ESOCK_IDLE_MS set on it, for its clients; -1: not set */
 	struct util_list ready; /* clients ready for accept (struct esock_ready) */
-	struct util_list link; /* on the gate's listeners */
+	struct util_list link;  /* on the gate's listeners */
 };
 
 /* esock_listen.c: the program's side */
@@ -299,10 +298,10 @@ extern _Atomic bool esock_any_reverted;
  * accepts from it; 0 (also when @fd is no such listener) or -1 with errno */
 int esock__listener_regate(int fd);
 void esock__listener_name(int fd, struct esock_listener *l); /* dup */
-void esock__listener_forget(int fd);			      /* the number closed */
+void esock__listener_forget(int fd);                         /* the number closed */
 /* a ready client: its new descriptor (@ddp: a DDP socket), or -1 with errno */
-int esock__listener_accept(struct esock_listener *l, int fd, struct sockaddr *addr,
-			   socklen_t *len, int flags, bool *ddp);
+int esock__listener_accept(struct esock_listener *l, int fd, struct sockaddr *addr, socklen_t *len,
+			   int flags, bool *ddp);
 int esock__listener_relisten(struct esock_listener *l, int backlog);
 /* fork: every name of @l becomes the TCP listener again (its number kept,
  * the program's blocking mode and close-on-exec flag too), until a
@@ -310,8 +309,8 @@ int esock__listener_relisten(struct esock_listener *l, int backlog);
 void esock__listener_revert(struct esock_listener *l);
 
 /* esock_gate.c: the thread that classifies and negotiates */
-int esock__gate_add(struct esock_listener *l);	   /* 0 or -errno */
-void esock__gate_name(struct esock_listener *l, int delta); /* names += delta */
+int esock__gate_add(struct esock_listener *l);                 /* 0 or -errno */
+void esock__gate_name(struct esock_listener *l, int delta);    /* names += delta */
 struct esock_ready *esock__gate_pop(struct esock_listener *l); /* NULL: none */
 /* a client popped that the program could not take (EMFILE): first again */
 void esock__gate_putback(struct esock_listener *l, struct esock_ready *r);
@@ -336,7 +335,7 @@ int esock__mpa_verdict(int fd);
 
 /* esock_ext.c */
 void esock__async_done(struct esock_aop *a, int status, size_t bytes); /* frees it */
-void esock__serve_arecv(struct esock *e); /* under e->mu: bytes to pending receives */
+void esock__serve_arecv(struct esock *e);           /* under e->mu: bytes to pending receives */
 void esock__cancel_arecv(struct esock *e, int err); /* under e->mu */
 
 /* esock_io.c */

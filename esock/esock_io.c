@@ -63,8 +63,8 @@ size_t esock__take(struct esock *e, const struct iovec *iov, int cnt, size_t at,
 		size_t n = e->rlen[h] - e->roff[h];
 		if (n > want - got)
 			n = want - got;
-		iov_copy(iov, cnt, at + got,
-			 e->rbuf + (size_t)h * ESOCK_RCHUNK + e->roff[h], n, true);
+		iov_copy(iov, cnt, at + got, e->rbuf + (size_t)h * ESOCK_RCHUNK + e->roff[h], n,
+			 true);
 		got += n;
 		if (peek) {
 			h = (h + 1) % ESOCK_RCHUNKS;
@@ -152,8 +152,8 @@ bool esock__settle(struct esock *e)
 		int slot = (e->shead + e->scount) % ESOCK_SENDS_MAX;
 		e->slen[slot] = (uint32_t)n;
 		e->sdone[slot] = false;
-		ssize_t rc = exs_send(e->exs, e->sbuf + at, n, 0, esock_q, &e->tag_send[slot],
-				      e->smh);
+		ssize_t rc =
+			exs_send(e->exs, e->sbuf + at, n, 0, esock_q, &e->tag_send[slot], e->smh);
 		if (rc < 0) {
 			/* the connection is gone: what was written is lost, as
 			 * a reset loses TCP's socket buffer */

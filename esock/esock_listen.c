@@ -161,7 +161,7 @@ static void put_addr(const struct sockaddr_storage *ss, struct sockaddr *addr, s
 	if (!addr || !len)
 		return;
 	socklen_t n = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-						 : sizeof(struct sockaddr_in);
+						: sizeof(struct sockaddr_in);
 	memcpy(addr, ss, *len < n ? *len : n);
 	*len = n;
 }
@@ -178,8 +178,8 @@ static int plain_fd(struct esock_ready *r, int flags)
 	return nfd;
 }
 
-int esock__listener_accept(struct esock_listener *l, int fd, struct sockaddr *addr,
-			   socklen_t *len, int flags, bool *ddp)
+int esock__listener_accept(struct esock_listener *l, int fd, struct sockaddr *addr, socklen_t *len,
+			   int flags, bool *ddp)
 {
 	*ddp = false;
 	l->accepted = true;

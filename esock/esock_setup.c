@@ -210,11 +210,10 @@ int esock__adopt_exs(int x, int tcp, int flags)
 	}
 	pthread_mutex_unlock(&e->mu);
 	if (rc) {
-		undo(e); /* (closes the exs socket too: engine_ref) */
+		undo(e);              /* (closes the exs socket too: engine_ref) */
 		errno = ECONNABORTED; /* as a connection reset in the backlog */
 		return -1;
 	}
 	esock__set(nfd, e);
 	return nfd;
 }
-

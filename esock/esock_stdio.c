@@ -73,7 +73,8 @@ EXPORT FILE *fdopen(int fd, const char *mode)
 		errno = ENOMEM;
 		return NULL;
 	}
-	cookie_io_functions_t io = { .read = cookie_read, .write = cookie_write,
+	cookie_io_functions_t io = { .read = cookie_read,
+				     .write = cookie_write,
 				     .close = cookie_close };
 	s->f = fopencookie((void *)(intptr_t)fd, mode, io);
 	if (!s->f) {

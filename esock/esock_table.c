@@ -148,7 +148,8 @@ void esock__unref_fd(struct esock *e)
 		socklen_t l = sizeof(c);
 		if (!exs_getsockopt(e->exs, SOL_EXS, EXS_SO_COUNTERS, &c, &l))
 			fprintf(stderr,
-				"esock %d: direct %lu indirect %lu switches %lu discarded %lu adverts %lu "
+				"esock %d: direct %lu indirect %lu switches %lu discarded %lu "
+				"adverts %lu "
 				"copied %lu rx_direct %lu rx_indirect %lu coalesced %lu\n",
 				(int)my_pid, (unsigned long)c.direct, (unsigned long)c.indirect,
 				(unsigned long)c.switches, (unsigned long)c.discarded,

@@ -53,7 +53,7 @@ int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len);
 int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask,
 		size_t len);
 
-EXPORT int (poll)(struct pollfd *p, nfds_t n, int timeout)
+EXPORT int(poll)(struct pollfd *p, nfds_t n, int timeout)
 {
 	regate_pollfds(p, n);
 	return REAL(poll)(p, n, timeout);
@@ -67,14 +67,14 @@ EXPORT int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len)
 	return REAL(poll)(p, n, timeout);
 }
 
-EXPORT int (ppoll)(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
+EXPORT int(ppoll)(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
 {
 	regate_pollfds(p, n);
 	return REAL(ppoll)(p, n, t, mask);
 }
 
-EXPORT int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t,
-		       const sigset_t *mask, size_t len)
+EXPORT int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask,
+		       size_t len)
 {
 	if (len / sizeof(*p) < n)
 		__builtin_trap();

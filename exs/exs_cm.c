@@ -53,8 +53,9 @@ static void on_request(struct uw_cm_event *e)
 		l = NULL; /* closed: its id lives on only for this request */
 	struct exs_hello h;
 	int want = l && l->type == SOCK_STREAM ? EXS_WIRE_STREAM : EXS_WIRE_SEQPACKET;
-	if (!l || l->st != S_LISTENING || exs_hello_decode(e->private_data, e->private_data_len, &h) ||
-	    h.type != want || l->nready + l->nhalf >= l->backlog) {
+	if (!l || l->st != S_LISTENING ||
+	    exs_hello_decode(e->private_data, e->private_data_len, &h) || h.type != want ||
+	    l->nready + l->nhalf >= l->backlog) {
 		uw_cm_reject(e->id, "EXS", 3);
 		uw_cm_destroy_id(e->id);
 		return;
@@ -142,8 +143,8 @@ static void on_established(struct exs_sock *s, struct uw_cm_event *e)
 static void on_failed(struct exs_sock *s, struct uw_cm_event *e)
 {
 	int err = e->event == UW_CM_EVENT_REJECTED ? ECONNREFUSED
-		  : e->status			     ? e->status
-						     : ECONNRESET;
+		  : e->status                      ? e->status
+						   : ECONNRESET;
 	if (s->st == S_PENDING) {
 		if (s->listener)
 			s->listener->nhalf--;

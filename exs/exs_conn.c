@@ -41,7 +41,8 @@ void exs__progress(struct exs_sock *s)
 	while ((x = exs_fin_next(&s->fin, all_sent)) != EXS_FIN_SEND_NONE &&
 	       exs__ctl_room(s, false)) {
 		struct exs_ctl m = { .type = x == EXS_FIN_SEND_FIN ? EXS_CTL_FIN : EXS_CTL_FIN_ACK,
-				     .seq = x == EXS_FIN_SEND_FIN ? sent_total(s) : s->fin.peer_len };
+				     .seq = x == EXS_FIN_SEND_FIN ? sent_total(s)
+								  : s->fin.peer_len };
 		if (exs__post_ctl_raw(s, &m))
 			break;
 		exs_fin_sent(&s->fin, x);
@@ -129,10 +130,14 @@ static void on_recv(struct exs_sock *s, struct uw_wc *wc)
 				rc = -EPROTO; /* more back than it was ever given */
 		}
 		if (!rc && m.type == EXS_CTL_DATA) {
-			struct exs_note n = { .kind = (enum exs_xfer_kind)((m.flags & EXS_CTL_F_KIND) >> 2),
+			struct exs_note n = { .kind = (enum exs_xfer_kind)(
+						      (m.flags & EXS_CTL_F_KIND) >> 2),
 					      .trunc = (m.flags & EXS_CTL_F_TRUNC) != 0,
-					      .len = m.len, .phase = m.phase, .id = m.id,
-					      .off = m.off, .ring_off = m.seq };
+					      .len = m.len,
+					      .phase = m.phase,
+					      .id = m.id,
+					      .off = m.off,
+					      .ring_off = m.seq };
 			rc = on_note(s, &n, true);
 		} else if (!rc) {
 			rc = on_common_ctl(s, &m);
@@ -140,7 +145,9 @@ static void on_recv(struct exs_sock *s, struct uw_wc *wc)
 	}
 	if (rc) {
 		if (exs__tracing())
-			fprintf(stderr, "exs %d <- a message that breaks the protocol (%s, %u bytes): abort\n",
+			fprintf(stderr,
+				"exs %d <- a message that breaks the protocol (%s, %u bytes): "
+				"abort\n",
 				s->fd, wc->opcode == UW_WC_RECV_IMM ? "Immediate Data" : "Send",
 				wc->byte_len);
 		exs__abort(s, EPROTO);

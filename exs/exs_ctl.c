@@ -45,8 +45,8 @@ bool exs__tracing(void)
 }
 
 static const char *const ctl_names[EXS_CTL_MAX_] = {
-	[EXS_CTL_ADVERT] = "ADVERT", [EXS_CTL_ACK] = "ACK",	     [EXS_CTL_PHASE] = "PHASE",
-	[EXS_CTL_DATA] = "DATA",     [EXS_CTL_CREDIT] = "CREDIT", [EXS_CTL_FIN] = "FIN",
+	[EXS_CTL_ADVERT] = "ADVERT",   [EXS_CTL_ACK] = "ACK",       [EXS_CTL_PHASE] = "PHASE",
+	[EXS_CTL_DATA] = "DATA",       [EXS_CTL_CREDIT] = "CREDIT", [EXS_CTL_FIN] = "FIN",
 	[EXS_CTL_FIN_ACK] = "FIN_ACK",
 };
 
@@ -54,26 +54,29 @@ void exs__trace_ctl(const struct exs_sock *s, const char *dir, const struct exs_
 {
 	if (exs__tracing())
 		fprintf(stderr,
-			"exs %d %s %s phase %u id %u seq %llu off %u len %u%s credits %u stag %#x addr %#llx\n",
+			"exs %d %s %s phase %u id %u seq %llu off %u len %u%s credits %u stag %#x "
+			"addr %#llx\n",
 			s->fd, dir, ctl_names[m->type], m->phase, m->id, (unsigned long long)m->seq,
-			m->off, m->len, (m->flags & EXS_CTL_F_WAITALL) && m->type == EXS_CTL_ADVERT
-						? " WAITALL" : "", m->credits, m->stag,
-			(unsigned long long)m->addr);
+			m->off, m->len,
+			(m->flags & EXS_CTL_F_WAITALL) && m->type == EXS_CTL_ADVERT ? " WAITALL"
+										    : "",
+			m->credits, m->stag, (unsigned long long)m->addr);
 }
 
 void exs__trace_note(const struct exs_sock *s, const char *dir, const struct exs_note *n)
 {
 	static const char *const kinds[] = { "?", "DIRECT", "INDIRECT", "MESSAGE" };
 	if (exs__tracing())
-		fprintf(stderr, "exs %d %s %s phase %u id %u len %u%s\n", s->fd, dir, kinds[n->kind],
-			n->phase, n->id, n->len, n->trunc ? " TRUNC" : "");
+		fprintf(stderr, "exs %d %s %s phase %u id %u len %u%s\n", s->fd, dir,
+			kinds[n->kind], n->phase, n->id, n->len, n->trunc ? " TRUNC" : "");
 }
 
 int exs__post_ctl_recv(struct exs_sock *s, unsigned i)
 {
 	struct uw_sge sge = { (uintptr_t)(s->ctl_buf + (size_t)i * EXS_CTL_LEN), EXS_CTL_LEN,
 			      s->ctl_mr->lkey };
-	struct uw_recv_wr wr = { .wr_id = (uint64_t)i << 3 | TAG_CTL_RECV, .sg_list = &sge,
+	struct uw_recv_wr wr = { .wr_id = (uint64_t)i << 3 | TAG_CTL_RECV,
+				 .sg_list = &sge,
 				 .num_sge = 1 };
 	return uw_post_recv(s->qp, &wr, NULL);
 }
@@ -85,7 +88,9 @@ int exs__post_ctl_raw(struct exs_sock *s, struct exs_ctl *m)
 	exs__trace_ctl(s, "->", m);
 	exs_ctl_encode(m, buf);
 	struct uw_sge sge = { (uintptr_t)buf, EXS_CTL_LEN, 0 };
-	struct uw_send_wr wr = { .wr_id = TAG_CTL_SEND, .sg_list = &sge, .num_sge = 1,
+	struct uw_send_wr wr = { .wr_id = TAG_CTL_SEND,
+				 .sg_list = &sge,
+				 .num_sge = 1,
 				 .opcode = UW_WR_SEND,
 				 .send_flags = UW_SEND_SIGNALED | UW_SEND_INLINE };
 	int rc = uw_post_send(s->qp, &wr, NULL);
@@ -127,15 +132,20 @@ int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_
 	int nw = 0;
 	if (s->imm) {
 		exs__trace_note(s, "->", n);
-		w[nw++] = (struct uw_send_wr){ .wr_id = TAG_XFER, .sg_list = sge, .num_sge = ns,
-					       .opcode = len ? UW_WR_RDMA_WRITE_WITH_IMM : UW_WR_IMM,
-					       .send_flags = UW_SEND_SIGNALED,
-					       .imm_data = exs_imm_pack(n),
-					       .rdma = { raddr, rkey } };
+		w[nw++] =
+			(struct uw_send_wr){ .wr_id = TAG_XFER,
+					     .sg_list = sge,
+					     .num_sge = ns,
+					     .opcode = len ? UW_WR_RDMA_WRITE_WITH_IMM : UW_WR_IMM,
+					     .send_flags = UW_SEND_SIGNALED,
+					     .imm_data = exs_imm_pack(n),
+					     .rdma = { raddr, rkey } };
 	} else {
 		if (len)
-			w[nw++] = (struct uw_send_wr){ .wr_id = TAG_XFER_WRITE, .sg_list = sge,
-						       .num_sge = ns, .opcode = UW_WR_RDMA_WRITE,
+			w[nw++] = (struct uw_send_wr){ .wr_id = TAG_XFER_WRITE,
+						       .sg_list = sge,
+						       .num_sge = ns,
+						       .opcode = UW_WR_RDMA_WRITE,
 						       .send_flags = UW_SEND_SIGNALED,
 						       .rdma = { raddr, rkey } };
 	}
@@ -150,15 +160,21 @@ int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_
 	} else {
 		/* the notification: everything the receiver needs, in full */
 		struct exs_ctl m = { .type = EXS_CTL_DATA,
-				     .flags = (uint8_t)(n->kind << 2 | (n->trunc ? EXS_CTL_F_TRUNC : 0)),
-				     .phase = n->phase, .id = n->id, .len = n->len,
-				     .seq = n->ring_off, .off = n->off };
+				     .flags = (uint8_t)(n->kind << 2 |
+							(n->trunc ? EXS_CTL_F_TRUNC : 0)),
+				     .phase = n->phase,
+				     .id = n->id,
+				     .len = n->len,
+				     .seq = n->ring_off,
+				     .off = n->off };
 		uint8_t buf[EXS_CTL_LEN];
 		m.credits = (uint16_t)s->credits_owed;
 		exs__trace_ctl(s, "->", &m);
 		exs_ctl_encode(&m, buf);
 		struct uw_sge cs = { (uintptr_t)buf, EXS_CTL_LEN, 0 };
-		struct uw_send_wr sw = { .wr_id = TAG_XFER, .sg_list = &cs, .num_sge = 1,
+		struct uw_send_wr sw = { .wr_id = TAG_XFER,
+					 .sg_list = &cs,
+					 .num_sge = 1,
 					 .opcode = UW_WR_SEND,
 					 .send_flags = UW_SEND_SIGNALED | UW_SEND_INLINE };
 		int rc = uw_post_send(s->qp, &sw, NULL);

@@ -71,10 +71,7 @@ int exs_fin_on_fin(struct exs_fin *f, uint64_t seq, uint64_t arrived);
 int exs_fin_on_fin_ack(struct exs_fin *f, uint64_t seq, uint64_t sent);
 
 /* The peer's FIN came: nothing more arrives (more is a breach). */
-static inline bool exs_fin_peer_ended(const struct exs_fin *f)
-{
-	return f->rd != EXS_RD_OPEN;
-}
+static inline bool exs_fin_peer_ended(const struct exs_fin *f) { return f->rd != EXS_RD_OPEN; }
 
 /* Reading has ended: by the peer's FIN or the application's shutdown. */
 static inline bool exs_fin_rd_ended(const struct exs_fin *f)
@@ -83,16 +80,10 @@ static inline bool exs_fin_rd_ended(const struct exs_fin *f)
 }
 
 /* Writing was shut down (sends are refused). */
-static inline bool exs_fin_wr_shut(const struct exs_fin *f)
-{
-	return f->wr != EXS_WR_OPEN;
-}
+static inline bool exs_fin_wr_shut(const struct exs_fin *f) { return f->wr != EXS_WR_OPEN; }
 
 /* Our FIN was acknowledged. */
-static inline bool exs_fin_wr_done(const struct exs_fin *f)
-{
-	return f->wr == EXS_WR_DONE;
-}
+static inline bool exs_fin_wr_done(const struct exs_fin *f) { return f->wr == EXS_WR_DONE; }
 
 /* A lingering close may end (as far as this machine goes): our FIN was
  * acknowledged and we owe the peer no FIN_ACK. */

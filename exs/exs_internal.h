@@ -23,11 +23,11 @@
 #include "util/list.h"
 #include "util/sys.h"
 
-#define EXS_CTL_RECVS 64  /* control receives each side posts */
-#define EXS_SQ_DEPTH 512  /* WRs a QP may have outstanding */
+#define EXS_CTL_RECVS 64         /* control receives each side posts */
+#define EXS_SQ_DEPTH 512         /* WRs a QP may have outstanding */
 #define EXS_XFER_CAP (16u << 20) /* a stream transfer at most: keeps adverts moving */
 #define EXS_RING_DEFAULT (1u << 20)
-#define EXS_CREDIT_DEFAULT 8192u	/* EXS_FLOW_CREDIT's slot */
+#define EXS_CREDIT_DEFAULT 8192u     /* EXS_FLOW_CREDIT's slot */
 #define EXS_COALESCE_MAX (16u << 10) /* a send copied into a coalescing buffer */
 /* Coalescing buffers: two, each half the peer's ring but at most this
  * (the sender holds back no more than the receiver could take) */
@@ -42,15 +42,15 @@
 #define EXS_CONN_CQES (EXS_SQ_DEPTH + EXS_CTL_RECVS)
 #define EXS_CQ_START 65536
 #define EXS_CQ_MAX (1 << 24)
-_Static_assert(EXS_MAX_CONNECTIONS * EXS_CONN_CQES <= EXS_CQ_MAX, "the shared CQ cannot overflow");
+_Static_assert(EXS_MAX_CONNECTIONS *EXS_CONN_CQES <= EXS_CQ_MAX, "the shared CQ cannot overflow");
 
 struct exs_queue {
 	exs_qhandle_t qh; /* an eventfd held open: a number no other descriptor
 			   * has (exs_poll answers from count, not from it) */
 	exs_event_t *ev;
 	int cap, head, count;
-	int reserved;	  /* slots promised to outstanding operations */
-	int waiters;	  /* threads in exs_qdequeue on it */
+	int reserved; /* slots promised to outstanding operations */
+	int waiters;  /* threads in exs_qdequeue on it */
 	pthread_cond_t cv;
 	exs_qnotify_fn notify; /* exs_qnotify's: run on the progress thread */
 	void *notify_arg;
@@ -90,16 +90,16 @@ struct exs_op {
 	struct exs_mem *mem[EXS_IOV_MAX]; /* the handles in use */
 	struct uw_mr *own[EXS_IOV_MAX];   /* registered for this operation */
 	int iovcnt;
-	void *bounce;			  /* a scattered receive's contiguous buffer */
+	void *bounce; /* a scattered receive's contiguous buffer */
 	struct uw_mr *bounce_mr;
 	struct uw_mw *mw; /* RECV: the window its adverts name (this receive's
 			   * bytes only, this connection only; dies with it) */
 	size_t len;
 	size_t assigned; /* SEND: bytes handed to transfers */
-	bool posted;	 /* SEND: all of it handed (a message: its transfer posted) */
-	size_t done;	 /* bytes whose transfer completed (SEND), or arrived (RECV) */
-	int flags;	 /* RECV: MSG_WAITALL; result MSG_TRUNC */
-	uint32_t rid;	 /* RECV: the protocol's receive id */
+	bool posted;     /* SEND: all of it handed (a message: its transfer posted) */
+	size_t done;     /* bytes whose transfer completed (SEND), or arrived (RECV) */
+	int flags;       /* RECV: MSG_WAITALL; result MSG_TRUNC */
+	uint32_t rid;    /* RECV: the protocol's receive id */
 	bool *coal_busy; /* a coalescing buffer's send (no event): frees it */
 };
 
@@ -143,38 +143,38 @@ struct exs_sock {
 	int fd; /* an eventfd standing for the socket */
 	int type, domain;
 	enum exs_sock_state st;
-	bool closing;   /* exs_close called: the descriptor is gone */
-	bool dead;	/* freed: waits for the progress thread to reap it */
-	bool pending;	/* completions came: its protocol runs after the batch */
-	int error;	/* SO_ERROR */
-	int close_err;	/* a lingering close that failed: the CLOSE event's */
+	bool closing;  /* exs_close called: the descriptor is gone */
+	bool dead;     /* freed: waits for the progress thread to reap it */
+	bool pending;  /* completions came: its protocol runs after the batch */
+	int error;     /* SO_ERROR */
+	int close_err; /* a lingering close that failed: the CLOSE event's */
 	struct sockaddr_storage local, peer;
 	bool bound;
-	int mode;	/* enum exs_stream_mode */
+	int mode; /* enum exs_stream_mode */
 	uint32_t ring_size;
 	bool no_imm, crc;
-	int flow;		/* enum exs_flow: of our sends */
-	uint32_t credit_size;	/* EXS_FLOW_CREDIT's slot */
-	unsigned timeout_ms; /* SO_SNDTIMEO: the connection's MPA exchange; 0 uwarp's */
+	int flow;                      /* enum exs_flow: of our sends */
+	uint32_t credit_size;          /* EXS_FLOW_CREDIT's slot */
+	unsigned timeout_ms;           /* SO_SNDTIMEO: the connection's MPA exchange; 0 uwarp's */
 	unsigned idle_ms, keepalive_s; /* EXS_SO_IDLE_MS, EXS_SO_KEEPALIVE */
-	bool imm;	/* the connection uses Immediate Data */
+	bool imm;                      /* the connection uses Immediate Data */
 
 	struct uw_cm_id *id;
 	struct uw_qp *qp;
 
 	/* listener */
 	int backlog;
-	struct exs_sock *ready; /* connected sockets waiting for exs_accept */
-	int nready, nhalf;      /* waiting, and still negotiating */
+	struct exs_sock *ready;    /* connected sockets waiting for exs_accept */
+	int nready, nhalf;         /* waiting, and still negotiating */
 	struct exs_sock *listener; /* S_PENDING: whose backlog it is on */
 	struct exs_sock *next_ready;
 
 	/* control receives and credits */
 	uint8_t *ctl_buf;
 	struct uw_mr *ctl_mr;
-	int credits;	      /* untagged messages we may still send */
-	int credits_owed;     /* receives reposted, not yet told to the peer */
-	int sq_out;	      /* WRs outstanding */
+	int credits;             /* untagged messages we may still send */
+	int credits_owed;        /* receives reposted, not yet told to the peer */
+	int sq_out;              /* WRs outstanding */
 	struct exs_inflight *fl; /* ring of EXS_SQ_DEPTH */
 	unsigned fl_head, fl_count;
 
@@ -196,9 +196,9 @@ struct exs_sock {
 	struct exs_sp_tx tx;
 	struct exs_sp_rx rx;
 	struct exs_adv_where where[2 * EXS_SP_MAX_ADVERTS];
-	uint64_t rx_msgs; /* seqpacket messages received */
-	struct exs_fin fin; /* how the two directions end (exs_fin.h) */
-	uint64_t sent_seq;  /* our stream bytes handed to transfers */
+	uint64_t rx_msgs;         /* seqpacket messages received */
+	struct exs_fin fin;       /* how the two directions end (exs_fin.h) */
+	uint64_t sent_seq;        /* our stream bytes handed to transfers */
 	uint64_t linger_deadline; /* ms clock: when a close stops waiting */
 	uint64_t adverts_sent, rx_direct, rx_indirect;
 	struct exs_coal coal[EXS_COALESCE_BUFS];
@@ -222,7 +222,7 @@ struct exs_rt {
 	pthread_t thread;
 	bool started;
 	bool sleeping; /* the progress thread waits in poll(2) */
-	int wake_fd; /* wakes the progress thread */
+	int wake_fd;   /* wakes the progress thread */
 	struct uw_context *ctx;
 	struct uw_pd *pd;
 	struct uw_comp_channel *cc;
@@ -230,8 +230,8 @@ struct exs_rt {
 	struct uw_cm_channel *cm;
 	struct exs_sock *socks;
 	struct exs_sock *graveyard; /* freed sockets, reaped between rounds */
-	int nconns; /* QPs on the shared CQ */
-	struct util_list queues; /* struct exs_queue */
+	int nconns;                 /* QPs on the shared CQ */
+	struct util_list queues;    /* struct exs_queue */
 	/* exs_poll callers waiting for a change: their eventfds */
 	int pollers[64];
 	int npollers;
@@ -242,7 +242,7 @@ struct exs_rt {
 extern struct exs_rt exs_rt;
 
 /* exs_runtime.c */
-int exs__ready(void); /* 0, or -1 EINVAL before exs_init */
+int exs__ready(void);   /* 0, or -1 EINVAL before exs_init */
 int exs__eventfd(void); /* non-blocking, close-on-exec, above the floor */
 void exs__wake(void);
 /* After posting from an application thread: send it now, and let the
@@ -250,9 +250,9 @@ void exs__wake(void);
 void exs__kick(void);
 void exs__changed(void); /* readiness may have changed: tell exs_poll callers */
 bool exs__on_progress_thread(void);
-struct exs_sock *exs__sock(int fd); /* under the lock; NULL: EBADF */
+struct exs_sock *exs__sock(int fd);      /* under the lock; NULL: EBADF */
 void exs__sock_free(struct exs_sock *s); /* out of the table; reaped later */
-void exs__drain_cq(void); /* handle every completion waiting */
+void exs__drain_cq(void);                /* handle every completion waiting */
 /* Whether a socket's sender may run now: EXS_FLOW_RDMA's only runs on an
  * application thread, or while one waits inside a call. */
 bool exs__tx_may_run(const struct exs_sock *s);
@@ -376,7 +376,7 @@ void exs__end_recvs(struct exs_sock *s, int err, bool keep);
 void exs__cancel_recvs(struct exs_sock *s); /* SHUT_RD, close */
 void exs__maybe_finish_close(struct exs_sock *s);
 void exs__progress(struct exs_sock *s); /* run the socket's protocol */
-void exs__progress_pending(void);	/* ...for each socket with new completions */
+void exs__progress_pending(void);       /* ...for each socket with new completions */
 /* uw_cm_connect to s->peer, or over @tcp_fd (>= 0): 0 or -errno */
 int exs__connect_setup(struct exs_sock *s, int tcp_fd);
 

@@ -148,8 +148,9 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	op->flags = flags & MSG_WAITALL;
 	/* the end already came (or reading was shut down), and nothing is
 	 * left to read: 0 bytes, the end of the stream */
-	bool ended = s->fin.rd_shut || (s->st == S_CLOSED && util_list_empty(&s->recvs) &&
-				    !(s->type == SOCK_STREAM && exs__stream_readable(s))) ||
+	bool ended = s->fin.rd_shut ||
+		     (s->st == S_CLOSED && util_list_empty(&s->recvs) &&
+		      !(s->type == SOCK_STREAM && exs__stream_readable(s))) ||
 		     (exs_fin_peer_ended(&s->fin) && util_list_empty(&s->recvs) &&
 		      !(s->type == SOCK_STREAM && exs__stream_readable(s)));
 	if (ended) {
@@ -185,7 +186,8 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	if (!rc && s->st == S_CONNECTED && exs__advertises(s))
 		rc = exs__op_window(s, op);
 	if (!rc)
-		rc = s->type == SOCK_STREAM ? exs__stream_recv_post(s, op) : exs__seq_recv_post(s, op);
+		rc = s->type == SOCK_STREAM ? exs__stream_recv_post(s, op)
+					    : exs__seq_recv_post(s, op);
 	if (rc) {
 		exs__op_drop(op);
 		return fail(-rc);

@@ -119,7 +119,9 @@ static ssize_t one_sided(int fd, bool write, void *buf, size_t len, exs_mhandle_
 		return unlock_err(-rc);
 	}
 	struct uw_sge sge = { (uintptr_t)buf, (uint32_t)len, op->lkey[0] };
-	struct uw_send_wr wr = { .wr_id = exs__onesided_wr_id(op), .sg_list = &sge, .num_sge = 1,
+	struct uw_send_wr wr = { .wr_id = exs__onesided_wr_id(op),
+				 .sg_list = &sge,
+				 .num_sge = 1,
 				 .opcode = write ? UW_WR_RDMA_WRITE : UW_WR_RDMA_READ,
 				 .send_flags = UW_SEND_SIGNALED,
 				 .rdma = { r->addr + off, r->stag } };

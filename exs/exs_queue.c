@@ -182,10 +182,12 @@ void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev)
 
 void exs__op_complete(struct exs_op *op, int status, ssize_t bytes)
 {
-	static const int kinds[] = { [OP_SEND] = EXS_EVT_SEND,	   [OP_RECV] = EXS_EVT_RECV,
-				     [OP_ACCEPT] = EXS_EVT_ACCEPT,  [OP_CONNECT] = EXS_EVT_CONNECT,
-				     [OP_SHUTDOWN] = EXS_EVT_SHUTDOWN, [OP_CLOSE] = EXS_EVT_CLOSE,
-				     [OP_ONESIDED] = EXS_EVT_RDMA };
+	static const int kinds[] = {
+		[OP_SEND] = EXS_EVT_SEND,         [OP_RECV] = EXS_EVT_RECV,
+		[OP_ACCEPT] = EXS_EVT_ACCEPT,     [OP_CONNECT] = EXS_EVT_CONNECT,
+		[OP_SHUTDOWN] = EXS_EVT_SHUTDOWN, [OP_CLOSE] = EXS_EVT_CLOSE,
+		[OP_ONESIDED] = EXS_EVT_RDMA
+	};
 	exs_event_t ev = { .exs_evt_type = kinds[op->kind], .exs_evt_errno = status };
 	if (op->kind == OP_SEND || op->kind == OP_RECV || op->kind == OP_ONESIDED) {
 		if (op->kind == OP_RECV && op->bounce && !status && bytes > 0) {
@@ -265,7 +267,8 @@ int exs_qdequeue(exs_qhandle_t qh, exs_event_t *events, int count, const struct 
 	}
 	app_leave();
 	q->waiters--;
-	int n = count < 0 ? (q->count < want ? q->count : want) : (q->count < count ? q->count : count);
+	int n = count < 0 ? (q->count < want ? q->count : want)
+			  : (q->count < count ? q->count : count);
 	for (int i = 0; i < n; i++) {
 		events[i] = q->ev[q->head];
 		q->head = (q->head + 1) % q->cap;
@@ -319,7 +322,8 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
 	int ready = -1;
 	pthread_mutex_lock(&exs_rt.lock);
-	bool registered = exs_rt.npollers < (int)(sizeof(exs_rt.pollers) / sizeof(exs_rt.pollers[0]));
+	bool registered =
+		exs_rt.npollers < (int)(sizeof(exs_rt.pollers) / sizeof(exs_rt.pollers[0]));
 	if (registered)
 		exs_rt.pollers[exs_rt.npollers++] = me;
 	app_enter();
@@ -344,8 +348,9 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 			ready += fds[i].revents != 0;
 		}
 		int wait = ready ? 0
-			   : timeout_ms < 0 ? -1
-			   : (int)(deadline > util_now_ms() ? deadline - util_now_ms() : 0);
+			   : timeout_ms < 0
+				   ? -1
+				   : (int)(deadline > util_now_ms() ? deadline - util_now_ms() : 0);
 		if (!registered && wait != 0 && (wait < 0 || wait > 10))
 			wait = 10; /* too many pollers to tell: look again soon */
 		os[nos] = (struct pollfd){ me, POLLIN, 0 };

@@ -57,10 +57,7 @@ void exs__app_progress(void)
 	}
 }
 
-void exs__wake(void)
-{
-	util_evfd_raise(exs_rt.wake_fd);
-}
+void exs__wake(void) { util_evfd_raise(exs_rt.wake_fd); }
 
 void exs__changed(void)
 {

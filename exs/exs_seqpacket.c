@@ -23,10 +23,11 @@ void exs__seq_pump(struct exs_sock *s)
 {
 	while (s->adv_next && exs__can_ctl(s)) {
 		struct exs_op *op = s->adv_next;
-		struct exs_ctl m = { .type = EXS_CTL_ADVERT, .id = op->rid,
+		struct exs_ctl m = { .type = EXS_CTL_ADVERT,
+				     .id = op->rid,
 				     .len = op->len ? (uint32_t)op->len : 0,
 				     .addr = op->len ? (uintptr_t)(op->bounce ? op->bounce
-									     : op->iov[0].iov_base)
+									      : op->iov[0].iov_base)
 						     : 0,
 				     .stag = op->len ? exs__op_rkey(op) : 0 };
 		/* an empty receive still takes a message: advertise one byte of
@@ -45,8 +46,9 @@ void exs__seq_pump(struct exs_sock *s)
 		struct exs_adv_where *a = &s->sp_adv[s->sp_head];
 		uint32_t room = a->stag ? a->len : 0;
 		uint32_t n = op->len > room ? room : (uint32_t)op->len;
-		struct exs_note note = { .kind = EXS_XFER_MESSAGE, .trunc = op->len > n, .len = n,
-					 .id = a->id };
+		struct exs_note note = {
+			.kind = EXS_XFER_MESSAGE, .trunc = op->len > n, .len = n, .id = a->id
+		};
 		if (exs__post_xfer(s, op, 0, n, a->addr, a->stag, &note)) {
 			exs__abort(s, ECONNRESET);
 			return;
@@ -64,9 +66,9 @@ int exs__seq_ctl(struct exs_sock *s, const struct exs_ctl *m)
 {
 	if (m->type != EXS_CTL_ADVERT || s->sp_count == SP_ADV_CAP)
 		return -EPROTO;
-	s->sp_adv[(s->sp_head + s->sp_count++) % SP_ADV_CAP] =
-		(struct exs_adv_where){ .id = m->id, .addr = m->addr, .stag = m->stag,
-					.len = m->len, .valid = true };
+	s->sp_adv[(s->sp_head + s->sp_count++) % SP_ADV_CAP] = (struct exs_adv_where){
+		.id = m->id, .addr = m->addr, .stag = m->stag, .len = m->len, .valid = true
+	};
 	return 0;
 }
 
@@ -75,8 +77,8 @@ int exs__seq_note(struct exs_sock *s, const struct exs_note *n)
 	struct exs_op *op = exs__op_first(&s->recvs);
 	/* messages land in the order of the adverts: the head receive, and
 	 * only once it was advertised */
-	if (exs_fin_peer_ended(&s->fin) || !op || op == s->adv_next || (op->rid & 0xffff) != (n->id & 0xffff) ||
-	    n->len > op->len)
+	if (exs_fin_peer_ended(&s->fin) || !op || op == s->adv_next ||
+	    (op->rid & 0xffff) != (n->id & 0xffff) || n->len > op->len)
 		return -EPROTO;
 	util_list_del(&op->link);
 	s->nrecvs--;

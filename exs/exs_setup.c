@@ -32,7 +32,9 @@ int exs__qp_setup(struct exs_sock *s, struct uw_cm_id *id)
 {
 	s->id = id;
 	id->context_ptr = s;
-	struct uw_qp_init_attr qa = { .qp_context = s, .send_cq = exs_rt.cq, .recv_cq = exs_rt.cq,
+	struct uw_qp_init_attr qa = { .qp_context = s,
+				      .send_cq = exs_rt.cq,
+				      .recv_cq = exs_rt.cq,
 				      .cap = { EXS_SQ_DEPTH, EXS_CTL_RECVS, EXS_IOV_MAX, 1, 64 } };
 	if (cq_room(exs_rt.nconns + 1))
 		return -ENOBUFS; /* the shared CQ holds no more */
@@ -76,8 +78,10 @@ int exs__qp_setup(struct exs_sock *s, struct uw_cm_id *id)
 void exs__hello_of(const struct exs_sock *s, uint8_t out[EXS_HELLO_LEN])
 {
 	struct exs_hello h = { .version = 1,
-			       .type = s->type == SOCK_STREAM ? EXS_WIRE_STREAM : EXS_WIRE_SEQPACKET,
-			       .mode = (uint8_t)s->mode, .credits = EXS_CTL_RECVS };
+			       .type = s->type == SOCK_STREAM ? EXS_WIRE_STREAM
+							      : EXS_WIRE_SEQPACKET,
+			       .mode = (uint8_t)s->mode,
+			       .credits = EXS_CTL_RECVS };
 	if (s->type == SOCK_STREAM && s->flow == EXS_FLOW_CREDIT)
 		h.slot_log2 = (uint8_t)__builtin_ctz(s->credit_size);
 	if (s->ring) {
@@ -97,7 +101,7 @@ void exs__take_hello(struct exs_sock *s, const struct exs_hello *h)
 	if (s->type == SOCK_STREAM) {
 		s->tx.ring_size = h->ring_size;
 		s->coal_size = (uint32_t)(h->ring_size / 2 < EXS_COALESCE_BUF ? h->ring_size / 2
-									: EXS_COALESCE_BUF);
+									      : EXS_COALESCE_BUF);
 		if (s->flow == EXS_FLOW_CREDIT)
 			exs_sp_tx_slots(&s->tx, s->credit_size);
 		/* the peer's sends fill our ring as it said */
@@ -112,9 +116,11 @@ void exs__take_hello(struct exs_sock *s, const struct exs_hello *h)
  * before the initiator had sent something. */
 struct uw_conn_param exs__conn_param(const struct exs_sock *s, const uint8_t *hello)
 {
-	return (struct uw_conn_param){ .private_data = hello, .private_data_len = EXS_HELLO_LEN,
+	return (struct uw_conn_param){ .private_data = hello,
+				       .private_data_len = EXS_HELLO_LEN,
 				       .crc = s->crc ? UW_CRC_DEFAULT : UW_CRC_OFF,
-				       .no_extensions = s->no_imm, .p2p = 1,
+				       .no_extensions = s->no_imm,
+				       .p2p = 1,
 				       .mpa_timeout_ms = s->timeout_ms,
 				       .idle_timeout_ms = s->idle_ms,
 				       .keepalive_s = s->keepalive_s };

@@ -58,8 +58,9 @@ struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void
 		free(op);
 		return NULL;
 	}
-	*op = (struct exs_op){ .kind = kind, .fd = fd, .q = q, .ahandle = ahandle,
-			       .sync = q ? NULL : sync };
+	*op = (struct exs_op){
+		.kind = kind, .fd = fd, .q = q, .ahandle = ahandle, .sync = q ? NULL : sync
+	};
 	util_list_init(&op->link);
 	memset(sync, 0, sizeof(*sync));
 	return op;
@@ -133,8 +134,7 @@ int exs_bind(int fd, const struct sockaddr *addr, socklen_t addrlen)
 		return -1;
 	if (s->bound || s->st != S_NEW || !addr_ok(s, addr, addrlen))
 		return unlock_err(EINVAL);
-	memcpy(&s->local, addr,
-	       exs__addr_len((const struct sockaddr_storage *)addr));
+	memcpy(&s->local, addr, exs__addr_len((const struct sockaddr_storage *)addr));
 	s->bound = true;
 	return unlock_err(0);
 }
@@ -153,7 +153,8 @@ static int listen_common(int fd, int backlog, bool handoff)
 		return unlock_err(EINVAL);
 	if (!s->bound) {
 		if (s->domain == AF_INET6) {
-			struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = in6addr_any };
+			struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+						  .sin6_addr = in6addr_any };
 			memcpy(&s->local, &a, sizeof(a));
 		} else {
 			struct sockaddr_in a = { .sin_family = AF_INET };
@@ -164,7 +165,8 @@ static int listen_common(int fd, int backlog, bool handoff)
 	if (!s->id)
 		return unlock_err(ENOMEM);
 	int rc = handoff ? uw_cm_listen_handoff(s->id)
-			 : uw_cm_listen(s->id, (struct sockaddr *)&s->local, backlog > 0 ? backlog : 1);
+			 : uw_cm_listen(s->id, (struct sockaddr *)&s->local,
+					backlog > 0 ? backlog : 1);
 	if (rc) {
 		uw_cm_destroy_id(s->id);
 		s->id = NULL;
@@ -352,7 +354,8 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, void *ahandle)
 	if (how == SHUT_RD)
 		return unlock_err(0);
 	if (exs_fin_wr_shut(&s->fin) || s->shut_op)
-		return unlock_err(exs_fin_wr_done(&s->fin) && qh == EXS_QHANDLE_INVALID ? 0 : EALREADY);
+		return unlock_err(exs_fin_wr_done(&s->fin) && qh == EXS_QHANDLE_INVALID ? 0
+											: EALREADY);
 	if (s->st != S_CONNECTED)
 		return unlock_err(ENOTCONN);
 	struct exs_sync w;

@@ -28,10 +28,7 @@ static uint8_t *op_buf(const struct exs_op *op)
 	return op->bounce ? op->bounce : op->iov[0].iov_base;
 }
 
-bool exs__stream_readable(struct exs_sock *s)
-{
-	return s->rx.ring_in != s->rx.ring_out;
-}
+bool exs__stream_readable(struct exs_sock *s) { return s->rx.ring_in != s->rx.ring_out; }
 
 int exs__stream_recv_post(struct exs_sock *s, struct exs_op *op)
 {
@@ -98,8 +95,12 @@ static void rx_pump(struct exs_sock *s)
 		struct exs_ctl m = { .type = EXS_CTL_ADVERT,
 				     .flags = (uint8_t)((a.waitall ? EXS_CTL_F_WAITALL : 0) |
 							(a.chain ? EXS_CTL_F_CHAIN : 0)),
-				     .phase = a.phase, .id = a.id, .len = a.len, .seq = a.seq,
-				     .addr = (uintptr_t)op_buf(op), .stag = exs__op_rkey(op),
+				     .phase = a.phase,
+				     .id = a.id,
+				     .len = a.len,
+				     .seq = a.seq,
+				     .addr = (uintptr_t)op_buf(op),
+				     .stag = exs__op_rkey(op),
 				     .off = a.off };
 		exs__post_ctl(s, &m);
 		s->adverts_sent++;
@@ -138,7 +139,10 @@ static void tx_pump(struct exs_sock *s)
 		}
 		struct exs_note n = { .kind = x.kind == EXS_SP_DIRECT ? EXS_XFER_DIRECT
 								      : EXS_XFER_INDIRECT,
-				      .len = x.len, .phase = x.phase, .id = x.id, .off = x.off,
+				      .len = x.len,
+				      .phase = x.phase,
+				      .id = x.id,
+				      .off = x.off,
 				      .ring_off = x.ring_off };
 		uint64_t raddr;
 		uint32_t rkey;
@@ -251,16 +255,19 @@ int exs__stream_ctl(struct exs_sock *s, const struct exs_ctl *m)
 {
 	switch (m->type) {
 	case EXS_CTL_ADVERT: {
-		struct exs_sp_advert a = { .id = m->id, .phase = m->phase, .seq = m->seq,
-					   .off = m->off, .len = m->len,
+		struct exs_sp_advert a = { .id = m->id,
+					   .phase = m->phase,
+					   .seq = m->seq,
+					   .off = m->off,
+					   .len = m->len,
 					   .waitall = (m->flags & EXS_CTL_F_WAITALL) != 0,
 					   .chain = (m->flags & EXS_CTL_F_CHAIN) != 0 };
 		int rc = exs_sp_tx_advert(&s->tx, &a);
 		if (rc)
 			return -EPROTO;
-		s->where[m->id % WHERE_N] = (struct exs_adv_where){ .id = m->id, .addr = m->addr,
-								    .stag = m->stag, .len = m->len,
-								    .valid = true };
+		s->where[m->id % WHERE_N] = (struct exs_adv_where){
+			.id = m->id, .addr = m->addr, .stag = m->stag, .len = m->len, .valid = true
+		};
 		return 0;
 	}
 	case EXS_CTL_ACK:

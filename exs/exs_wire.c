@@ -6,7 +6,11 @@
 
 #include "exs_wire.h"
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
 static void put32(uint8_t *p, uint32_t v)
 {
 	put16(p, (uint16_t)(v >> 16));
@@ -40,9 +44,14 @@ int exs_hello_decode(const void *buf, uint32_t len, struct exs_hello *h)
 	const uint8_t *p = buf;
 	if (!buf || len < EXS_HELLO_LEN || get32(p) != EXS_HELLO_MAGIC || p[4] != 1)
 		return -EPROTO;
-	*h = (struct exs_hello){ .version = p[4], .type = p[5], .mode = p[6], .slot_log2 = p[7],
-				 .credits = get32(p + 8), .ring_stag = get32(p + 12),
-				 .ring_addr = get64(p + 16), .ring_size = get64(p + 24) };
+	*h = (struct exs_hello){ .version = p[4],
+				 .type = p[5],
+				 .mode = p[6],
+				 .slot_log2 = p[7],
+				 .credits = get32(p + 8),
+				 .ring_stag = get32(p + 12),
+				 .ring_addr = get64(p + 16),
+				 .ring_size = get64(p + 24) };
 	if ((h->type != EXS_WIRE_STREAM && h->type != EXS_WIRE_SEQPACKET) || h->mode > 2 ||
 	    (p[7] && (p[7] < 9 || p[7] > 20)) || !h->credits)
 		return -EPROTO;
@@ -77,9 +86,15 @@ int exs_ctl_decode(const void *buf, uint32_t len, struct exs_ctl *m)
 	const uint8_t *p = buf;
 	if (!buf || len != EXS_CTL_LEN)
 		return -EPROTO;
-	*m = (struct exs_ctl){ .type = p[0], .flags = p[1], .credits = get16(p + 2),
-			       .phase = get32(p + 4), .id = get32(p + 8), .len = get32(p + 12),
-			       .seq = get64(p + 16), .addr = get64(p + 24), .stag = get32(p + 32),
+	*m = (struct exs_ctl){ .type = p[0],
+			       .flags = p[1],
+			       .credits = get16(p + 2),
+			       .phase = get32(p + 4),
+			       .id = get32(p + 8),
+			       .len = get32(p + 12),
+			       .seq = get64(p + 16),
+			       .addr = get64(p + 24),
+			       .stag = get32(p + 32),
 			       .off = get32(p + 36) };
 	if (!m->type || m->type >= EXS_CTL_MAX_ || (m->flags & ~ctl_flags[m->type]))
 		return -EPROTO;
@@ -112,7 +127,8 @@ int exs_imm_unpack(uint64_t imm, struct exs_note *n)
 {
 	*n = (struct exs_note){ .kind = (enum exs_xfer_kind)(imm >> 62),
 				.len = (uint32_t)(imm >> 32) & EXS_XFER_MAX,
-				.phase = (uint32_t)(imm >> 16) & 0xffff, .id = (uint32_t)imm & 0xffff };
+				.phase = (uint32_t)(imm >> 16) & 0xffff,
+				.id = (uint32_t)imm & 0xffff };
 	if (!n->kind)
 		return -EPROTO;
 	if (n->kind == EXS_XFER_MESSAGE) {

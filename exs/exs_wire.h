@@ -39,9 +39,9 @@
 enum exs_wire_type { EXS_WIRE_STREAM = 1, EXS_WIRE_SEQPACKET = 2 };
 
 struct exs_hello {
-	uint8_t version; /* 1 */
-	uint8_t type;	 /* enum exs_wire_type */
-	uint8_t mode;	 /* enum exs_stream_mode, the initiator's */
+	uint8_t version;   /* 1 */
+	uint8_t type;      /* enum exs_wire_type */
+	uint8_t mode;      /* enum exs_stream_mode, the initiator's */
 	uint8_t slot_log2; /* its sends' credit slot, 9..20; 0: a packed ring */
 	uint32_t credits;
 	uint32_t ring_stag;
@@ -56,11 +56,11 @@ int exs_hello_decode(const void *buf, uint32_t len, struct exs_hello *h);
 
 enum exs_ctl_type {
 	EXS_CTL_ADVERT = 1, /* a receive: id, phase, seq (stream), off, len, addr, stag */
-	EXS_CTL_ACK,	    /* the ring drained to seq (in all) */
-	EXS_CTL_PHASE,	    /* the sender's phase after discards */
-	EXS_CTL_DATA,	    /* a transfer's notification without Immediate Data */
-	EXS_CTL_CREDIT,	    /* credits only */
-	EXS_CTL_FIN,	    /* the stream ends at seq (bytes sent in all) */
+	EXS_CTL_ACK,        /* the ring drained to seq (in all) */
+	EXS_CTL_PHASE,      /* the sender's phase after discards */
+	EXS_CTL_DATA,       /* a transfer's notification without Immediate Data */
+	EXS_CTL_CREDIT,     /* credits only */
+	EXS_CTL_FIN,        /* the stream ends at seq (bytes sent in all) */
 	EXS_CTL_FIN_ACK,    /* every byte up to the FIN has arrived */
 	EXS_CTL_MAX_,
 };
@@ -89,12 +89,12 @@ int exs_ctl_decode(const void *buf, uint32_t len, struct exs_ctl *m);
 /* A transfer's notification. */
 struct exs_note {
 	enum exs_xfer_kind kind;
-	bool trunc;	/* MESSAGE: cut to the receive */
-	uint32_t len;	/* < 2^30 */
+	bool trunc;     /* MESSAGE: cut to the receive */
+	uint32_t len;   /* < 2^30 */
 	uint32_t phase; /* DIRECT, INDIRECT (only the low 16 bits in Immediate Data) */
-	uint32_t id;	/* DIRECT, MESSAGE (only the low 16 bits in Immediate Data) */
+	uint32_t id;    /* DIRECT, MESSAGE (only the low 16 bits in Immediate Data) */
 	/* only in a DATA message; with Immediate Data the receiver knows them */
-	uint32_t off;	   /* DIRECT: where in the receive */
+	uint32_t off;      /* DIRECT: where in the receive */
 	uint64_t ring_off; /* INDIRECT: where in the ring */
 };
 

@@ -81,16 +81,20 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 	avail = min64(avail, SP_MAX_XFER);
 	while (t->count) {
 		struct exs_sp_advert *a = &t->adv[t->head];
-		bool usable = a->phase >= t->phase &&
-			      (a->chain && !a->used
-				       ? t->consumed_last && t->consumed_id + 1 == a->id
-				       : a->seq + a->used == t->seq);
+		bool usable =
+			a->phase >= t->phase &&
+			(a->chain && !a->used ? t->consumed_last && t->consumed_id + 1 == a->id
+					      : a->seq + a->used == t->seq);
 		if (usable) {
 			if (a->chain && !a->used)
 				a->seq = t->seq; /* it begins where that transfer ended */
 			uint32_t n = (uint32_t)min64(avail, a->len - a->used);
-			*x = (struct exs_sp_xfer){ .kind = EXS_SP_DIRECT, .phase = a->phase, .len = n,
-						   .id = a->id, .off = a->off + a->used, .seq = t->seq };
+			*x = (struct exs_sp_xfer){ .kind = EXS_SP_DIRECT,
+						   .phase = a->phase,
+						   .len = n,
+						   .id = a->id,
+						   .off = a->off + a->used,
+						   .seq = t->seq };
 			t->phase = a->phase;
 			a->used += n;
 			/* a receive without MSG_WAITALL completes with what came */
@@ -130,8 +134,11 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 		t->phase++;
 		t->c.switches++;
 	}
-	*x = (struct exs_sp_xfer){ .kind = EXS_SP_INDIRECT, .phase = t->phase, .len = n,
-				   .ring_off = woff, .seq = t->seq };
+	*x = (struct exs_sp_xfer){ .kind = EXS_SP_INDIRECT,
+				   .phase = t->phase,
+				   .len = n,
+				   .ring_off = woff,
+				   .seq = t->seq };
 	t->consumed_last = false;
 	t->ring_written += t->slot ? t->slot : n; /* a slot is used up whole */
 	t->seq += n;
@@ -251,9 +258,13 @@ int exs_sp_rx_advert(struct exs_sp_rx *r, struct exs_sp_advert *a)
 		v->adv_len = v->len - v->filled;
 		v->adv_chain = chain;
 		v->adv_seq = chain ? UINT64_MAX : est; /* known once its chain is */
-		*a = (struct exs_sp_advert){ .id = v->id, .phase = v->adv_phase, .seq = est,
-					     .off = v->adv_off, .len = v->adv_len,
-					     .waitall = v->waitall, .chain = chain };
+		*a = (struct exs_sp_advert){ .id = v->id,
+					     .phase = v->adv_phase,
+					     .seq = est,
+					     .off = v->adv_off,
+					     .len = v->adv_len,
+					     .waitall = v->waitall,
+					     .chain = chain };
 		return 1;
 	}
 	return 0;
@@ -264,8 +275,8 @@ int exs_sp_rx_direct(struct exs_sp_rx *r, uint32_t phase, uint32_t id, uint32_t 
 	if (!r->count || !len || ring_bytes(r))
 		return -EPROTO;
 	struct exs_sp_recv *h = rq(r, 0);
-	if (h->adv != EXS_SP_ADV_LIVE || h->id != id || h->adv_phase != phase ||
-	    off != h->filled || (uint64_t)off + len > (uint64_t)h->adv_off + h->adv_len)
+	if (h->adv != EXS_SP_ADV_LIVE || h->id != id || h->adv_phase != phase || off != h->filled ||
+	    (uint64_t)off + len > (uint64_t)h->adv_off + h->adv_len)
 		return -EPROTO;
 	h->filled += len;
 	r->arrived += len;
@@ -382,7 +393,8 @@ bool exs_sp_rx_ack_due(struct exs_sp_rx *r, uint64_t *drained)
 	 * adverts (sent before the ACK) estimate, so it takes them. Room given
 	 * back earlier is filled while the adverts are on their way, and they
 	 * arrive stale, round after round. */
-	if (!unacked || (ring_bytes(r) && (r->mode == EXS_SP_DYNAMIC || unacked < r->ring_size / 4)))
+	if (!unacked ||
+	    (ring_bytes(r) && (r->mode == EXS_SP_DYNAMIC || unacked < r->ring_size / 4)))
 		return false;
 	r->ring_acked = r->ring_out;
 	*drained = r->ring_out;

@@ -67,14 +67,14 @@ enum exs_sp_mode {
 };
 
 struct exs_sp_advert {
-	uint32_t id;	/* the receive's id */
+	uint32_t id; /* the receive's id */
 	uint32_t phase;
-	uint64_t seq;	/* estimated stream offset of the advertised space */
-	uint32_t off;	/* where in the receive's buffer that space begins */
+	uint64_t seq; /* estimated stream offset of the advertised space */
+	uint32_t off; /* where in the receive's buffer that space begins */
 	uint32_t len;
-	bool waitall;	/* consumed only when full */
-	bool chain;	/* seq is unknown: it follows the advert of receive id - 1 */
-	uint32_t used;	/* the sender's: bytes it has written into it */
+	bool waitall;  /* consumed only when full */
+	bool chain;    /* seq is unknown: it follows the advert of receive id - 1 */
+	uint32_t used; /* the sender's: bytes it has written into it */
 };
 
 enum exs_sp_kind { EXS_SP_DIRECT = 1, EXS_SP_INDIRECT };
@@ -88,15 +88,15 @@ struct exs_sp_xfer {
 	uint32_t len;
 	uint32_t id, off;  /* direct */
 	uint64_t ring_off; /* indirect */
-	uint64_t seq;	   /* stream offset of its first byte */
+	uint64_t seq;      /* stream offset of its first byte */
 };
 
 struct exs_sp_counters {
 	uint64_t direct, indirect; /* transfers */
-	uint64_t switches;	   /* changes between direct and indirect */
-	uint64_t copied;	   /* bytes copied out of the ring */
-	uint64_t discarded;	   /* adverts the sender could not use */
-	uint64_t ring_used;	   /* ring bytes the copied data took (whole slots) */
+	uint64_t switches;         /* changes between direct and indirect */
+	uint64_t copied;           /* bytes copied out of the ring */
+	uint64_t discarded;        /* adverts the sender could not use */
+	uint64_t ring_used;        /* ring bytes the copied data took (whole slots) */
 };
 
 struct exs_sp_tx {
@@ -104,12 +104,12 @@ struct exs_sp_tx {
 	uint32_t phase;
 	uint64_t seq;
 	enum exs_sp_kind last; /* 0 before the first transfer */
-	bool consumed_last;	/* the last transfer was direct and used up... */
-	uint32_t consumed_id;	/* ...the advert of this receive */
+	bool consumed_last;    /* the last transfer was direct and used up... */
+	uint32_t consumed_id;  /* ...the advert of this receive */
 	struct exs_sp_advert adv[EXS_SP_MAX_ADVERTS];
 	unsigned head, count;
 	uint64_t ring_size, ring_written, ring_acked;
-	uint32_t slot;	 /* credit-based: each indirect transfer takes one slot */
+	uint32_t slot;   /* credit-based: each indirect transfer takes one slot */
 	bool tell_phase; /* discards the receiver has not heard of */
 	struct exs_sp_counters c;
 };
@@ -159,7 +159,7 @@ struct exs_sp_rx {
 	bool probing; /* since adverts died: one at a time until one is used */
 	/* ring_in and ring_out count ring bytes, whole slots with credits */
 	uint64_t ring_size, ring_in, ring_out, ring_acked;
-	uint32_t slot;			  /* credit-based: the slot size */
+	uint32_t slot;                       /* credit-based: the slot size */
 	uint32_t slot_len[EXS_SP_MAX_SLOTS]; /* data in each full slot, in order */
 	unsigned slot_head, slot_count;
 	uint32_t slot_off;  /* bytes of the head slot copied out */

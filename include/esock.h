@@ -119,7 +119,7 @@ extern "C" {
 
 /* The option level and name: values no kernel level uses. */
 #define SOL_ESOCK 0x45534b01 /* "ESK" 1 */
-#define ESOCK_DDPMODE 1	     /* int: 1 DDP mode, 0 plain (getsockopt: current) */
+#define ESOCK_DDPMODE 1      /* int: 1 DDP mode, 0 plain (getsockopt: current) */
 /* int, milliseconds (0: none): a DDP connection that receives no whole
  * frame for this long ends, and calls on it fail with ETIMEDOUT. On a DDP
  * socket it holds from the call; on a DDP-mode listener (after listen), for
@@ -158,7 +158,7 @@ ESOCK_EXTERN int esock_is_ddp(int fd);
  */
 
 /* esock_mr_reg access flags */
-#define ESOCK_ACCESS_LOCAL 0x1	      /* sent from and received into */
+#define ESOCK_ACCESS_LOCAL 0x1        /* sent from and received into */
 #define ESOCK_ACCESS_REMOTE_READ 0x2  /* may be exposed for the peer to read */
 #define ESOCK_ACCESS_REMOTE_WRITE 0x4 /* may be exposed for the peer to write */
 
@@ -187,7 +187,7 @@ enum esock_op { ESOCK_OP_SEND = 1, ESOCK_OP_RECV, ESOCK_OP_WRITE, ESOCK_OP_READ 
 
 struct esock_wc {
 	void *ctx;    /* the caller's, as posted */
-	int op;	      /* enum esock_op */
+	int op;       /* enum esock_op */
 	int status;   /* 0, or the errno the operation failed with */
 	size_t bytes; /* bytes moved (RECV: 0 is the end of the stream) */
 };
@@ -213,8 +213,7 @@ ESOCK_EXTERN int esock_cq_poll(int cq, struct esock_wc *wc, int n);
  */
 ESOCK_EXTERN int esock_send_async(int fd, const void *buf, size_t len, esock_mr_t mr, int cq,
 				  void *ctx);
-ESOCK_EXTERN int esock_recv_async(int fd, void *buf, size_t len, esock_mr_t mr, int cq,
-				  void *ctx);
+ESOCK_EXTERN int esock_recv_async(int fd, void *buf, size_t len, esock_mr_t mr, int cq, void *ctx);
 
 /* what the peer needs to reach exposed memory; send it to the peer as
  * bytes on the stream (fixed layout, host byte order of the exposer) */

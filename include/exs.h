@@ -74,19 +74,19 @@ typedef struct exs_mem *exs_mhandle_t;
 
 enum exs_evt_type {
 	EXS_EVT_CONNECT = 1, /* exs_connect finished: status 0 or its errno */
-	EXS_EVT_ACCEPT,	     /* exs_accept: a connected socket in accept.fd */
-	EXS_EVT_SEND,	     /* exs_send(v): xfer.bytes were sent */
-	EXS_EVT_RECV,	     /* exs_recv(v): xfer.bytes arrived (0: end of stream) */
+	EXS_EVT_ACCEPT,      /* exs_accept: a connected socket in accept.fd */
+	EXS_EVT_SEND,        /* exs_send(v): xfer.bytes were sent */
+	EXS_EVT_RECV,        /* exs_recv(v): xfer.bytes arrived (0: end of stream) */
 	EXS_EVT_SHUTDOWN,    /* exs_shutdown(SHUT_WR): the peer has all the data */
-	EXS_EVT_CLOSE,	     /* exs_close: the connection is torn down */
-	EXS_EVT_RDMA,	     /* exs_rdma_write or exs_rdma_read: xfer.bytes moved */
+	EXS_EVT_CLOSE,       /* exs_close: the connection is torn down */
+	EXS_EVT_RDMA,        /* exs_rdma_write or exs_rdma_read: xfer.bytes moved */
 };
 
 typedef struct exs_event {
 	int exs_evt_type;      /* enum exs_evt_type */
 	int exs_evt_errno;     /* 0, or why the operation failed */
 	void *exs_evt_ahandle; /* the application's handle given to the call */
-	int exs_evt_fd;	       /* the socket the operation was made on */
+	int exs_evt_fd;        /* the socket the operation was made on */
 	union {
 		struct {
 			int fd; /* the new connected socket */
@@ -235,8 +235,8 @@ EXS_EXTERN int exs_listen(int fd, int backlog);
  * listening), EAGAIN (too many accepts outstanding), or the error of the
  * connection.
  */
-EXS_EXTERN int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen,
-			  exs_qhandle_t qhandle, void *ahandle);
+EXS_EXTERN int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t qhandle,
+			  void *ahandle);
 
 /*
  * exs_connect - connect to a listening ES-API socket (TCP, then the MPA
@@ -347,8 +347,8 @@ EXS_EXTERN void exs_set_fd_floor(int floor);
  * Completion errors: ECONNRESET (the connection failed), ECANCELED (the
  * socket closed first), EPROTO (the peer broke the protocol).
  */
-EXS_EXTERN ssize_t exs_send(int fd, const void *buf, size_t len, int flags,
-			    exs_qhandle_t qhandle, void *ahandle, exs_mhandle_t mhandle);
+EXS_EXTERN ssize_t exs_send(int fd, const void *buf, size_t len, int flags, exs_qhandle_t qhandle,
+			    void *ahandle, exs_mhandle_t mhandle);
 
 /*
  * exs_recv - receive into @buf (@len bytes at most).
@@ -427,19 +427,19 @@ enum exs_stream_mode {
 /* struct exs_stream_counters, read only: what this socket did. */
 #define EXS_SO_COUNTERS 2
 struct exs_stream_counters {
-	uint64_t direct;     /* transfers sent straight into the peer's receives */
-	uint64_t indirect;   /* transfers sent into the peer's hidden ring */
-	uint64_t switches;   /* changes between the two while sending */
-	uint64_t discarded;  /* adverts received that could not be used */
-	uint64_t adverts;    /* adverts this socket sent */
-	uint64_t copied;     /* bytes it copied out of its own ring */
-	uint64_t rx_direct;  /* direct transfers it received */
-	uint64_t rx_indirect;/* indirect transfers it received */
-	uint64_t ring_used;  /* bytes of its ring the copied data took up
+	uint64_t direct;      /* transfers sent straight into the peer's receives */
+	uint64_t indirect;    /* transfers sent into the peer's hidden ring */
+	uint64_t switches;    /* changes between the two while sending */
+	uint64_t discarded;   /* adverts received that could not be used */
+	uint64_t adverts;     /* adverts this socket sent */
+	uint64_t copied;      /* bytes it copied out of its own ring */
+	uint64_t rx_direct;   /* direct transfers it received */
+	uint64_t rx_indirect; /* indirect transfers it received */
+	uint64_t ring_used;   /* bytes of its ring the copied data took up
 			      * (whole slots with EXS_FLOW_CREDIT): copied /
 			      * ring_used is the ring's utilisation */
-	uint64_t coalesced;  /* sends copied into a coalescing buffer */
-	uint64_t flushes;    /* coalescing buffers sent */
+	uint64_t coalesced;   /* sends copied into a coalescing buffer */
+	uint64_t flushes;     /* coalescing buffers sent */
 };
 /* int, bytes, set before connect or listen: the hidden receive ring
  * (SOCK_STREAM; default 1 MiB, at least 4 KiB, at most 256 MiB). */
@@ -503,12 +503,11 @@ enum exs_flow {
  * ENOTCONN (the connection has ended).
  */
 EXS_EXTERN int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optlen);
-EXS_EXTERN int exs_setsockopt(int fd, int level, int optname, const void *optval,
-			      socklen_t optlen);
+EXS_EXTERN int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t optlen);
 
 /* Limits. */
-#define EXS_MAX_SENDS 256	 /* outstanding sends per socket */
-#define EXS_MAX_RECVS 64	 /* outstanding receives per socket */
+#define EXS_MAX_SENDS 256 /* outstanding sends per socket */
+#define EXS_MAX_RECVS 64  /* outstanding receives per socket */
 #define EXS_IOV_MAX 16
 #define EXS_MSG_MAX ((1u << 30) - 1) /* a SOCK_SEQPACKET message */
 #define EXS_LINGER_MS 10000

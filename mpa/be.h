@@ -8,10 +8,7 @@
 
 #include <stdint.h>
 
-static inline uint16_t be16_get(const uint8_t *p)
-{
-	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
-}
+static inline uint16_t be16_get(const uint8_t *p) { return (uint16_t)((uint16_t)p[0] << 8 | p[1]); }
 
 static inline uint32_t be32_get(const uint8_t *p)
 {

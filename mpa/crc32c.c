@@ -28,20 +28,14 @@ uint32_t crc32c_update(uint32_t state, const void *buf, size_t len)
 	return crc32c_update_isal(state, buf, len);
 }
 
-const char *crc32c_engine(void)
-{
-	return "isa-l";
-}
+const char *crc32c_engine(void) { return "isa-l"; }
 #else
 uint32_t crc32c_update(uint32_t state, const void *buf, size_t len)
 {
 	return crc32c_update_sb8(state, buf, len);
 }
 
-const char *crc32c_engine(void)
-{
-	return "slicing-by-8";
-}
+const char *crc32c_engine(void) { return "slicing-by-8"; }
 #endif
 
 uint32_t crc32c_update_iov(uint32_t state, const struct iovec *iov, int iovcnt)

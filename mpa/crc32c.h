@@ -22,10 +22,7 @@
 uint32_t crc32c_update(uint32_t state, const void *buf, size_t len);
 uint32_t crc32c_update_iov(uint32_t state, const struct iovec *iov, int iovcnt);
 
-static inline uint32_t crc32c_final(uint32_t state)
-{
-	return ~state;
-}
+static inline uint32_t crc32c_final(uint32_t state) { return ~state; }
 
 /* One-shot CRC of a buffer, finalised. */
 static inline uint32_t crc32c(const void *buf, size_t len)

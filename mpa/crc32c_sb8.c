@@ -53,7 +53,8 @@ uint32_t crc32c_update_sb8(uint32_t state, const void *buf, size_t len)
 		uint8_t b[8];
 		memcpy(b, p, 8);
 		lo = ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-		      (uint32_t)b[3] << 24) ^ c;
+		      (uint32_t)b[3] << 24) ^
+		     c;
 		hi = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
 		     (uint32_t)b[7] << 24;
 		c = sb8_table[7][lo & 0xff] ^ sb8_table[6][(lo >> 8) & 0xff] ^

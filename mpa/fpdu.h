@@ -72,7 +72,7 @@ struct fpdu_tx {
  */
 struct fpdu_batch {
 	int niov;
-	int cap;             /* at most FPDU_BATCH_IOV */
+	int cap; /* at most FPDU_BATCH_IOV */
 	size_t bytes;
 	size_t scratch_used;
 	size_t scratch_cap;
@@ -160,12 +160,12 @@ enum fpdu_rx_state {
 struct fpdu_rx {
 	struct fpdu_rx_cfg cfg;
 	enum fpdu_rx_state st;
-	uint32_t mpos;     /* stream offset mod 512 */
+	uint32_t mpos; /* stream offset mod 512 */
 	uint8_t mbuf[MPA_MARKER_SIZE];
 	uint8_t mgot;      /* marker bytes collected; nonzero while inside one */
 	uint32_t fpdu_off; /* stream bytes since this FPDU's ULPDU_Length field */
 	uint8_t lenbuf[2];
-	uint8_t got;       /* bytes of the current small field (len, pad, crc) */
+	uint8_t got; /* bytes of the current small field (len, pad, crc) */
 	uint16_t ulpdu_len;
 	uint16_t hdr_len;
 	uint16_t hdr_got;

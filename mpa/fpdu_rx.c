@@ -101,7 +101,8 @@ enum fpdu_rx_event fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *in, size_t le
 			uint32_t expect = boundary ? 0 : rx->fpdu_off - MPA_MARKER_SIZE;
 			if (be16_get(rx->mbuf + 2) != expect) {
 				*used = i;
-				return fail(rx, UW_MPA_ECODE_MARKER, "marker FPDUPTR does not point at the FPDU");
+				return fail(rx, UW_MPA_ECODE_MARKER,
+					    "marker FPDUPTR does not point at the FPDU");
 			}
 			continue;
 		}

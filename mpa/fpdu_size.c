@@ -13,7 +13,8 @@ uint32_t fpdu_mulpdu(uint32_t emss, bool markers)
 	 * markers one marker per 512 octets the segment may span. */
 	overhead = MPA_ULPDU_LEN_SIZE + MPA_CRC_SIZE + emss % MPA_ALIGN;
 	if (markers)
-		overhead += MPA_MARKER_SIZE * ((emss + MPA_MARKER_INTERVAL - 1) / MPA_MARKER_INTERVAL);
+		overhead +=
+			MPA_MARKER_SIZE * ((emss + MPA_MARKER_INTERVAL - 1) / MPA_MARKER_INTERVAL);
 	return emss > overhead ? emss - overhead : 0;
 }
 

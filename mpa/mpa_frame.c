@@ -19,10 +19,7 @@ static size_t frame_pd_len(const struct mpa_frame *f)
 	return (block ? MPA_V2_BLOCK_LEN : 0) + f->pdata_len;
 }
 
-size_t mpa_frame_len(const struct mpa_frame *f)
-{
-	return MPA_FRAME_HDR_LEN + frame_pd_len(f);
-}
+size_t mpa_frame_len(const struct mpa_frame *f) { return MPA_FRAME_HDR_LEN + frame_pd_len(f); }
 
 ssize_t mpa_frame_encode(const struct mpa_frame *f, uint8_t *buf, size_t cap)
 {

@@ -35,10 +35,10 @@ struct mpa_frame {
 	uint8_t res;   /* reserved flag bits as received (in flag positions);
 			* encode sends 0 */
 	/* The RFC 6581 block; meaningful when enhanced. */
-	bool p2p;      /* A */
-	uint8_t rtr;   /* enum mpa_rtr bits (B/C/D) */
-	uint16_t ird;  /* 14 bits */
-	uint16_t ord;  /* 14 bits */
+	bool p2p;     /* A */
+	uint8_t rtr;  /* enum mpa_rtr bits (B/C/D) */
+	uint16_t ird; /* 14 bits */
+	uint16_t ord; /* 14 bits */
 	/* ULP private data, after the block when enhanced. Decode points this
 	 * into the caller's buffer; nothing is copied. */
 	const uint8_t *pdata;

@@ -29,20 +29,14 @@ static int refuse(struct mpa_verdict *v, enum mpa_refusal r, uint8_t ecode, bool
 	return -ECONNREFUSED;
 }
 
-static void accept_verdict(struct mpa_verdict *v)
-{
-	memset(v, 0, sizeof(*v));
-}
+static void accept_verdict(struct mpa_verdict *v) { memset(v, 0, sizeof(*v)); }
 
 void mpa_verdict_bad_frame(struct mpa_verdict *v)
 {
 	refuse(v, MPA_REFUSE_BAD_FRAME, UW_MPA_ECODE_BAD_FRAME, false);
 }
 
-static uint16_t min16(uint16_t a, uint16_t b)
-{
-	return a < b ? a : b;
-}
+static uint16_t min16(uint16_t a, uint16_t b) { return a < b ? a : b; }
 
 void mpa_request(const struct mpa_policy *pol, const uint8_t *pdata, uint16_t pdata_len,
 		 struct mpa_frame *req)
@@ -144,9 +138,11 @@ int mpa_respond(const struct mpa_policy *pol, const struct mpa_frame *req, const
 			/* A Read RTR is a zero-length Read: it needs one slot of
 			 * our IRD and one of the initiator's ORD. */
 			bool read_ok = p.ird > 0 && req->ord > 0;
-			uint8_t rtr = pol->p2p_accept ? pick_rtr(req->rtr & pol->rtr_types, read_ok) : 0;
+			uint8_t rtr =
+				pol->p2p_accept ? pick_rtr(req->rtr & pol->rtr_types, read_ok) : 0;
 			if (!rtr)
-				return refuse(v, MPA_REFUSE_RTR, UW_MPA_ECODE_NO_MATCHING_RTR, true);
+				return refuse(v, MPA_REFUSE_RTR, UW_MPA_ECODE_NO_MATCHING_RTR,
+					      true);
 			p.p2p = true;
 			p.rtr = rtr;
 		}
@@ -230,14 +226,22 @@ int mpa_conclude(const struct mpa_policy *pol, const struct mpa_frame *req,
 const char *mpa_refusal_str(enum mpa_refusal r)
 {
 	switch (r) {
-	case MPA_ACCEPTED: return "accepted";
-	case MPA_REFUSE_BAD_FRAME: return "invalid MPA Request/Reply frame";
-	case MPA_REFUSE_NOT_ENHANCED: return "peer does not speak RFC 6581 enhanced setup";
-	case MPA_REFUSE_MARKERS: return "peer asks for markers we will not send";
-	case MPA_REFUSE_CRC: return "peer asks for CRC, which policy refuses";
-	case MPA_REFUSE_IRD: return "insufficient IRD resources";
-	case MPA_REFUSE_RTR: return "no matching RTR option";
-	case MPA_REFUSE_PEER_REJECTED: return "rejected by the peer";
+	case MPA_ACCEPTED:
+		return "accepted";
+	case MPA_REFUSE_BAD_FRAME:
+		return "invalid MPA Request/Reply frame";
+	case MPA_REFUSE_NOT_ENHANCED:
+		return "peer does not speak RFC 6581 enhanced setup";
+	case MPA_REFUSE_MARKERS:
+		return "peer asks for markers we will not send";
+	case MPA_REFUSE_CRC:
+		return "peer asks for CRC, which policy refuses";
+	case MPA_REFUSE_IRD:
+		return "insufficient IRD resources";
+	case MPA_REFUSE_RTR:
+		return "no matching RTR option";
+	case MPA_REFUSE_PEER_REJECTED:
+		return "rejected by the peer";
 	}
 	return "unknown";
 }

@@ -42,7 +42,7 @@ struct mpa_params {
 	uint16_t ird;    /* our final IRD: Read Requests the peer may have outstanding */
 	uint16_t ord;    /* our final ORD: Read Requests we may have outstanding */
 	bool p2p;
-	uint8_t rtr;     /* the single RTR type chosen, or 0 */
+	uint8_t rtr; /* the single RTR type chosen, or 0 */
 };
 
 enum mpa_refusal {

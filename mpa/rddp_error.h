@@ -15,8 +15,8 @@ struct rddp_error {
 	const char *what;
 };
 
-static inline void rddp_error_set(struct rddp_error *e, uint8_t layer, uint8_t etype,
-				  uint8_t ecode, const char *what)
+static inline void rddp_error_set(struct rddp_error *e, uint8_t layer, uint8_t etype, uint8_t ecode,
+				  const char *what)
 {
 	e->layer = layer;
 	e->etype = etype;

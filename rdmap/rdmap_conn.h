@@ -50,12 +50,12 @@ struct rdmap_place {
 };
 
 struct rdmap_conn_cfg {
-	uint32_t pd;      /* protection domain of the QP */
-	uint32_t qp;      /* QP number, for memory windows bound to it */
-	uint16_t ird;     /* inbound Read/Atomic Requests we hold (negotiated) */
-	uint16_t ord;     /* outbound Read/Atomic Requests in flight (negotiated) */
-	bool rfc7306;     /* the peer is uwarp: Immediate Data and Atomics */
-	uint32_t mulpdu;  /* largest ULPDU we send */
+	uint32_t pd;     /* protection domain of the QP */
+	uint32_t qp;     /* QP number, for memory windows bound to it */
+	uint16_t ird;    /* inbound Read/Atomic Requests we hold (negotiated) */
+	uint16_t ord;    /* outbound Read/Atomic Requests in flight (negotiated) */
+	bool rfc7306;    /* the peer is uwarp: Immediate Data and Atomics */
+	uint32_t mulpdu; /* largest ULPDU we send */
 	struct ddp_mem mem;
 	/* Claim the next posted receive for an arriving message; NULL when
 	 * none is posted. The claim holds until RDMAP_EV_RECV/IMMEDIATE hands
@@ -78,12 +78,12 @@ enum rdmap_event_kind {
 
 struct rdmap_event {
 	enum rdmap_event_kind kind;
-	uint64_t cookie;     /* the receive's or our request's */
-	uint64_t len;        /* bytes received, written or read */
-	bool solicited;      /* Send with SE, Immediate Data with SE */
-	bool invalidated;    /* Send with Invalidate revoked inval_stag */
+	uint64_t cookie;  /* the receive's or our request's */
+	uint64_t len;     /* bytes received, written or read */
+	bool solicited;   /* Send with SE, Immediate Data with SE */
+	bool invalidated; /* Send with Invalidate revoked inval_stag */
 	uint32_t inval_stag;
-	uint64_t value;      /* Immediate Data, or an atomic's original value */
+	uint64_t value;         /* Immediate Data, or an atomic's original value */
 	struct rdmap_term term; /* the peer's Terminate */
 };
 
@@ -97,8 +97,8 @@ struct rdmap_orq_entry {
 	uint64_t sink_to;
 	uint32_t len;
 	uint32_t placed;
-	uint32_t req_id;    /* atomic */
-	uint8_t *result;    /* atomic: 8 bytes for the original value */
+	uint32_t req_id; /* atomic */
+	uint8_t *result; /* atomic: 8 bytes for the original value */
 };
 
 /* One of the peer's requests that we still owe a Response. */
@@ -120,8 +120,8 @@ struct rdmap_ring {
 
 enum rdmap_state {
 	RDMAP_OPEN = 0,
-	RDMAP_TERMINATING,      /* we found an error: send the Terminate, then close */
-	RDMAP_PEER_TERMINATED,  /* the peer sent a Terminate: close */
+	RDMAP_TERMINATING,     /* we found an error: send the Terminate, then close */
+	RDMAP_PEER_TERMINATED, /* the peer sent a Terminate: close */
 };
 
 /* The segment in flight: its header (for its end and for a Terminate) and
@@ -146,9 +146,9 @@ struct rdmap_seg {
 struct rdmap_conn {
 	struct rdmap_conn_cfg cfg;
 	enum rdmap_state state;
-	struct rddp_error err;      /* why, once TERMINATING */
-	bool err_has_hdr;           /* the offending header goes into the Terminate */
-	bool err_has_rdmap_hdr;     /* ... with its Read Request header */
+	struct rddp_error err;  /* why, once TERMINATING */
+	bool err_has_hdr;       /* the offending header goes into the Terminate */
+	bool err_has_rdmap_hdr; /* ... with its Read Request header */
 	struct ddp_rx ddp;
 	struct rdmap_seg seg;
 	/* receive side, per message */
@@ -232,7 +232,7 @@ struct rdmap_tx_msg {
 	uint8_t extra[RDMAP_ATOMIC_REQ_LEN]; /* RDMAP header after the DDP one
 					      * (and Immediate Data's value) */
 	uint8_t extra_len;
-	struct iovec own_iov;               /* payload owned by the message */
+	struct iovec own_iov; /* payload owned by the message */
 };
 
 /*
@@ -252,8 +252,8 @@ int rdmap_tx_start(struct rdmap_conn *c, const struct rdmap_msg *m, struct rdmap
  * hdr is the caller's until the FPDU is written, *t is not. Returns 1 for
  * a segment, 0 when the message is done.
  */
-int rdmap_tx_next(struct rdmap_tx_msg *t, uint8_t *hdr, size_t *hdr_len, struct iovec *iov,
-		  int max, int *niov);
+int rdmap_tx_next(struct rdmap_tx_msg *t, uint8_t *hdr, size_t *hdr_len, struct iovec *iov, int max,
+		  int *niov);
 
 /* The oldest request we owe a Response, or NULL; pop it once its Response
  * has been queued whole. */
@@ -263,14 +263,8 @@ void rdmap_irq_pop(struct rdmap_conn *c);
 int rdmap_tx_response(struct rdmap_conn *c, struct rdmap_tx_msg *t);
 
 /* Requests in flight (ORQ) and owed (IRQ). */
-static inline uint32_t rdmap_orq_count(const struct rdmap_conn *c)
-{
-	return c->orq.count;
-}
-static inline uint32_t rdmap_irq_count(const struct rdmap_conn *c)
-{
-	return c->irq.count;
-}
+static inline uint32_t rdmap_orq_count(const struct rdmap_conn *c) { return c->orq.count; }
+static inline uint32_t rdmap_irq_count(const struct rdmap_conn *c) { return c->irq.count; }
 /* The n-th oldest outstanding request of ours (for flushing on teardown). */
 const struct rdmap_orq_entry *rdmap_orq_at(const struct rdmap_conn *c, uint32_t n);
 

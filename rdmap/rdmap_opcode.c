@@ -10,7 +10,7 @@
 #define TAGGED (DDP_TAGGED_HDR_LEN)
 /* Control word of a message's last segment: T, L, DDP version 1, RDMAP
  * version 1, opcode. A non-last segment clears L. */
-#define CTRL(t, op) \
+#define CTRL(t, op)                                                      \
 	(uint16_t)((t) | DDP_CTRL_L | DDP_VERSION << DDP_CTRL_DV_SHIFT | \
 		   RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | (op))
 

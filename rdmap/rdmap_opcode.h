@@ -21,11 +21,11 @@ struct rdmap_place;
 
 struct rdmap_op {
 	const char *name;
-	uint8_t hdr_len;   /* DDP header + RDMAP header: what precedes payload */
-	uint16_t ctrl;     /* control word of the last segment (T, L, DV, RV, opcode) */
-	uint8_t qn;        /* untagged queue, or RDMAP_QN_TAGGED */
-	bool rfc7306;      /* an extension: only with peers that speak RFC 7306 */
-	bool one_segment;  /* always a single segment with L set */
+	uint8_t hdr_len;     /* DDP header + RDMAP header: what precedes payload */
+	uint16_t ctrl;       /* control word of the last segment (T, L, DV, RV, opcode) */
+	uint8_t qn;          /* untagged queue, or RDMAP_QN_TAGGED */
+	bool rfc7306;        /* an extension: only with peers that speak RFC 7306 */
+	bool one_segment;    /* always a single segment with L set */
 	int16_t max_payload; /* payload limit for one-segment messages, -1 none */
 	/* Receive handler: validate a segment and say where its payload goes. */
 	int (*rx)(struct rdmap_conn *c, struct rdmap_place *pl);

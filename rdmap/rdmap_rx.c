@@ -271,10 +271,10 @@ int rdmap_rx_read_req(struct rdmap_conn *c, struct rdmap_place *pl)
 	/* A zero-length Read touches no memory: answered without a check,
 	 * as siw's own Read RTR with STag 1 needs. */
 	if (c->seg.size) {
-		enum ddp_tag_check chk = ddp_check_tagged(
-			&c->cfg.mem, be32_get(rr + RDMAP_RR_OFF_SRC_STAG),
-			be64_get(rr + RDMAP_RR_OFF_SRC_TO), c->seg.size, DDP_REMOTE_READ, c->cfg.pd,
-			c->cfg.qp, &c->seg.target);
+		enum ddp_tag_check chk =
+			ddp_check_tagged(&c->cfg.mem, be32_get(rr + RDMAP_RR_OFF_SRC_STAG),
+					 be64_get(rr + RDMAP_RR_OFF_SRC_TO), c->seg.size,
+					 DDP_REMOTE_READ, c->cfg.pd, c->cfg.qp, &c->seg.target);
 		if (chk)
 			return protection(c, chk, true);
 	}
@@ -311,9 +311,9 @@ int rdmap_rx_atomic_req(struct rdmap_conn *c, struct rdmap_place *pl)
 	c->seg.cmp = be64_get(a + RDMAP_AREQ_OFF_CMP);
 	c->seg.cmp_mask = be64_get(a + RDMAP_AREQ_OFF_CMP_MASK);
 	uint64_t to = be64_get(a + RDMAP_AREQ_OFF_TO);
-	enum ddp_tag_check chk = ddp_check_tagged(&c->cfg.mem, be32_get(a + RDMAP_AREQ_OFF_STAG), to,
-						  sizeof(uint64_t), DDP_REMOTE_ATOMIC, c->cfg.pd,
-						  c->cfg.qp, &c->seg.target);
+	enum ddp_tag_check chk = ddp_check_tagged(&c->cfg.mem, be32_get(a + RDMAP_AREQ_OFF_STAG),
+						  to, sizeof(uint64_t), DDP_REMOTE_ATOMIC,
+						  c->cfg.pd, c->cfg.qp, &c->seg.target);
 	if (chk)
 		return protection(c, chk, false);
 	/* An atomic works on one naturally aligned 64-bit word. */
@@ -414,10 +414,12 @@ int rdmap_rx_end(struct rdmap_conn *c, struct rdmap_event *ev)
 		ev->kind = RDMAP_EV_RECV;
 		ev->cookie = c->recv->cookie;
 		ev->len = (uint64_t)d->mo + len;
-		ev->solicited = c->seg.opcode == RDMAP_SEND_SE || c->seg.opcode == RDMAP_SEND_SE_INVAL;
+		ev->solicited =
+			c->seg.opcode == RDMAP_SEND_SE || c->seg.opcode == RDMAP_SEND_SE_INVAL;
 		if (c->seg.opcode == RDMAP_SEND_INVAL || c->seg.opcode == RDMAP_SEND_SE_INVAL) {
 			if (!c->cfg.mem.invalidate ||
-			    c->cfg.mem.invalidate(c->cfg.mem.ctx, d->ulp_word, c->cfg.pd, c->cfg.qp))
+			    c->cfg.mem.invalidate(c->cfg.mem.ctx, d->ulp_word, c->cfg.pd,
+						  c->cfg.qp))
 				return rdmap_err(c, UW_RDMAP_REMOTE_OPERATION,
 						 UW_RDMAP_CANNOT_INVALIDATE,
 						 "STag cannot be invalidated");
@@ -447,9 +449,9 @@ int rdmap_rx_end(struct rdmap_conn *c, struct rdmap_event *ev)
 	}
 	case RDMAP_ATOMIC_REQ: {
 		/* Executed only now that the CRC has vouched for the request. */
-		uint64_t old = rdmap_atomic_apply((uint64_t *)(void *)c->seg.target, c->seg.atomic_op,
-						  c->seg.data, c->seg.data_mask, c->seg.cmp,
-						  c->seg.cmp_mask);
+		uint64_t old = rdmap_atomic_apply((uint64_t *)(void *)c->seg.target,
+						  c->seg.atomic_op, c->seg.data, c->seg.data_mask,
+						  c->seg.cmp, c->seg.cmp_mask);
 		struct rdmap_irq_entry *q = ring_push(&c->irq);
 		q->kind = RDMAP_ORQ_ATOMIC;
 		q->req_id = c->seg.req_id;

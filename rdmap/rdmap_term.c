@@ -39,7 +39,8 @@ size_t rdmap_term_encode(const struct rddp_error *e, uint16_t seglen, const uint
  * LLP (MPA) only type 0. */
 static bool plausible(uint8_t layer, uint8_t etype)
 {
-	return (layer <= UW_TERM_LAYER_DDP && etype <= 2) || (layer == UW_TERM_LAYER_LLP && etype == 0);
+	return (layer <= UW_TERM_LAYER_DDP && etype <= 2) ||
+	       (layer == UW_TERM_LAYER_LLP && etype == 0);
 }
 
 int rdmap_term_decode(const uint8_t *p, size_t len, struct rdmap_term *t)
@@ -76,7 +77,8 @@ int rdmap_term_decode(const uint8_t *p, size_t len, struct rdmap_term *t)
 		off += RDMAP_TERM_SEGLEN_SIZE;
 		if (r->d && len > off) {
 			/* the attached header says itself whether it is tagged */
-			size_t h = (p[off] & (DDP_CTRL_T >> 8)) ? DDP_TAGGED_HDR_LEN : DDP_UNTAGGED_HDR_LEN;
+			size_t h = (p[off] & (DDP_CTRL_T >> 8)) ? DDP_TAGGED_HDR_LEN
+								: DDP_UNTAGGED_HDR_LEN;
 			if (len >= off + h) {
 				memcpy(t->ddp_hdr, p + off, h);
 				t->ddp_hdr_len = (uint8_t)h;

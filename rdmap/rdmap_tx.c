@@ -121,8 +121,8 @@ int rdmap_tx_start(struct rdmap_conn *c, const struct rdmap_msg *m, struct rdmap
 	return 0;
 }
 
-int rdmap_tx_next(struct rdmap_tx_msg *t, uint8_t *hdr, size_t *hdr_len, struct iovec *iov,
-		  int max, int *niov)
+int rdmap_tx_next(struct rdmap_tx_msg *t, uint8_t *hdr, size_t *hdr_len, struct iovec *iov, int max,
+		  int *niov)
 {
 	struct ddp_hdr h;
 	uint64_t off;

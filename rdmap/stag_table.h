@@ -34,7 +34,7 @@ struct stag_table {
 	uint32_t cap;          /* a power of two, or 0 before the first add */
 	uint32_t used;         /* buckets taken: live and quarantined */
 	uint32_t live;
-	uint32_t *quar;        /* FIFO of quarantined indices */
+	uint32_t *quar; /* FIFO of quarantined indices */
 	uint32_t quar_head, quar_len;
 	uint32_t (*random32)(void *arg);
 	void *random_arg;

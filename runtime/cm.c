@@ -42,7 +42,8 @@ size_t uw__cm_pdata_with_offer(const struct uw_conn_param *p, bool offer, uint8_
 	size_t len = p->private_data_len;
 	if (len)
 		memcpy(out, p->private_data, len);
-	if (offer && !p->no_extensions && len + RDMAP_OFFER_LEN + MPA_V2_BLOCK_LEN <= MPA_PD_MAX_RFC)
+	if (offer && !p->no_extensions &&
+	    len + RDMAP_OFFER_LEN + MPA_V2_BLOCK_LEN <= MPA_PD_MAX_RFC)
 		len = rdmap_offer_append(out, len);
 	return len;
 }
@@ -71,9 +72,11 @@ void uw__cm_setup_terminate(struct uw_conn *c, uint8_t ecode, bool crc)
 {
 	uint8_t t[MPA_ULPDU_LEN_SIZE + RDMAP_TERM_MAX_ULPDU], *p = t + MPA_ULPDU_LEN_SIZE;
 	struct rddp_error e = { UW_TERM_LAYER_LLP, UW_TERM_LLP_MPA, ecode, "setup" };
-	struct ddp_hdr h = { .last = true, .dv = DDP_VERSION,
+	struct ddp_hdr h = { .last = true,
+			     .dv = DDP_VERSION,
 			     .ulp_ctrl = (uint8_t)rdmap_op(RDMAP_TERMINATE)->ctrl,
-			     .qn = DDP_QN_TERMINATE, .msn = 1 };
+			     .qn = DDP_QN_TERMINATE,
+			     .msn = 1 };
 	struct iovec iov[4];
 	uint8_t scratch[16];
 	struct fpdu_batch b;
@@ -82,7 +85,8 @@ void uw__cm_setup_terminate(struct uw_conn *c, uint8_t ecode, bool crc)
 	n += rdmap_term_encode(&e, 0, NULL, 0, NULL, p + n);
 	fpdu_tx_init(&tx, crc, false);
 	fpdu_batch_init(&b, iov, 4, scratch, sizeof(scratch));
-	if (fpdu_tx_append(&tx, &b, t, n, NULL, 0) == 0 && uw__sock_writev(c->fd, b.iov, b.niov) < 0) {
+	if (fpdu_tx_append(&tx, &b, t, n, NULL, 0) == 0 &&
+	    uw__sock_writev(c->fd, b.iov, b.niov) < 0) {
 		/* best effort: the connection closes either way */
 	}
 }
@@ -105,7 +109,8 @@ static int check_fd(int fd)
 {
 	int type = 0;
 	socklen_t tl = sizeof(type);
-	if (fd < 0 || util_sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_STREAM)
+	if (fd < 0 || util_sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) ||
+	    type != SOCK_STREAM)
 		return EINVAL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -132,7 +137,8 @@ int uw__cm_hand_over(struct uw_cm_id_impl *id, int fd, const struct uw_conn_para
 	else if (fl < 0 || fdfl < 0 || util_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
 		 util_sys_fcntl(fd, F_SETFD, fdfl | FD_CLOEXEC))
 		rc = errno;
-	else if ((rc = param ? uw__cm_start_connect(id, fd, param) : uw__cm_take_accepted(id, fd))) {
+	else if ((rc = param ? uw__cm_start_connect(id, fd, param)
+			     : uw__cm_take_accepted(id, fd))) {
 		util_sys_fcntl(fd, F_SETFL, fl);
 		util_sys_fcntl(fd, F_SETFD, fdfl);
 	}

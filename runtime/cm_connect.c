@@ -40,7 +40,8 @@ int uw__cm_start_connect(struct uw_cm_id_impl *id, int fd, const struct uw_conn_
 	return 0;
 }
 
-int uw_cm_connect(struct uw_cm_id *i, const struct sockaddr *addr, const struct uw_conn_param *param)
+int uw_cm_connect(struct uw_cm_id *i, const struct sockaddr *addr,
+		  const struct uw_conn_param *param)
 {
 	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
 	if (!id || !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))

@@ -147,11 +147,16 @@ int uw_cm_ack_event(struct uw_cm_event *event)
 const char *uw_cm_event_str(enum uw_cm_event_type t)
 {
 	switch (t) {
-	case UW_CM_EVENT_CONNECT_REQUEST: return "CONNECT_REQUEST";
-	case UW_CM_EVENT_ESTABLISHED: return "ESTABLISHED";
-	case UW_CM_EVENT_REJECTED: return "REJECTED";
-	case UW_CM_EVENT_CONNECT_ERROR: return "CONNECT_ERROR";
-	case UW_CM_EVENT_DISCONNECTED: return "DISCONNECTED";
+	case UW_CM_EVENT_CONNECT_REQUEST:
+		return "CONNECT_REQUEST";
+	case UW_CM_EVENT_ESTABLISHED:
+		return "ESTABLISHED";
+	case UW_CM_EVENT_REJECTED:
+		return "REJECTED";
+	case UW_CM_EVENT_CONNECT_ERROR:
+		return "CONNECT_ERROR";
+	case UW_CM_EVENT_DISCONNECTED:
+		return "DISCONNECTED";
 	}
 	return "UNKNOWN";
 }

@@ -48,10 +48,7 @@ struct uw_cm_id *uw_cm_create_id(struct uw_cm_channel *c, void *context)
 	return id ? &id->pub : NULL;
 }
 
-static void listen_closed(uv_handle_t *h)
-{
-	uw__cm_id_put(h->data);
-}
+static void listen_closed(uv_handle_t *h) { uw__cm_id_put(h->data); }
 
 int uw_cm_destroy_id(struct uw_cm_id *i)
 {

@@ -86,7 +86,8 @@ int uw_cm_listen(struct uw_cm_id *i, const struct sockaddr *addr, int backlog)
 	util_sys_getsockname(fd, (struct sockaddr *)&i->local_addr, &sl);
 	struct uw_context *ctx = i->context;
 	pthread_mutex_lock(&ctx->lock);
-	int rc = id->listening || id->conn ? EBUSY : -uv_poll_init(&ctx->loop, &id->listen_poll, fd);
+	int rc =
+		id->listening || id->conn ? EBUSY : -uv_poll_init(&ctx->loop, &id->listen_poll, fd);
 	if (!rc) {
 		id->listen_fd = fd;
 		id->listening = true;
@@ -176,7 +177,8 @@ int uw_cm_accept(struct uw_cm_id *i, const struct uw_conn_param *param)
 	 * (docs/wire-notes.md, "The responder's hold"). In P2P mode its RTR
 	 * is that FPDU. */
 	qp->pub.state = UW_QPS_RTR; /* receiving; sends queue until the hold ends */
-	struct uw_life_facts f = { .p2p = c->mp.p2p, .request_timeout_ms = ctx->request_timeout_ms };
+	struct uw_life_facts f = { .p2p = c->mp.p2p,
+				   .request_timeout_ms = ctx->request_timeout_ms };
 	uw__conn_step(c, UW_LIFE_IN_ACCEPT, &f);
 	if (c->rxlen)
 		uw__conn_rx(c);

@@ -38,7 +38,7 @@ static int end_event(enum uw_life_state st)
 	case UW_LIFE_RUNNING:
 	case UW_LIFE_TERMINATING:
 		return UW_CM_EVENT_DISCONNECTED;
-	case UW_LIFE_LINGER:  /* the application was told already */
+	case UW_LIFE_LINGER: /* the application was told already */
 	case UW_LIFE_CLOSED:
 		break;
 	}
@@ -273,16 +273,26 @@ void uw_life_step(struct uw_life *l, enum uw_life_input in, const struct uw_life
 const char *uw_life_state_str(enum uw_life_state s)
 {
 	switch (s) {
-	case UW_LIFE_CONNECTING: return "CONNECTING";
-	case UW_LIFE_REQ_SENT: return "REQ_SENT";
-	case UW_LIFE_WAIT_REQ: return "WAIT_REQ";
-	case UW_LIFE_REQ_HELD: return "REQ_HELD";
-	case UW_LIFE_WAIT_RTR: return "WAIT_RTR";
-	case UW_LIFE_HOLD: return "HOLD";
-	case UW_LIFE_RUNNING: return "RUNNING";
-	case UW_LIFE_TERMINATING: return "TERMINATING";
-	case UW_LIFE_LINGER: return "LINGER";
-	case UW_LIFE_CLOSED: return "CLOSED";
+	case UW_LIFE_CONNECTING:
+		return "CONNECTING";
+	case UW_LIFE_REQ_SENT:
+		return "REQ_SENT";
+	case UW_LIFE_WAIT_REQ:
+		return "WAIT_REQ";
+	case UW_LIFE_REQ_HELD:
+		return "REQ_HELD";
+	case UW_LIFE_WAIT_RTR:
+		return "WAIT_RTR";
+	case UW_LIFE_HOLD:
+		return "HOLD";
+	case UW_LIFE_RUNNING:
+		return "RUNNING";
+	case UW_LIFE_TERMINATING:
+		return "TERMINATING";
+	case UW_LIFE_LINGER:
+		return "LINGER";
+	case UW_LIFE_CLOSED:
+		return "CLOSED";
 	}
 	return "?";
 }

@@ -27,9 +27,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define UW_LIFE_HOLD_MS 100	   /* the responder's hold, at most */
-#define UW_LIFE_NUDGE_TICK_MS 200  /* the nudge watch: how often */
-#define UW_LIFE_NUDGE_TICKS 25	   /* ...and for how many ticks after the Reply */
+#define UW_LIFE_HOLD_MS 100         /* the responder's hold, at most */
+#define UW_LIFE_NUDGE_TICK_MS 200   /* the nudge watch: how often */
+#define UW_LIFE_NUDGE_TICKS 25      /* ...and for how many ticks after the Reply */
 #define UW_LIFE_TERM_LINGER_MS 5000 /* a Terminate's wait for the peer to read it */
 
 enum uw_life_state {
@@ -49,30 +49,30 @@ enum uw_life_state {
 
 /* what happened */
 enum uw_life_input {
-	UW_LIFE_IN_TCP_UP,       /* initiator: the TCP connect finished */
-	UW_LIFE_IN_REQUEST,      /* responder: the peer's Request came whole */
-	UW_LIFE_IN_REPLY,        /* initiator: a Reply we accept (mpa_conclude) */
-	UW_LIFE_IN_ACCEPT,       /* responder: the application accepted; our Reply left */
-	UW_LIFE_IN_FPDU,         /* a whole FPDU came from the peer */
-	UW_LIFE_IN_TIMER,        /* the connection's timer fired */
-	UW_LIFE_IN_ERROR,        /* a protocol error found in full operation */
-	UW_LIFE_IN_END,          /* the end: a socket error, the peer's close, a
+	UW_LIFE_IN_TCP_UP,  /* initiator: the TCP connect finished */
+	UW_LIFE_IN_REQUEST, /* responder: the peer's Request came whole */
+	UW_LIFE_IN_REPLY,   /* initiator: a Reply we accept (mpa_conclude) */
+	UW_LIFE_IN_ACCEPT,  /* responder: the application accepted; our Reply left */
+	UW_LIFE_IN_FPDU,    /* a whole FPDU came from the peer */
+	UW_LIFE_IN_TIMER,   /* the connection's timer fired */
+	UW_LIFE_IN_ERROR,   /* a protocol error found in full operation */
+	UW_LIFE_IN_END,     /* the end: a socket error, the peer's close, a
 				  * refusal, the application's disconnect, the
 				  * Terminate out (then it may linger) */
 };
 
 /* the facts an input comes with (the engine knows them, the machine does not) */
 struct uw_life_facts {
-	bool p2p;          /* REPLY, ACCEPT: peer to peer was negotiated */
-	bool peer_uwarp;   /* REPLY: the peer offered RFC 7306: it is uwarp, no siw race */
-	bool quiet;        /* TIMER while watching to nudge: our FPDUs have all left and
+	bool p2p;        /* REPLY, ACCEPT: peer to peer was negotiated */
+	bool peer_uwarp; /* REPLY: the peer offered RFC 7306: it is uwarp, no siw race */
+	bool quiet;      /* TIMER while watching to nudge: our FPDUs have all left and
 			    * been acknowledged (the socket's send queue is empty) */
-	bool reply_out;    /* ERROR: our MPA frame has left whole (else no Terminate can be
+	bool reply_out;  /* ERROR: our MPA frame has left whole (else no Terminate can be
 			    * read: the stream ends at once) */
-	bool may_linger;   /* END while terminating: the Terminate left and the peer has
+	bool may_linger; /* END while terminating: the Terminate left and the peer has
 			    * not closed: the socket waits for it */
-	int status;        /* END: why (0 or an errno) */
-	int event;         /* END: the event the caller wants reported; UW_LIFE_EV_AUTO:
+	int status;      /* END: why (0 or an errno) */
+	int event;       /* END: the event the caller wants reported; UW_LIFE_EV_AUTO:
 			    * the one the state calls for; UW_LIFE_EV_NONE: none */
 	unsigned request_timeout_ms; /* ACCEPT: how long an RTR is waited for */
 };
@@ -82,26 +82,26 @@ struct uw_life_facts {
 
 /* what the engine does, in the order of the fields */
 struct uw_life_acts {
-	bool send_request;   /* send our MPA Request */
-	bool stop_reading;   /* take no more input until the application answers */
-	bool release_tx;     /* the send side may go (the QP to RTS) */
-	int event;           /* report this uw_cm_event_type, or UW_LIFE_EV_NONE */
-	bool fail;           /* frame the Terminate behind what was begun and send it */
-	bool close;          /* end: flush the QP, close the socket */
-	bool linger;         /* ...but the socket stays open, reading and dropping input */
-	int status;          /* with close: why */
-	bool timer;          /* set the timer to timer_ms (0: stop it) */
+	bool send_request; /* send our MPA Request */
+	bool stop_reading; /* take no more input until the application answers */
+	bool release_tx;   /* the send side may go (the QP to RTS) */
+	int event;         /* report this uw_cm_event_type, or UW_LIFE_EV_NONE */
+	bool fail;         /* frame the Terminate behind what was begun and send it */
+	bool close;        /* end: flush the QP, close the socket */
+	bool linger;       /* ...but the socket stays open, reading and dropping input */
+	int status;        /* with close: why */
+	bool timer;        /* set the timer to timer_ms (0: stop it) */
 	unsigned timer_ms;
-	bool tx;             /* move the send side now */
+	bool tx; /* move the send side now */
 };
 
 struct uw_life {
 	enum uw_life_state st;
 	bool initiator;
-	bool rtr_due;         /* P2P initiator: the RTR goes before anything */
-	bool nudge_due;       /* the zero-length Write that wakes the peer */
-	uint8_t nudge_ticks;  /* watch ticks left; 0: not watching */
-	bool got_fpdu;        /* the peer's first FPDU came */
+	bool rtr_due;        /* P2P initiator: the RTR goes before anything */
+	bool nudge_due;      /* the zero-length Write that wakes the peer */
+	uint8_t nudge_ticks; /* watch ticks left; 0: not watching */
+	bool got_fpdu;       /* the peer's first FPDU came */
 };
 
 void uw_life_init(struct uw_life *l, bool initiator);
@@ -118,10 +118,7 @@ static inline bool uw_life_full(const struct uw_life *l)
 }
 
 /* The send side may go (not during a hold). */
-static inline bool uw_life_tx_open(const struct uw_life *l)
-{
-	return l->st == UW_LIFE_RUNNING;
-}
+static inline bool uw_life_tx_open(const struct uw_life *l) { return l->st == UW_LIFE_RUNNING; }
 
 /* The engine started the RTR, or the nudge: not due any more. */
 static inline void uw_life_rtr_started(struct uw_life *l) { l->rtr_due = false; }

@@ -75,7 +75,8 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 		else if (c->life.st == UW_LIFE_TERMINATING)
 			uw__conn_term_tx(c);
 		else if (c->out_off < c->out_len) {
-			ssize_t n = uw__sock_write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
+			ssize_t n =
+				uw__sock_write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
 			if (n > 0)
 				c->out_off += (size_t)n;
 			else if (n < 0 && errno != EAGAIN && errno != EINTR)
@@ -105,8 +106,8 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 static bool all_acked(struct uw_conn *c)
 {
 	int unsent = 0;
-	return c->tx.fpdus && c->wr_iov == c->batch.niov && !util_sys_ioctl(c->fd, SIOCOUTQ, &unsent) &&
-	       unsent == 0;
+	return c->tx.fpdus && c->wr_iov == c->batch.niov &&
+	       !util_sys_ioctl(c->fd, SIOCOUTQ, &unsent) && unsent == 0;
 }
 
 static void timer_cb(uv_timer_t *t)
@@ -307,8 +308,9 @@ int uw__conn_start(struct uw_conn *c)
 	}
 	c->rd_init = true;
 	fpdu_batch_init(&c->batch, c->batch_iov, niov, c->batch_scratch, UW_CONN_BATCH_SCRATCH);
-	struct fpdu_rx_cfg rc = { .crc = p->crc, .markers = p->markers_rx, .hdr_len = rdmap_hdr_len,
-				  .arg = &c->rd };
+	struct fpdu_rx_cfg rc = {
+		.crc = p->crc, .markers = p->markers_rx, .hdr_len = rdmap_hdr_len, .arg = &c->rd
+	};
 	fpdu_rx_init(&c->rx, &rc);
 	fpdu_tx_init(&c->tx, p->crc, p->markers_tx);
 	qp->conn = c;
@@ -427,7 +429,8 @@ struct uw_life_acts uw__conn_step(struct uw_conn *c, enum uw_life_input in,
 void uw__conn_close(struct uw_conn *c, int status, int event)
 {
 	/* A Terminate that has left may linger (conn_life.c says why) */
-	struct uw_life_facts f = { .status = status, .event = event,
+	struct uw_life_facts f = { .status = status,
+				   .event = event,
 				   .may_linger = c->out_len && c->out_off == c->out_len &&
 						 !c->peer_eof && !c->ctx->stopping };
 	uw__conn_step(c, UW_LIFE_IN_END, &f);

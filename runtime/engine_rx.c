@@ -57,12 +57,14 @@ static void blame_request(struct uw_conn *c, const struct rdmap_term *t)
 	if (op != RDMAP_RDMA_READ_REQ && op != RDMAP_ATOMIC_REQ)
 		return;
 	const struct rdmap_term_reading *r = rdmap_term_reading(t);
-	bool protection = (r->layer == UW_TERM_LAYER_RDMAP && r->etype == UW_RDMAP_REMOTE_PROTECTION) ||
-			  (r->layer == UW_TERM_LAYER_DDP && r->etype == UW_DDP_TAGGED);
+	bool protection =
+		(r->layer == UW_TERM_LAYER_RDMAP && r->etype == UW_RDMAP_REMOTE_PROTECTION) ||
+		(r->layer == UW_TERM_LAYER_DDP && r->etype == UW_DDP_TAGGED);
 	for (uint32_t i = qp->sq_head; i != qp->sq_next; i++) {
 		struct uw_swqe *w = uw__sq_at(qp, i);
-		bool req = w->wr.opcode == UW_WR_RDMA_READ || w->wr.opcode == UW_WR_ATOMIC_FETCH_ADD ||
-			   w->wr.opcode == UW_WR_ATOMIC_SWAP || w->wr.opcode == UW_WR_ATOMIC_CMP_SWAP;
+		bool req =
+			w->wr.opcode == UW_WR_RDMA_READ || w->wr.opcode == UW_WR_ATOMIC_FETCH_ADD ||
+			w->wr.opcode == UW_WR_ATOMIC_SWAP || w->wr.opcode == UW_WR_ATOMIC_CMP_SWAP;
 		if (!req || w->done)
 			continue;
 		w->status = protection ? UW_WC_REM_ACCESS_ERR : UW_WC_REM_OP_ERR;
@@ -139,7 +141,8 @@ static void parse(struct uw_conn *c)
 		case FPDU_RX_MORE:
 			break;
 		case FPDU_RX_HDR:
-			if (rdmap_rx_begin(&c->rd, c->rx.hdr, c->rx.hdr_len, c->rx.payload_len, &c->pl)) {
+			if (rdmap_rx_begin(&c->rd, c->rx.hdr, c->rx.hdr_len, c->rx.payload_len,
+					   &c->pl)) {
 				if (!c->rx.cfg.crc) {
 					uw__conn_fail(c, &c->rd.err);
 					return;
@@ -203,7 +206,8 @@ void uw__conn_rx(struct uw_conn *c)
 		if (!c->rx.cfg.markers && !c->rx_discard &&
 		    (span >= UW_DIRECT_MIN || (span && c->rx.payload_len >= UW_DIRECT_MIN))) {
 			struct iovec iov[RDMAP_PLACE_MAX_IOV + 1];
-			int k = place_slice(&c->pl, c->rx.payload_off, span, iov, RDMAP_PLACE_MAX_IOV);
+			int k = place_slice(&c->pl, c->rx.payload_off, span, iov,
+					    RDMAP_PLACE_MAX_IOV);
 			iov[k] = (struct iovec){ c->rxbuf, UW_DIRECT_TAIL };
 			n = util_sys_readv(c->fd, iov, k + 1);
 			if (n > 0) {

@@ -76,7 +76,8 @@ static int start_wqe(struct uw_conn *c, struct uw_swqe *w, bool second)
 		m.to = w->wr.rdma.remote_addr;
 		break;
 	case UW_WR_IMM:
-		m.opcode = (w->wr.send_flags & UW_SEND_SOLICITED) ? RDMAP_IMMEDIATE_SE : RDMAP_IMMEDIATE;
+		m.opcode = (w->wr.send_flags & UW_SEND_SOLICITED) ? RDMAP_IMMEDIATE_SE
+								  : RDMAP_IMMEDIATE;
 		m.value = w->wr.imm_data;
 		break;
 	case UW_WR_RDMA_READ:
@@ -175,7 +176,8 @@ static bool next_message(struct uw_conn *c)
 			return false;
 		if (w->wr.opcode == UW_WR_LOCAL_INV) {
 			struct uw_pd_impl *pd = (struct uw_pd_impl *)qp->pub.pd;
-			if (uw__stag_invalidate(c->ctx, w->wr.invalidate_rkey, pd->id, qp->pub.qp_num))
+			if (uw__stag_invalidate(c->ctx, w->wr.invalidate_rkey, pd->id,
+						qp->pub.qp_num))
 				w->status = UW_WC_LOC_PROT_ERR;
 			w->done = true;
 			qp->sq_next++;
@@ -332,8 +334,8 @@ void uw__conn_tx(struct uw_conn *c)
 	if (!uw_life_tx_open(&c->life))
 		return;
 	size_t sent = 0;
-	for (int round = 0; round < UW_TX_ROUNDS && sent < UW_TX_BUDGET && uw_life_tx_open(&c->life);
-	     round++) {
+	for (int round = 0;
+	     round < UW_TX_ROUNDS && sent < UW_TX_BUDGET && uw_life_tx_open(&c->life); round++) {
 		if (c->wr_iov == c->batch.niov) {
 			if (c->batch.niov)
 				batch_written(c);

@@ -85,7 +85,8 @@ struct chan_pub {
 };
 _Static_assert(offsetof(struct uw_comp_channel, context) == offsetof(struct chan_pub, context) &&
 		       offsetof(struct uw_comp_channel, fd) == offsetof(struct chan_pub, fd) &&
-		       offsetof(struct uw_cm_channel, context) == offsetof(struct chan_pub, context) &&
+		       offsetof(struct uw_cm_channel, context) ==
+			       offsetof(struct chan_pub, context) &&
 		       offsetof(struct uw_cm_channel, fd) == offsetof(struct chan_pub, fd),
 	       "a public channel begins with its context and descriptor");
 
@@ -117,7 +118,7 @@ int uw__chan_destroy(void *impl, size_t off, bool refuse_queued)
 		return EINVAL;
 	struct chan_pub *pub = impl;
 	int rc = uw__chan_close((struct uw__chan *)(void *)((uint8_t *)impl + off), pub->context,
-			       pub->fd, refuse_queued);
+				pub->fd, refuse_queued);
 	if (!rc)
 		free(impl);
 	return rc;

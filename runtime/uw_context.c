@@ -44,7 +44,8 @@ static void kernel_random(void *buf, size_t len)
 	if (fd >= 0)
 		util_sys_close(fd);
 	if (len) {
-		fprintf(stderr, "uwarp: no random bytes from the kernel (getrandom, /dev/urandom)\n");
+		fprintf(stderr,
+			"uwarp: no random bytes from the kernel (getrandom, /dev/urandom)\n");
 		abort();
 	}
 }
@@ -60,15 +61,9 @@ uint32_t uw__random32(struct uw_context *ctx)
 	return ctx->rand_pool[--ctx->rand_left];
 }
 
-static uint32_t stag_random(void *ctx)
-{
-	return uw__random32(ctx);
-}
+static uint32_t stag_random(void *ctx) { return uw__random32(ctx); }
 
-void uw__progress(struct uw_context *ctx)
-{
-	uv_run(&ctx->loop, UV_RUN_NOWAIT);
-}
+void uw__progress(struct uw_context *ctx) { uv_run(&ctx->loop, UV_RUN_NOWAIT); }
 
 void uw__kick(struct uw_context *ctx)
 {
@@ -101,7 +96,8 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 			pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts);
 		}
 	} else {
-		struct pollfd p[2] = { { uv_backend_fd(&ctx->loop), POLLIN, 0 }, { fd, POLLIN, 0 } };
+		struct pollfd p[2] = { { uv_backend_fd(&ctx->loop), POLLIN, 0 },
+				       { fd, POLLIN, 0 } };
 		int t = uv_backend_timeout(&ctx->loop);
 		if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
 			t = timeout_ms;
@@ -115,10 +111,7 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 	return 0;
 }
 
-static void wake_cb(uv_async_t *h)
-{
-	(void)h; /* only here to end the engine thread's poll */
-}
+static void wake_cb(uv_async_t *h) { (void)h; /* only here to end the engine thread's poll */ }
 
 static void *engine_thread(void *arg)
 {
@@ -151,7 +144,8 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 		errno = EINVAL;
 		return NULL;
 	}
-	ctx->reply_timeout_ms = attr && attr->mpa_reply_timeout_ms ? attr->mpa_reply_timeout_ms : 10000;
+	ctx->reply_timeout_ms =
+		attr && attr->mpa_reply_timeout_ms ? attr->mpa_reply_timeout_ms : 10000;
 	ctx->request_timeout_ms =
 		attr && attr->mpa_request_timeout_ms ? attr->mpa_request_timeout_ms : 5000;
 	ctx->next_qpn = 1;

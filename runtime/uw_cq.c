@@ -123,8 +123,8 @@ int uw__cq_push(struct uw_cq_impl *cq, const struct uw_wc *wc)
 	if (wc->qp)
 		slot->qp_num = wc->qp->qp_num;
 	cq->count++;
-	bool fire = cq->armed == 1 ||
-		    (cq->armed == 2 && ((wc->wc_flags & UW_WC_SOLICITED) || wc->status != UW_WC_SUCCESS));
+	bool fire = cq->armed == 1 || (cq->armed == 2 && ((wc->wc_flags & UW_WC_SOLICITED) ||
+							  wc->status != UW_WC_SUCCESS));
 	if (fire && cq->pub.channel) {
 		struct uw_channel_impl *ch = (struct uw_channel_impl *)cq->pub.channel;
 		cq->armed = 0;
@@ -239,13 +239,20 @@ void uw__cq_forget_qp(struct uw_cq_impl *cq, const struct uw_qp *qp)
 const char *uw_wc_status_str(enum uw_wc_status s)
 {
 	switch (s) {
-	case UW_WC_SUCCESS: return "success";
-	case UW_WC_LOC_LEN_ERR: return "local length error";
-	case UW_WC_LOC_PROT_ERR: return "local protection error";
-	case UW_WC_WR_FLUSH_ERR: return "flushed";
-	case UW_WC_REM_ACCESS_ERR: return "remote access error";
-	case UW_WC_REM_OP_ERR: return "remote operation error";
-	case UW_WC_FATAL_ERR: return "fatal error";
+	case UW_WC_SUCCESS:
+		return "success";
+	case UW_WC_LOC_LEN_ERR:
+		return "local length error";
+	case UW_WC_LOC_PROT_ERR:
+		return "local protection error";
+	case UW_WC_WR_FLUSH_ERR:
+		return "flushed";
+	case UW_WC_REM_ACCESS_ERR:
+		return "remote access error";
+	case UW_WC_REM_OP_ERR:
+		return "remote operation error";
+	case UW_WC_FATAL_ERR:
+		return "fatal error";
 	}
 	return "unknown";
 }

@@ -77,8 +77,9 @@ static int ep_make_qp(struct uw_ep *ep, struct uw_cm_id *id)
 	int depth = (int)(ep->cap.max_send_wr + ep->cap.max_recv_wr);
 	if (!ep->cq && !(ep->cq = uw_create_cq(ep->ctx, depth, ep, NULL)))
 		return errno;
-	struct uw_qp_init_attr qa = { .qp_context = ep, .send_cq = ep->cq, .recv_cq = ep->cq,
-				      .cap = ep->cap };
+	struct uw_qp_init_attr qa = {
+		.qp_context = ep, .send_cq = ep->cq, .recv_cq = ep->cq, .cap = ep->cap
+	};
 	if (!(ep->qp = uw_cm_create_qp(id, ep->pd, &qa)))
 		return errno;
 	ep->id = id;
@@ -145,7 +146,8 @@ static struct uw_ep *ep_new(const struct uw_ep_attr *attr, struct uw_ep *listene
 		}
 	} else {
 		ep_set_attr(ep, attr);
-		struct uw_context_attr ca = { .progress = attr ? attr->progress : UW_PROGRESS_MANUAL };
+		struct uw_context_attr ca = { .progress =
+						      attr ? attr->progress : UW_PROGRESS_MANUAL };
 		if (!(ep->ctx = uw_open(&ca)) || !(ep->pd = uw_alloc_pd(ep->ctx)))
 			goto fail;
 	}
@@ -159,7 +161,8 @@ fail:
 
 static int resolve(const char *host, const char *port, bool passive, struct addrinfo **res)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
 				  .ai_flags = passive ? AI_PASSIVE : AI_ADDRCONFIG };
 	if (!port)
 		return EINVAL;
@@ -184,11 +187,16 @@ static int wait_established(struct uw_ep *ep, uint64_t deadline)
 			keep_peer_data(ep, e);
 		uw_cm_ack_event(e);
 		switch (t) {
-		case UW_CM_EVENT_ESTABLISHED: return 0;
-		case UW_CM_EVENT_REJECTED: return ECONNREFUSED;
-		case UW_CM_EVENT_CONNECT_ERROR: return status ? status : EPROTO;
-		case UW_CM_EVENT_DISCONNECTED: return ECONNRESET;
-		case UW_CM_EVENT_CONNECT_REQUEST: break; /* not on this channel */
+		case UW_CM_EVENT_ESTABLISHED:
+			return 0;
+		case UW_CM_EVENT_REJECTED:
+			return ECONNREFUSED;
+		case UW_CM_EVENT_CONNECT_ERROR:
+			return status ? status : EPROTO;
+		case UW_CM_EVENT_DISCONNECTED:
+			return ECONNRESET;
+		case UW_CM_EVENT_CONNECT_REQUEST:
+			break; /* not on this channel */
 		}
 	}
 }
@@ -355,30 +363,15 @@ int uw_ep_close(struct uw_ep *ep)
 	return 0;
 }
 
-struct uw_context *uw_ep_context(const struct uw_ep *ep)
-{
-	return ep ? ep->ctx : NULL;
-}
+struct uw_context *uw_ep_context(const struct uw_ep *ep) { return ep ? ep->ctx : NULL; }
 
-struct uw_pd *uw_ep_pd(const struct uw_ep *ep)
-{
-	return ep ? ep->pd : NULL;
-}
+struct uw_pd *uw_ep_pd(const struct uw_ep *ep) { return ep ? ep->pd : NULL; }
 
-struct uw_cq *uw_ep_cq(const struct uw_ep *ep)
-{
-	return ep ? ep->cq : NULL;
-}
+struct uw_cq *uw_ep_cq(const struct uw_ep *ep) { return ep ? ep->cq : NULL; }
 
-struct uw_qp *uw_ep_qp(const struct uw_ep *ep)
-{
-	return ep ? ep->qp : NULL;
-}
+struct uw_qp *uw_ep_qp(const struct uw_ep *ep) { return ep ? ep->qp : NULL; }
 
-struct uw_cm_id *uw_ep_id(const struct uw_ep *ep)
-{
-	return ep ? ep->id : NULL;
-}
+struct uw_cm_id *uw_ep_id(const struct uw_ep *ep) { return ep ? ep->id : NULL; }
 
 const void *uw_ep_peer_data(const struct uw_ep *ep, uint16_t *len)
 {

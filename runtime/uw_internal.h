@@ -37,9 +37,9 @@ struct uw_mw_impl;
 
 struct uw_context {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;      /* auto progress: completions and events */
+	pthread_cond_t cond; /* auto progress: completions and events */
 	uv_loop_t loop;
-	uv_async_t wake;          /* rouses the engine thread (auto progress) */
+	uv_async_t wake; /* rouses the engine thread (auto progress) */
 	enum uw_progress progress;
 	pthread_t thread;
 	bool thread_running;
@@ -50,12 +50,12 @@ struct uw_context {
 	struct uw_stag_entry *stags;
 	uint32_t nstags, stag_free;
 	struct stag_table stag_ix;
-	uint32_t rand_pool[64];   /* the kernel's random bytes, drawn 256 at a time */
+	uint32_t rand_pool[64]; /* the kernel's random bytes, drawn 256 at a time */
 	unsigned rand_left;
 	uint32_t next_qpn;
 	uint32_t next_pd;
-	int nobjects;             /* PDs, CQs, channels, ids: uw_close needs 0 */
-	struct util_list conns;     /* live connections (closing ones too) */
+	int nobjects;           /* PDs, CQs, channels, ids: uw_close needs 0 */
+	struct util_list conns; /* live connections (closing ones too) */
 };
 
 /* Writes on a connection's socket never raise SIGPIPE: a peer that resets
@@ -63,7 +63,8 @@ struct uw_context {
  * (a server died when it sent a Terminate to a client killed mid-transfer). */
 static inline ssize_t uw__sock_writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)iovcnt };
+	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)iov,
+			    .msg_iovlen = (size_t)iovcnt };
 	return util_sys_sendmsg(fd, &m, MSG_NOSIGNAL);
 }
 
@@ -102,15 +103,15 @@ enum uw_stag_kind { UW_STAG_FREE = 0, UW_STAG_MR, UW_STAG_MW };
 struct uw_stag_entry {
 	uint8_t kind;
 	uint8_t key;
-	bool valid;        /* a window bound and not invalidated */
-	uint32_t index;    /* the STag's index part (stag_table.h) */
+	bool valid;     /* a window bound and not invalidated */
+	uint32_t index; /* the STag's index part (stag_table.h) */
 	uint32_t next_free;
 	uint32_t pd;
-	uint32_t qp;       /* a window bound to one QP */
-	uint32_t rights;   /* enum ddp_rights */
+	uint32_t qp;     /* a window bound to one QP */
+	uint32_t rights; /* enum ddp_rights */
 	uint8_t *addr;
 	uint64_t len;
-	struct uw_mr *mr;  /* the MR of this entry, or the MR a window is over */
+	struct uw_mr *mr;      /* the MR of this entry, or the MR a window is over */
 	struct uw_mw_impl *mw; /* a window's own object */
 };
 
@@ -142,7 +143,7 @@ struct uw__chan {
 	int evfd;                /* a util/evfd.h flag: raised while events waits */
 	struct util_list events; /* in order */
 	bool nonblock;
-	int users;               /* the CQs or ids that report here */
+	int users; /* the CQs or ids that report here */
 };
 
 /* Open: its flag and the descriptor the program waits on (*fd). 0 or an
@@ -180,7 +181,7 @@ struct uw_cq_impl {
 	struct uw_cq pub;
 	struct uw_wc *ring;
 	uint32_t cap, head, count;
-	int armed;           /* 0, 1 (any), 2 (solicited only) */
+	int armed; /* 0, 1 (any), 2 (solicited only) */
 	bool overflow;
 	unsigned events, acked;
 	struct util_list fired; /* on the channel's events list */
@@ -196,20 +197,20 @@ void uw__cq_forget_qp(struct uw_cq_impl *cq, const struct uw_qp *qp);
 /* ---- queue pairs ---- */
 
 struct uw_swqe {
-	struct uw_send_wr wr;  /* copied; sg_list and next are not used */
-	uint32_t lkey0;        /* a Read's sink STag: its SGE's lkey */
-	struct iovec *iov;     /* max_send_sge entries, in the QP's pool */
+	struct uw_send_wr wr; /* copied; sg_list and next are not used */
+	uint32_t lkey0;       /* a Read's sink STag: its SGE's lkey */
+	struct iovec *iov;    /* max_send_sge entries, in the QP's pool */
 	int niov;
-	uint8_t *inline_buf;   /* max_inline_data bytes, in the QP's pool */
+	uint8_t *inline_buf; /* max_inline_data bytes, in the QP's pool */
 	bool signaled;
-	bool done;             /* its work finished; completes in order */
+	bool done; /* its work finished; completes in order */
 	enum uw_wc_status status;
 	uint8_t term_layer, term_etype, term_ecode; /* the peer's Terminate */
 };
 
 struct uw_rwqe {
 	uint64_t wr_id;
-	struct iovec *iov;     /* max_recv_sge entries, in the owner's pool */
+	struct iovec *iov; /* max_recv_sge entries, in the owner's pool */
 	int niov;
 	struct rdmap_recv recv; /* what the RDMAP core places into */
 };
@@ -227,7 +228,7 @@ struct uw_conn;
 
 struct uw_qp_impl {
 	struct uw_qp pub;
-	int end_errno;         /* why its connection ended (uw_qp_end_errno) */
+	int end_errno; /* why its connection ended (uw_qp_end_errno) */
 	struct uw_qp_init_attr attr;
 	/* send queue, absolute counters: completed < head <= next <= tail */
 	struct uw_swqe *sq;
@@ -244,7 +245,7 @@ struct uw_qp_impl {
 	struct uw_conn *conn;
 	struct uw_cm_id_impl *id;
 	bool rfc7306;
-	uint32_t reads_out;   /* Read/atomic WRs awaiting their Response */
+	uint32_t reads_out; /* Read/atomic WRs awaiting their Response */
 };
 
 static inline struct uw_swqe *uw__sq_at(struct uw_qp_impl *qp, uint32_t abs)
@@ -284,7 +285,7 @@ struct uw_cm_id_impl {
 	bool listening;
 	struct uw_conn *conn;
 	bool destroyed;
-	int refs;        /* the application's, a listen handle, pending requests */
+	int refs; /* the application's, a listen handle, pending requests */
 };
 
 #define UW_CONN_RXBUF 16384
@@ -300,33 +301,33 @@ struct uw_cm_id_impl {
 enum uw_txm_kind { UW_TXM_WQE = 1, UW_TXM_RESPONSE, UW_TXM_RTR, UW_TXM_NUDGE };
 
 struct uw_conn {
-	struct util_list link;      /* in ctx->conns */
+	struct util_list link; /* in ctx->conns */
 	struct uw_context *ctx;
 	struct uw_cm_id_impl *id;
 	struct uw_cm_id_impl *listener; /* responder: where its Request goes */
 	struct uw_qp_impl *qp;
-	struct uw_life life;      /* where it is in its life (conn_life.h) */
+	struct uw_life life; /* where it is in its life (conn_life.h) */
 	int fd;
 	uv_poll_t poll;
 	int poll_events;
 	uv_timer_t timer;
-	uv_timer_t idle;          /* param.idle_timeout_ms's watch, if set */
+	uv_timer_t idle; /* param.idle_timeout_ms's watch, if set */
 	bool idle_on;
-	uint8_t idle_ticks;       /* ticks (half the limit) without a whole FPDU */
+	uint8_t idle_ticks;           /* ticks (half the limit) without a whole FPDU */
 	uint64_t rx_fpdus, idle_seen; /* whole FPDUs received; at the last tick */
-	int handles;              /* libuv handles still open */
+	int handles;                  /* libuv handles still open */
 	bool freeing;
 	/* MPA setup */
 	struct uw_conn_param param;
 	uint8_t param_pdata[MPA_PD_MAX_RFC];
 	struct mpa_policy pol;
-	struct mpa_frame req;     /* ours (initiator) or theirs (responder) */
+	struct mpa_frame req; /* ours (initiator) or theirs (responder) */
 	uint8_t frame[MPA_FRAME_HDR_LEN + MPA_PD_MAX_RFC];
 	size_t frame_len;
 	uint8_t out[MPA_FRAME_HDR_LEN + MPA_PD_MAX_RFC];
 	size_t out_len, out_off;
 	struct mpa_params mp;
-	bool peer_ext;            /* the peer offered RFC 7306 */
+	bool peer_ext; /* the peer offered RFC 7306 */
 	/* full operation */
 	struct rdmap_conn rd;
 	bool rd_init;
@@ -341,25 +342,25 @@ struct uw_conn {
 	 * that was damaged). */
 	bool rx_discard;
 	struct rddp_error rx_hdr_err;
-	bool want_tx;             /* receive made work for the send side */
+	bool want_tx; /* receive made work for the send side */
 	/* transmit */
 	struct fpdu_batch batch;
 	struct iovec *batch_iov;
 	uint8_t *batch_scratch;
-	int wr_iov;               /* first unwritten iovec */
-	size_t wr_pos;            /* bytes of the batch written */
+	int wr_iov;    /* first unwritten iovec */
+	size_t wr_pos; /* bytes of the batch written */
 	uint8_t (*hdrs)[MPA_ULPDU_LEN_SIZE + RDMAP_MAX_HDR];
 	uint32_t nhdrs;
 	struct rdmap_tx_msg txm;
 	bool txm_active;
 	enum uw_txm_kind txm_kind;
 	struct uw_swqe *txm_wqe;
-	bool txm_second;          /* Write with Immediate: the Immediate part */
-	uint8_t *stage;           /* Read Response payload copied for the CRC (engine_tx.c) */
+	bool txm_second; /* Write with Immediate: the Immediate part */
+	uint8_t *stage;  /* Read Response payload copied for the CRC (engine_tx.c) */
 	size_t stage_used;
 	struct uw_swqe *batch_done[UW_CONN_HDRS]; /* WQEs finished by this batch */
 	uint32_t nbatch_done;
-	bool peer_eof;            /* terminating: the peer shut its side */
+	bool peer_eof; /* terminating: the peer shut its side */
 	/* why it ended */
 	int close_status;
 	struct rdmap_term peer_term;

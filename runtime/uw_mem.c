@@ -218,7 +218,9 @@ struct uw_mr *uw_reg_mr(struct uw_pd *p, void *addr, size_t length, int access)
 	e->addr = addr;
 	e->len = length;
 	e->mr = &mr->pub;
-	mr->pub = (struct uw_mr){ ctx, p, addr, length, e->index << 8 | e->key, e->index << 8 | e->key };
+	mr->pub = (struct uw_mr){
+		ctx, p, addr, length, e->index << 8 | e->key, e->index << 8 | e->key
+	};
 	mr->access = access;
 	pd->refs++;
 	pthread_mutex_unlock(&ctx->lock);

@@ -16,7 +16,8 @@ static bool is_ext(enum uw_wr_opcode op)
 
 static bool is_atomic(enum uw_wr_opcode op)
 {
-	return op == UW_WR_ATOMIC_FETCH_ADD || op == UW_WR_ATOMIC_SWAP || op == UW_WR_ATOMIC_CMP_SWAP;
+	return op == UW_WR_ATOMIC_FETCH_ADD || op == UW_WR_ATOMIC_SWAP ||
+	       op == UW_WR_ATOMIC_CMP_SWAP;
 }
 
 static enum uw_wc_opcode wc_opcode(enum uw_wr_opcode op)
@@ -63,9 +64,12 @@ void uw__qp_complete_sends(struct uw_qp_impl *qp)
 			break;
 		qp->sq_head++;
 		if (w->signaled || w->status != UW_WC_SUCCESS) {
-			struct uw_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
-					    .opcode = wc_opcode(w->wr.opcode), .qp = &qp->pub,
-					    .term_layer = w->term_layer, .term_etype = w->term_etype,
+			struct uw_wc wc = { .wr_id = w->wr.wr_id,
+					    .status = w->status,
+					    .opcode = wc_opcode(w->wr.opcode),
+					    .qp = &qp->pub,
+					    .term_layer = w->term_layer,
+					    .term_etype = w->term_etype,
 					    .term_ecode = w->term_ecode };
 			uw__qp_cq_push(qp, qp->pub.send_cq, &wc);
 		}
@@ -74,8 +78,9 @@ void uw__qp_complete_sends(struct uw_qp_impl *qp)
 
 static void flush_recv(struct uw_qp_impl *qp, uint64_t wr_id)
 {
-	struct uw_wc wc = { .wr_id = wr_id, .status = UW_WC_WR_FLUSH_ERR, .opcode = UW_WC_RECV,
-			    .qp = &qp->pub };
+	struct uw_wc wc = {
+		.wr_id = wr_id, .status = UW_WC_WR_FLUSH_ERR, .opcode = UW_WC_RECV, .qp = &qp->pub
+	};
 	uw__cq_push((struct uw_cq_impl *)qp->pub.recv_cq, &wc);
 }
 
@@ -96,9 +101,12 @@ void uw__qp_flush(struct uw_qp_impl *qp)
 	while (qp->sq_head != qp->sq_tail) {
 		struct uw_swqe *w = uw__sq_at(qp, qp->sq_head++);
 		if (w->signaled || w->status != UW_WC_SUCCESS) {
-			struct uw_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
-					    .opcode = wc_opcode(w->wr.opcode), .qp = &qp->pub,
-					    .term_layer = w->term_layer, .term_etype = w->term_etype,
+			struct uw_wc wc = { .wr_id = w->wr.wr_id,
+					    .status = w->status,
+					    .opcode = wc_opcode(w->wr.opcode),
+					    .qp = &qp->pub,
+					    .term_layer = w->term_layer,
+					    .term_etype = w->term_etype,
 					    .term_ecode = w->term_ecode };
 			uw__cq_push((struct uw_cq_impl *)qp->pub.send_cq, &wc);
 		}
@@ -165,9 +173,8 @@ struct uw_qp *uw_create_qp(struct uw_pd *p, struct uw_qp_init_attr *attr)
 {
 	struct uw_pd_impl *pd = (struct uw_pd_impl *)p;
 	if (!pd || !attr || !attr->send_cq || !attr->recv_cq ||
-	    check_cap(&attr->cap, attr->srq != NULL) ||
-	    (attr->srq && attr->srq->pd != p) || attr->send_cq->context != p->context ||
-	    attr->recv_cq->context != p->context) {
+	    check_cap(&attr->cap, attr->srq != NULL) || (attr->srq && attr->srq->pd != p) ||
+	    attr->send_cq->context != p->context || attr->recv_cq->context != p->context) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -201,15 +208,16 @@ struct uw_qp *uw_create_qp(struct uw_pd *p, struct uw_qp_init_attr *attr)
 	}
 	for (uint32_t i = 0; i < qp->sq_cap; i++) {
 		qp->sq[i].iov = qp->sq_iov + (size_t)i * ssge;
-		qp->sq[i].inline_buf = qp->sq_inline ? qp->sq_inline + (size_t)i * c->max_inline_data : NULL;
+		qp->sq[i].inline_buf =
+			qp->sq_inline ? qp->sq_inline + (size_t)i * c->max_inline_data : NULL;
 	}
 	for (uint32_t i = 0; i < qp->rq_cap; i++)
 		qp->rq[i].iov = qp->rq_iov + (size_t)i * rsge;
 	qp->attr = *attr;
 	struct uw_context *ctx = p->context;
 	pthread_mutex_lock(&ctx->lock);
-	qp->pub = (struct uw_qp){ ctx, p, attr->qp_context, attr->send_cq, attr->recv_cq, attr->srq,
-				  ctx->next_qpn++, UW_QPS_INIT };
+	qp->pub = (struct uw_qp){ ctx,           p,         attr->qp_context, attr->send_cq,
+				  attr->recv_cq, attr->srq, ctx->next_qpn++,  UW_QPS_INIT };
 	pd->refs++;
 	((struct uw_cq_impl *)attr->send_cq)->users++;
 	((struct uw_cq_impl *)attr->recv_cq)->users++;
@@ -263,7 +271,8 @@ int uw_modify_qp(struct uw_qp *q, enum uw_qp_state state)
 		if (qp->conn)
 			uw__conn_close(qp->conn, ECONNABORTED, UW_CM_EVENT_DISCONNECTED);
 		uw__qp_flush(qp);
-	} else if (state == UW_QPS_RESET && !qp->conn && (from == UW_QPS_INIT || from == UW_QPS_ERR)) {
+	} else if (state == UW_QPS_RESET && !qp->conn &&
+		   (from == UW_QPS_INIT || from == UW_QPS_ERR)) {
 		/* nothing posted may vanish: what INIT holds completes first */
 		if (from == UW_QPS_INIT)
 			uw__qp_flush(qp);
@@ -451,7 +460,8 @@ int uw_post_recv(struct uw_qp *q, struct uw_recv_wr *wr, struct uw_recv_wr **bad
 struct uw_srq *uw_create_srq(struct uw_pd *p, struct uw_srq_init_attr *attr)
 {
 	struct uw_pd_impl *pd = (struct uw_pd_impl *)p;
-	if (!pd || !attr || !attr->max_wr || attr->max_wr > (1u << 20) || attr->max_sge > UW_MAX_SGE) {
+	if (!pd || !attr || !attr->max_wr || attr->max_wr > (1u << 20) ||
+	    attr->max_sge > UW_MAX_SGE) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -47,9 +47,10 @@ static void conn_event(struct ud_ep *ep, DAT_EVENT_NUMBER n, const void *pdata, 
 	if (len > 0)
 		memcpy(ep->pdata, pdata, (size_t)len);
 	DAT_EVENT ev = { .event_number = n };
-	ev.event_data.connect_event_data = (DAT_CONNECTION_EVENT_DATA){
-		.ep_handle = ep, .private_data_size = len > 0 ? len : 0,
-		.private_data = len > 0 ? ep->pdata : NULL };
+	ev.event_data.connect_event_data =
+		(DAT_CONNECTION_EVENT_DATA){ .ep_handle = ep,
+					     .private_data_size = len > 0 ? len : 0,
+					     .private_data = len > 0 ? ep->pdata : NULL };
 	if (!ud_evd_post(ep->conn_evd, &ev) && ep->h.ia->async_evd) {
 		DAT_EVENT ov = { .event_number = DAT_ASYNC_ERROR_EVD_OVERFLOW };
 		ov.event_data.asynch_error_event_data =
@@ -94,9 +95,12 @@ DAT_RETURN DAT_API ud_ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_C
 	memcpy(&to, addr, addr_len(addr));
 	set_port(&to, ud_qual_port(qual));
 	const DAT_EP_ATTR *a = &ep->param.ep_attr;
-	struct uw_conn_param p = { .private_data = pdata, .private_data_len = (uint16_t)plen,
-				   .ird = (uint16_t)(a->max_rdma_read_in > 0 ? a->max_rdma_read_in : 1),
-				   .ord = (uint16_t)(a->max_rdma_read_out > 0 ? a->max_rdma_read_out : 1) };
+	struct uw_conn_param p = {
+		.private_data = pdata,
+		.private_data_len = (uint16_t)plen,
+		.ird = (uint16_t)(a->max_rdma_read_in > 0 ? a->max_rdma_read_in : 1),
+		.ord = (uint16_t)(a->max_rdma_read_out > 0 ? a->max_rdma_read_out : 1)
+	};
 	ep->id = uw_cm_create_id(ia->cm, ep);
 	int err = ep->id ? uw_cm_attach_qp(ep->id, ep->qp) : ENOMEM;
 	if (!err)
@@ -114,7 +118,8 @@ DAT_RETURN DAT_API ud_ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_C
 	ep->param.remote_port_qual = qual;
 	ep->param.ep_state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
 	ep->flags |= UD_EP_ACTIVE;
-	ep->deadline_ms = timeout == DAT_TIMEOUT_INFINITE ? 0 : util_now_ms() + (timeout + 999) / 1000;
+	ep->deadline_ms =
+		timeout == DAT_TIMEOUT_INFINITE ? 0 : util_now_ms() + (timeout + 999) / 1000;
 	pthread_mutex_unlock(&ia->mu);
 	return DAT_SUCCESS;
 }
@@ -168,7 +173,8 @@ static DAT_RETURN sp_listen(struct ud_ia *ia, struct ud_sp *sp, DAT_CONN_QUAL qu
 	if (err) {
 		uw_cm_destroy_id(sp->id);
 		sp->id = NULL;
-		return err == EADDRINUSE ? UD_ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE) : ud_errno(err);
+		return err == EADDRINUSE ? UD_ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE)
+					 : ud_errno(err);
 	}
 	sp->qual = qual ? qual : get_port(&sp->id->local_addr);
 	return DAT_SUCCESS;
@@ -176,8 +182,8 @@ static DAT_RETURN sp_listen(struct ud_ia *ia, struct ud_sp *sp, DAT_CONN_QUAL qu
 
 /* A service point listening on @qual: a PSP, or with @ep an RSP that
  * reserves it */
-static DAT_RETURN sp_open(struct ud_ia *ia, struct ud_evd *evd, struct ud_ep *ep, DAT_CONN_QUAL qual,
-			  DAT_PSP_FLAGS flags, struct ud_sp **out)
+static DAT_RETURN sp_open(struct ud_ia *ia, struct ud_evd *evd, struct ud_ep *ep,
+			  DAT_CONN_QUAL qual, DAT_PSP_FLAGS flags, struct ud_sp **out)
 {
 	struct ud_sp *sp = calloc(1, sizeof(*sp));
 	if (!sp)
@@ -254,7 +260,9 @@ DAT_RETURN DAT_API ud_psp_query(DAT_PSP_HANDLE h, DAT_PSP_PARAM_MASK m, DAT_PSP_
 	if (!p)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
 	(void)m;
-	*p = (DAT_PSP_PARAM){ .ia_handle = sp->h.ia, .conn_qual = sp->qual, .evd_handle = sp->evd,
+	*p = (DAT_PSP_PARAM){ .ia_handle = sp->h.ia,
+			      .conn_qual = sp->qual,
+			      .evd_handle = sp->evd,
 			      .psp_flags = sp->flags };
 	return DAT_SUCCESS;
 }
@@ -323,7 +331,9 @@ DAT_RETURN DAT_API ud_rsp_query(DAT_RSP_HANDLE h, DAT_RSP_PARAM_MASK m, DAT_RSP_
 	if (!p)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
 	(void)m;
-	*p = (DAT_RSP_PARAM){ .ia_handle = sp->h.ia, .conn_qual = sp->qual, .evd_handle = sp->evd,
+	*p = (DAT_RSP_PARAM){ .ia_handle = sp->h.ia,
+			      .conn_qual = sp->qual,
+			      .evd_handle = sp->evd,
 			      .ep_handle = sp->ep };
 	return DAT_SUCCESS;
 }
@@ -363,8 +373,9 @@ DAT_RETURN DAT_API ud_cr_query(DAT_CR_HANDLE h, DAT_CR_PARAM_MASK m, DAT_CR_PARA
 			     .private_data_size = cr->pdata_len,
 			     .private_data = cr->pdata_len ? cr->pdata : NULL,
 			     .local_ep_handle = cr->ep ? cr->ep
-						: cr->sp && cr->sp->h.magic == UD_MAGIC_RSP ? cr->sp->ep
-											    : NULL };
+						: cr->sp && cr->sp->h.magic == UD_MAGIC_RSP
+							? cr->sp->ep
+							: NULL };
 	pthread_mutex_unlock(&cr->h.ia->mu);
 	return DAT_SUCCESS;
 }
@@ -381,7 +392,7 @@ DAT_RETURN DAT_API ud_cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT pl
 	struct ud_ia *ia = cr->h.ia;
 	pthread_mutex_lock(&ia->mu);
 	/* the request's own EP: the RSP's, or the one made for it */
-	struct ud_ep *reserved = cr->ep ? cr->ep
+	struct ud_ep *reserved = cr->ep                                      ? cr->ep
 				 : cr->sp && cr->sp->h.magic == UD_MAGIC_RSP ? cr->sp->ep
 									     : NULL;
 	if (!ep)
@@ -404,9 +415,12 @@ DAT_RETURN DAT_API ud_cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT pl
 		return rc;
 	}
 	const DAT_EP_ATTR *a = &ep->param.ep_attr;
-	struct uw_conn_param p = { .private_data = pdata, .private_data_len = (uint16_t)plen,
-				   .ird = (uint16_t)(a->max_rdma_read_in > 0 ? a->max_rdma_read_in : 1),
-				   .ord = (uint16_t)(a->max_rdma_read_out > 0 ? a->max_rdma_read_out : 1) };
+	struct uw_conn_param p = {
+		.private_data = pdata,
+		.private_data_len = (uint16_t)plen,
+		.ird = (uint16_t)(a->max_rdma_read_in > 0 ? a->max_rdma_read_in : 1),
+		.ord = (uint16_t)(a->max_rdma_read_out > 0 ? a->max_rdma_read_out : 1)
+	};
 	int err = uw_cm_attach_qp(cr->id, ep->qp);
 	if (!err)
 		err = uw_cm_accept(cr->id, &p);
@@ -480,7 +494,7 @@ static void on_request(struct ud_ia *ia, struct uw_cm_event *e)
 	cr->id = e->id;
 	cr->remote = e->id->peer_addr;
 	cr->pdata_len = e->private_data_len > sizeof(cr->pdata) ? (DAT_COUNT)sizeof(cr->pdata)
-								 : e->private_data_len;
+								: e->private_data_len;
 	memcpy(cr->pdata, e->private_data, (size_t)cr->pdata_len);
 	cr->ird = e->ird;
 	cr->ord = e->ord;
@@ -563,8 +577,10 @@ static void on_conn_event(struct ud_ia *ia, struct uw_cm_event *e)
 		bool was = ep->param.ep_state == DAT_EP_STATE_CONNECTED || asked;
 		ep->param.ep_state = DAT_EP_STATE_DISCONNECTED;
 		if (!was)
-			conn_event(ep, ep->flags & UD_EP_ACTIVE ? DAT_CONNECTION_EVENT_UNREACHABLE
-								: DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR,
+			conn_event(ep,
+				   ep->flags & UD_EP_ACTIVE
+					   ? DAT_CONNECTION_EVENT_UNREACHABLE
+					   : DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR,
 				   NULL, 0);
 		else if (e->terminated && !asked)
 			conn_event(ep, DAT_CONNECTION_EVENT_BROKEN, NULL, 0);

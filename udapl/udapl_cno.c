@@ -116,10 +116,7 @@ void ud_cno_detach(struct ud_cno *c, struct ud_evd *e)
 	e->cno = NULL;
 }
 
-void ud_cno_kick(struct ud_cno *c)
-{
-	util_evfd_raise(c->kick);
-}
+void ud_cno_kick(struct ud_cno *c) { util_evfd_raise(c->kick); }
 
 /* an enabled attached EVD with an event, or NULL; every attached CQ armed
  * again on the way (under ia->mu) */
@@ -161,7 +158,8 @@ DAT_RETURN DAT_API ud_cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HA
 	if (!evd)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
 	struct ud_ia *ia = c->h.ia;
-	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? 0 : util_now_ms() + (timeout + 999) / 1000;
+	uint64_t deadline =
+		timeout == DAT_TIMEOUT_INFINITE ? 0 : util_now_ms() + (timeout + 999) / 1000;
 	pthread_mutex_lock(&ia->mu);
 	c->waiters++;
 	DAT_RETURN rc;

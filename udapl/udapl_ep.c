@@ -93,7 +93,8 @@ DAT_RETURN ud_ep_make_qp(struct ud_ep *ep)
 		.recv_cq = ep->recv_evd ? ep->recv_evd->cq : ep->own_cq,
 		.cap = { .max_send_wr = sq,
 			 .max_recv_wr = (uint32_t)(a->max_recv_dtos > 0 ? a->max_recv_dtos : 1),
-			 .max_send_sge = (uint32_t)max3(a->max_request_iov, a->max_rdma_write_iov, 1),
+			 .max_send_sge =
+				 (uint32_t)max3(a->max_request_iov, a->max_rdma_write_iov, 1),
 			 .max_recv_sge = (uint32_t)(a->max_recv_iov > 0 ? a->max_recv_iov : 1) },
 	};
 	if (ring_init(&ep->sq, (int)qa.cap.max_send_wr, ep, false) ||
@@ -154,11 +155,14 @@ DAT_RETURN DAT_API ud_ep_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE pz, DAT_EVD_HANDL
 	ep->req_evd = req;
 	ep->conn_evd = conn;
 	ep->local = ia->addr;
-	ep->param = (DAT_EP_PARAM){ .ia_handle = ia, .ep_state = DAT_EP_STATE_UNCONNECTED,
+	ep->param = (DAT_EP_PARAM){ .ia_handle = ia,
+				    .ep_state = DAT_EP_STATE_UNCONNECTED,
 				    .local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ep->local,
 				    .remote_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ep->remote,
-				    .pz_handle = pz, .recv_evd_handle = recv,
-				    .request_evd_handle = req, .connect_evd_handle = conn,
+				    .pz_handle = pz,
+				    .recv_evd_handle = recv,
+				    .request_evd_handle = req,
+				    .connect_evd_handle = conn,
 				    .ep_attr = *a };
 	pthread_mutex_lock(&ia->mu);
 	ud_obj_init(ia, &ep->h, UD_MAGIC_EP, DAT_HANDLE_TYPE_EP);
@@ -321,8 +325,9 @@ DAT_RETURN DAT_API ud_ep_modify(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK m, const DAT_
 	DAT_RETURN rc = ep->pz ? ud_ep_make_qp(ep) : DAT_SUCCESS;
 	if (tentative)
 		/* a provider's EP for a request: configured, it may accept */
-		ep->param.ep_state = ep->qp && ep->conn_evd ? DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING
-							   : DAT_EP_STATE_UNCONFIGURED_TENTATIVE;
+		ep->param.ep_state = ep->qp && ep->conn_evd
+					     ? DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING
+					     : DAT_EP_STATE_UNCONFIGURED_TENTATIVE;
 	pthread_mutex_unlock(&ia->mu);
 	return rc;
 }
@@ -444,8 +449,10 @@ static DAT_RETURN post_errno(int err)
 
 enum post_kind { P_SEND, P_RECV, P_WRITE, P_READ };
 
-static const DAT_DTOS dto_of[] = { [P_SEND] = DAT_DTO_SEND, [P_RECV] = DAT_DTO_RECEIVE,
-				   [P_WRITE] = DAT_DTO_RDMA_WRITE, [P_READ] = DAT_DTO_RDMA_READ };
+static const DAT_DTOS dto_of[] = { [P_SEND] = DAT_DTO_SEND,
+				   [P_RECV] = DAT_DTO_RECEIVE,
+				   [P_WRITE] = DAT_DTO_RDMA_WRITE,
+				   [P_READ] = DAT_DTO_RDMA_READ };
 
 /*
  * Post one DTO. A Read into several local segments becomes one Read per
@@ -461,9 +468,9 @@ static DAT_RETURN post(DAT_EP_HANDLE h, enum post_kind k, DAT_COUNT n, DAT_LMR_T
 	if (!ud_valid(ep, UD_MAGIC_EP))
 		return bad_ep();
 	const DAT_EP_ATTR *at = &ep->param.ep_attr;
-	int max = k == P_RECV ? at->max_recv_iov
+	int max = k == P_RECV   ? at->max_recv_iov
 		  : k == P_READ ? max3(at->max_request_iov, at->max_rdma_read_iov, 1)
-			       : max3(at->max_request_iov, at->max_rdma_write_iov, 0);
+				: max3(at->max_request_iov, at->max_rdma_write_iov, 0);
 	if (n < 0 || n > max || n > UD_MAX_IOV) {
 		ud_debug("a DTO of %d segments, the EP takes %d", n, max);
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
@@ -510,8 +517,11 @@ static DAT_RETURN post(DAT_EP_HANDLE h, enum post_kind k, DAT_COUNT n, DAT_LMR_T
 	struct ud_cookie *last = &r->c[(r->tail + (uint32_t)nwr - 1) % r->cap];
 	int err;
 	if (k == P_RECV) {
-		*last = (struct ud_cookie){ .user = cookie, .len = (DAT_SEG_LENGTH)len, .op = dto_of[k],
-					    .ep = ep, .recv = true };
+		*last = (struct ud_cookie){ .user = cookie,
+					    .len = (DAT_SEG_LENGTH)len,
+					    .op = dto_of[k],
+					    .ep = ep,
+					    .recv = true };
 		struct uw_recv_wr wr = { .wr_id = (uintptr_t)last, .sg_list = sge, .num_sge = ns };
 		err = uw_post_recv(ep->qp, &wr, NULL);
 		if (!err)
@@ -523,9 +533,14 @@ static DAT_RETURN post(DAT_EP_HANDLE h, enum post_kind k, DAT_COUNT n, DAT_LMR_T
 	for (int i = 0; i < nwr; i++) {
 		struct ud_cookie *c = &r->c[(r->tail + (uint32_t)i) % r->cap];
 		bool shadow = i < nwr - 1;
-		*c = (struct ud_cookie){ .user = cookie, .len = (DAT_SEG_LENGTH)len, .op = dto_of[k],
-					 .ep = ep, .shadow = shadow, .final = shadow ? last : NULL };
-		wr[i] = (struct uw_send_wr){ .wr_id = (uintptr_t)c, .next = shadow ? &wr[i + 1] : NULL };
+		*c = (struct ud_cookie){ .user = cookie,
+					 .len = (DAT_SEG_LENGTH)len,
+					 .op = dto_of[k],
+					 .ep = ep,
+					 .shadow = shadow,
+					 .final = shadow ? last : NULL };
+		wr[i] = (struct uw_send_wr){ .wr_id = (uintptr_t)c,
+					     .next = shadow ? &wr[i + 1] : NULL };
 		if (k == P_READ) {
 			wr[i].opcode = UW_WR_RDMA_READ;
 			wr[i].sg_list = &sge[i];
@@ -534,7 +549,7 @@ static DAT_RETURN post(DAT_EP_HANDLE h, enum post_kind k, DAT_COUNT n, DAT_LMR_T
 			roff += sge[i].length;
 		} else {
 			wr[i].opcode = k == P_WRITE ? UW_WR_RDMA_WRITE
-				       : inval	    ? UW_WR_SEND_WITH_INV
+				       : inval      ? UW_WR_SEND_WITH_INV
 						    : UW_WR_SEND;
 			wr[i].sg_list = sge;
 			wr[i].num_sge = ns;

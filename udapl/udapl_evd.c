@@ -114,9 +114,9 @@ DAT_RETURN DAT_API ud_evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK m, DAT_EVD_
 	pthread_mutex_lock(&e->h.ia->mu);
 	p->ia_handle = e->h.ia;
 	p->evd_qlen = e->qlen;
-	p->evd_state = (DAT_EVD_STATE)((e->enabled ? DAT_EVD_STATE_ENABLED : DAT_EVD_STATE_DISABLED) |
-				       (e->waitable ? DAT_EVD_STATE_WAITABLE
-						    : DAT_EVD_STATE_UNWAITABLE));
+	p->evd_state =
+		(DAT_EVD_STATE)((e->enabled ? DAT_EVD_STATE_ENABLED : DAT_EVD_STATE_DISABLED) |
+				(e->waitable ? DAT_EVD_STATE_WAITABLE : DAT_EVD_STATE_UNWAITABLE));
 	p->cno_handle = e->cno;
 	p->evd_flags = e->flags;
 	pthread_mutex_unlock(&e->h.ia->mu);
@@ -273,7 +273,8 @@ DAT_RETURN DAT_API ud_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT 
 	if (!ev)
 		return UD_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
 	struct ud_ia *ia = e->h.ia;
-	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? 0 : util_now_ms() + (timeout + 999) / 1000;
+	uint64_t deadline =
+		timeout == DAT_TIMEOUT_INFINITE ? 0 : util_now_ms() + (timeout + 999) / 1000;
 	pthread_mutex_lock(&ia->mu);
 	if (!e->waitable) {
 		pthread_mutex_unlock(&ia->mu);
@@ -315,7 +316,8 @@ DAT_RETURN DAT_API ud_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT 
 			armed = true;
 			continue;
 		}
-		struct pollfd p[2] = { { e->efd, POLLIN, 0 }, { e->ch ? e->ch->fd : -1, POLLIN, 0 } };
+		struct pollfd p[2] = { { e->efd, POLLIN, 0 },
+				       { e->ch ? e->ch->fd : -1, POLLIN, 0 } };
 		pthread_mutex_unlock(&ia->mu);
 		poll(p, 2, left);
 		pthread_mutex_lock(&ia->mu);

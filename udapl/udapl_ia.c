@@ -40,7 +40,8 @@ static int ia_address(const struct ud_prov *p, struct sockaddr_storage *ss)
 	int found = 0;
 	for (int want = AF_INET; !found && want; want = want == AF_INET ? AF_INET6 : 0)
 		for (f = ifs; f && !found; f = f->ifa_next)
-			if (f->ifa_addr && f->ifa_addr->sa_family == want && !strcmp(f->ifa_name, word)) {
+			if (f->ifa_addr && f->ifa_addr->sa_family == want &&
+			    !strcmp(f->ifa_name, word)) {
 				memcpy(ss, f->ifa_addr,
 				       want == AF_INET ? sizeof(*v4) : sizeof(*v6));
 				found = 1;
@@ -67,8 +68,10 @@ DAT_RETURN DAT_API ud_ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_H
 	ia->prov = prov;
 	snprintf(ia->name, sizeof(ia->name), "%s", name);
 	if (ia_address(prov, &ia->addr)) {
-		fprintf(stderr, "uwarp DAT provider: IA %s: no such interface or address in "
-				"its dat.conf ia_params\n", name);
+		fprintf(stderr,
+			"uwarp DAT provider: IA %s: no such interface or address in "
+			"its dat.conf ia_params\n",
+			name);
 		free(ia);
 		return UD_ERR(DAT_INVALID_ADDRESS, DAT_INVALID_ADDRESS_UNREACHABLE);
 	}
@@ -82,7 +85,8 @@ DAT_RETURN DAT_API ud_ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_H
 	DAT_RETURN rc = DAT_SUCCESS;
 	if (*async == DAT_HANDLE_NULL) {
 		DAT_EVD_HANDLE e;
-		rc = ud_evd_create(ia, qlen > 0 ? qlen : 8, DAT_HANDLE_NULL, DAT_EVD_ASYNC_FLAG, &e);
+		rc = ud_evd_create(ia, qlen > 0 ? qlen : 8, DAT_HANDLE_NULL, DAT_EVD_ASYNC_FLAG,
+				   &e);
 		if (rc != DAT_SUCCESS)
 			goto fail_rc;
 		ia->async_evd = e;
@@ -164,12 +168,10 @@ static void fill_provider_attr(const struct ud_prov *prov, DAT_PROVIDER_ATTR *p)
 		.lmr_mem_types_supported = DAT_MEM_TYPE_VIRTUAL | DAT_MEM_TYPE_LMR,
 		.iov_ownership_on_return = DAT_IOV_CONSUMER,
 		.dat_qos_supported = DAT_QOS_BEST_EFFORT,
-		.completion_flags_supported = DAT_COMPLETION_DEFAULT_FLAG |
-					      DAT_COMPLETION_SUPPRESS_FLAG |
-					      DAT_COMPLETION_SOLICITED_WAIT_FLAG |
-					      DAT_COMPLETION_UNSIGNALLED_FLAG |
-					      DAT_COMPLETION_BARRIER_FENCE_FLAG |
-					      DAT_COMPLETION_EVD_THRESHOLD_FLAG,
+		.completion_flags_supported =
+			DAT_COMPLETION_DEFAULT_FLAG | DAT_COMPLETION_SUPPRESS_FLAG |
+			DAT_COMPLETION_SOLICITED_WAIT_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG |
+			DAT_COMPLETION_BARRIER_FENCE_FLAG | DAT_COMPLETION_EVD_THRESHOLD_FLAG,
 		/* the registry's key for this IA (it finds the entry again by
 		 * it at dat_ia_close): what dat.conf said. The calls are
 		 * thread safe either way. */
@@ -224,12 +226,15 @@ static void destroy_all(struct ud_ia *ia)
 	for (int pass = 0; pass < 4; pass++) {
 		struct ud_obj *o, *next;
 		util_list_for_each_safe(o, next, &ia->objs, link) {
-			bool now = (pass == 0 && (o->magic == UD_MAGIC_CR || o->magic == UD_MAGIC_PSP ||
-						  o->magic == UD_MAGIC_RSP)) ||
+			bool now = (pass == 0 &&
+				    (o->magic == UD_MAGIC_CR || o->magic == UD_MAGIC_PSP ||
+				     o->magic == UD_MAGIC_RSP)) ||
 				   (pass == 1 && o->magic == UD_MAGIC_EP) ||
-				   (pass == 2 && (o->magic == UD_MAGIC_RMR || o->magic == UD_MAGIC_LMR)) ||
-				   (pass == 3 && (o->magic == UD_MAGIC_EVD || o->magic == UD_MAGIC_CNO ||
-						  o->magic == UD_MAGIC_PZ));
+				   (pass == 2 &&
+				    (o->magic == UD_MAGIC_RMR || o->magic == UD_MAGIC_LMR)) ||
+				   (pass == 3 &&
+				    (o->magic == UD_MAGIC_EVD || o->magic == UD_MAGIC_CNO ||
+				     o->magic == UD_MAGIC_PZ));
 			if (!now)
 				continue;
 			switch (o->magic) {

@@ -44,11 +44,11 @@
 #define UD_NOT_IMPLEMENTED UD_ERR(DAT_NOT_IMPLEMENTED, DAT_NO_SUBTYPE)
 
 /* What the provider promises (dat_ia_query) and holds itself to. */
-#define UD_MAX_IOV 16		      /* UW_MAX_SGE */
-#define UD_MAX_PDATA 252	      /* 256 toward siw, less DAPL's reject header */
+#define UD_MAX_IOV 16    /* UW_MAX_SGE */
+#define UD_MAX_PDATA 252 /* 256 toward siw, less DAPL's reject header */
 #define UD_MAX_EVD_QLEN 65536
-#define UD_MAX_DTOS 4096	      /* per queue of an EP */
-#define UD_MAX_RDMA_READ 16	      /* IRD and ORD per EP */
+#define UD_MAX_DTOS 4096    /* per queue of an EP */
+#define UD_MAX_RDMA_READ 16 /* IRD and ORD per EP */
 #define UD_MAX_MESSAGE (1u << 30)
 #define UD_NAME "uwarp"
 
@@ -75,7 +75,7 @@ struct ud_ia;
 /* What every handle points at. */
 struct ud_obj {
 	DAT_PROVIDER *provider; /* first: DAT_HANDLE_TO_PROVIDER */
-	uint32_t magic;		/* enum ud_magic */
+	uint32_t magic;         /* enum ud_magic */
 	DAT_HANDLE_TYPE type;
 	DAT_CONTEXT consumer_ctx;
 	struct ud_ia *ia;
@@ -90,9 +90,9 @@ struct ud_ep;
 struct ud_prov {
 	DAT_PROVIDER table;
 	char name[DAT_NAME_MAX_LENGTH];
-	char params[128];	 /* its ia_params */
+	char params[128];       /* its ia_params */
 	DAT_PROVIDER_INFO info; /* as registered */
-	struct util_list link; /* on the library's providers */
+	struct util_list link;  /* on the library's providers */
 };
 
 struct ud_ia {
@@ -140,10 +140,10 @@ struct ud_evd {
 	struct ud_obj h;
 	DAT_EVD_FLAGS flags;
 	DAT_COUNT qlen;
-	struct uw_cq *cq;	     /* DTO: the completions, or NULL */
-	struct uw_comp_channel *ch;  /* the CQ's notifications */
-	int efd;		     /* an eventfd: a provider event was queued */
-	DAT_EVENT *ev;		     /* ring of provider events */
+	struct uw_cq *cq;           /* DTO: the completions, or NULL */
+	struct uw_comp_channel *ch; /* the CQ's notifications */
+	int efd;                    /* an eventfd: a provider event was queued */
+	DAT_EVENT *ev;              /* ring of provider events */
 	int cap, head, count;
 	bool enabled, waitable;
 	int waiters;
@@ -230,7 +230,7 @@ struct ud_cr {
 /* udapl_provider.c */
 struct ud_prov *ud_prov_find(const char *ia_name);
 void ud_obj_init(struct ud_ia *ia, struct ud_obj *o, uint32_t magic, DAT_HANDLE_TYPE type);
-void ud_obj_unlink(struct ud_obj *o);  /* under ia->mu; marks it dead */
+void ud_obj_unlink(struct ud_obj *o); /* under ia->mu; marks it dead */
 bool ud_valid(const void *h, uint32_t magic);
 DAT_RETURN ud_errno(int err); /* an errno as the nearest DAT error */
 /* UWARP_DAT_DEBUG set: why a call failed, on stderr */
@@ -252,8 +252,7 @@ DAT_RETURN ud_pz_query(DAT_PZ_HANDLE, DAT_PZ_PARAM_MASK, DAT_PZ_PARAM *);
 DAT_RETURN ud_pz_free(DAT_PZ_HANDLE);
 
 /* udapl_evd.c */
-DAT_RETURN ud_evd_create(DAT_IA_HANDLE, DAT_COUNT, DAT_CNO_HANDLE, DAT_EVD_FLAGS,
-			 DAT_EVD_HANDLE *);
+DAT_RETURN ud_evd_create(DAT_IA_HANDLE, DAT_COUNT, DAT_CNO_HANDLE, DAT_EVD_FLAGS, DAT_EVD_HANDLE *);
 DAT_RETURN ud_evd_query(DAT_EVD_HANDLE, DAT_EVD_PARAM_MASK, DAT_EVD_PARAM *);
 DAT_RETURN ud_evd_modify_cno(DAT_EVD_HANDLE, DAT_CNO_HANDLE);
 DAT_RETURN ud_evd_enable(DAT_EVD_HANDLE);
@@ -301,9 +300,9 @@ DAT_RETURN ud_lmr_sync(DAT_IA_HANDLE, const DAT_LMR_TRIPLET *, DAT_VLEN);
 DAT_RETURN ud_rmr_create(DAT_PZ_HANDLE, DAT_RMR_HANDLE *);
 DAT_RETURN ud_rmr_create_for_ep(DAT_PZ_HANDLE, DAT_RMR_HANDLE *);
 DAT_RETURN ud_rmr_query(DAT_RMR_HANDLE, DAT_RMR_PARAM_MASK, DAT_RMR_PARAM *);
-DAT_RETURN ud_rmr_bind(DAT_RMR_HANDLE, DAT_LMR_HANDLE, const DAT_LMR_TRIPLET *,
-		       DAT_MEM_PRIV_FLAGS, DAT_VA_TYPE, DAT_EP_HANDLE, DAT_RMR_COOKIE,
-		       DAT_COMPLETION_FLAGS, DAT_RMR_CONTEXT *);
+DAT_RETURN ud_rmr_bind(DAT_RMR_HANDLE, DAT_LMR_HANDLE, const DAT_LMR_TRIPLET *, DAT_MEM_PRIV_FLAGS,
+		       DAT_VA_TYPE, DAT_EP_HANDLE, DAT_RMR_COOKIE, DAT_COMPLETION_FLAGS,
+		       DAT_RMR_CONTEXT *);
 DAT_RETURN ud_rmr_free(DAT_RMR_HANDLE);
 
 /* udapl_ep.c */
@@ -334,8 +333,8 @@ void ud_ep_destroy(struct ud_ep *ep); /* ia_close: no checks */
 struct ud_ep *ud_ep_for_request(struct ud_ia *ia);
 
 /* udapl_cm.c */
-DAT_RETURN ud_ep_connect(DAT_EP_HANDLE, DAT_IA_ADDRESS_PTR, DAT_CONN_QUAL, DAT_TIMEOUT,
-			 DAT_COUNT, const DAT_PVOID, DAT_QOS, DAT_CONNECT_FLAGS);
+DAT_RETURN ud_ep_connect(DAT_EP_HANDLE, DAT_IA_ADDRESS_PTR, DAT_CONN_QUAL, DAT_TIMEOUT, DAT_COUNT,
+			 const DAT_PVOID, DAT_QOS, DAT_CONNECT_FLAGS);
 DAT_RETURN ud_ep_disconnect(DAT_EP_HANDLE, DAT_CLOSE_FLAGS);
 DAT_RETURN ud_psp_create(DAT_IA_HANDLE, DAT_CONN_QUAL, DAT_EVD_HANDLE, DAT_PSP_FLAGS,
 			 DAT_PSP_HANDLE *);

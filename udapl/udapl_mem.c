@@ -67,14 +67,20 @@ DAT_RETURN DAT_API ud_lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_
 	if (!l->mr) {
 		int err = errno;
 		free(l);
-		return err == ENOMEM ? UD_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY_REGION)
-				     : ud_errno(err);
+		return err == ENOMEM
+			       ? UD_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY_REGION)
+			       : ud_errno(err);
 	}
 	l->pz = pz;
-	l->param = (DAT_LMR_PARAM){ .ia_handle = ia, .mem_type = DAT_MEM_TYPE_VIRTUAL,
-				    .length = len, .pz_handle = pz, .mem_priv = priv,
-				    .va_type = va_type, .lmr_context = l->mr->lkey,
-				    .rmr_context = l->mr->rkey, .registered_size = len,
+	l->param = (DAT_LMR_PARAM){ .ia_handle = ia,
+				    .mem_type = DAT_MEM_TYPE_VIRTUAL,
+				    .length = len,
+				    .pz_handle = pz,
+				    .mem_priv = priv,
+				    .va_type = va_type,
+				    .lmr_context = l->mr->lkey,
+				    .rmr_context = l->mr->rkey,
+				    .registered_size = len,
 				    .registered_address = (DAT_VADDR)(uintptr_t)addr };
 	l->param.region_desc.for_va = addr;
 	pthread_mutex_lock(&ia->mu);
@@ -153,7 +159,8 @@ static DAT_RETURN rmr_make(DAT_PZ_HANDLE pzh, DAT_RMR_HANDLE *out, bool ep_scope
 	r->pz = pz;
 	r->ep_scope = ep_scope;
 	struct ud_ia *ia = pz->h.ia;
-	r->param = (DAT_RMR_PARAM){ .ia_handle = ia, .pz_handle = pz,
+	r->param = (DAT_RMR_PARAM){ .ia_handle = ia,
+				    .pz_handle = pz,
 				    .rmr_scope = ep_scope ? DAT_RMR_SCOPE_EP : DAT_RMR_SCOPE_PZ,
 				    .va_type = DAT_VA_TYPE_VA };
 	pthread_mutex_lock(&ia->mu);
@@ -244,8 +251,8 @@ DAT_RETURN DAT_API ud_rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LM
 					  l->param.registered_address + l->param.length)) {
 		rc = UD_ERR(DAT_PROTECTION_VIOLATION, DAT_NO_SUBTYPE);
 	} else if (!unbinding && (priv & DAT_MEM_PRIV_REMOTE_WRITE_FLAG) &&
-		   !(l->param.mem_priv & (DAT_MEM_PRIV_LOCAL_WRITE_FLAG |
-					  DAT_MEM_PRIV_REMOTE_WRITE_FLAG))) {
+		   !(l->param.mem_priv &
+		     (DAT_MEM_PRIV_LOCAL_WRITE_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG))) {
 		rc = UD_ERR(DAT_PRIVILEGES_VIOLATION, DAT_PRIVILEGES_RDMA_WRITE);
 	} else if (unbinding) {
 		rc = unbind(r);
@@ -271,9 +278,9 @@ DAT_RETURN DAT_API ud_rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LM
 		*ctx = r->param.rmr_context;
 	if (rc == DAT_SUCCESS && !(flags & DAT_COMPLETION_SUPPRESS_FLAG) && ep->req_evd) {
 		DAT_EVENT ev = { .event_number = DAT_RMR_BIND_COMPLETION_EVENT };
-		ev.event_data.rmr_completion_event_data =
-			(DAT_RMR_BIND_COMPLETION_EVENT_DATA){ .rmr_handle = r, .user_cookie = cookie,
-							      .status = DAT_DTO_SUCCESS };
+		ev.event_data.rmr_completion_event_data = (DAT_RMR_BIND_COMPLETION_EVENT_DATA){
+			.rmr_handle = r, .user_cookie = cookie, .status = DAT_DTO_SUCCESS
+		};
 		if (!ud_evd_post(ep->req_evd, &ev))
 			rc = UD_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEVD);
 	}

@@ -21,16 +21,10 @@ static inline uint64_t util_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline uint64_t util_now_ms(void)
-{
-	return util_now_ns() / 1000000u;
-}
+static inline uint64_t util_now_ms(void) { return util_now_ns() / 1000000u; }
 
 /* seconds, for tools that print rates */
-static inline double util_now_s(void)
-{
-	return (double)util_now_ns() * 1e-9;
-}
+static inline double util_now_s(void) { return (double)util_now_ns() * 1e-9; }
 
 /* The monotonic time @sec seconds and @nsec nanoseconds from now, as
  * pthread_cond_timedwait takes it for a util_cond_init variable. */

@@ -16,17 +16,11 @@
 #include <sys/eventfd.h>
 
 /* a new flag, lowered: non-blocking, closed on exec; -1 and errno */
-static inline int util_evfd_open(void)
-{
-	return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-}
+static inline int util_evfd_open(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
 /* Raise it: readable until lowered. Raising a raised flag changes nothing
  * (the counter is 64 bits wide: it cannot fill). */
-static inline void util_evfd_raise(int fd)
-{
-	(void)eventfd_write(fd, 1);
-}
+static inline void util_evfd_raise(int fd) { (void)eventfd_write(fd, 1); }
 
 /* Lower it: quiet until raised again. Lowering a lowered flag is fine. */
 static inline void util_evfd_lower(int fd)

@@ -21,15 +21,9 @@ struct util_list {
 
 #define UTIL_LIST_INIT(name) { &(name), &(name) }
 
-static inline void util_list_init(struct util_list *l)
-{
-	l->prev = l->next = l;
-}
+static inline void util_list_init(struct util_list *l) { l->prev = l->next = l; }
 
-static inline bool util_list_empty(const struct util_list *l)
-{
-	return l->next == l;
-}
+static inline bool util_list_empty(const struct util_list *l) { return l->next == l; }
 
 static inline void util_list_add_tail(struct util_list *l, struct util_list *n)
 {
@@ -54,7 +48,7 @@ static inline void util_list_del(struct util_list *n)
 	n->prev = n->next = n;
 }
 
-#define util_container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
+#define util_container_of(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
 
 /* the first and last entries, or NULL when the list is empty */
 #define util_list_first(l, type, member) \
@@ -62,15 +56,13 @@ static inline void util_list_del(struct util_list *n)
 #define util_list_last(l, type, member) \
 	(util_list_empty(l) ? NULL : util_container_of((l)->prev, type, member))
 /* the entry after @e on list @l, or NULL at the end */
-#define util_list_next(l, e, member)                                               \
-	((e)->member.next == (l) ? NULL                                            \
-				 : util_container_of((e)->member.next, __typeof__(*(e)), \
-						     member))
+#define util_list_next(l, e, member)    \
+	((e)->member.next == (l) ? NULL \
+				 : util_container_of((e)->member.next, __typeof__(*(e)), member))
 
 /* for (e = each entry of l, in order); the body must not remove e */
-#define util_list_for_each(e, l, member)                                      \
-	for ((e) = util_container_of((l)->next, __typeof__(*(e)), member);    \
-	     &(e)->member != (l);                                             \
+#define util_list_for_each(e, l, member)                                                        \
+	for ((e) = util_container_of((l)->next, __typeof__(*(e)), member); &(e)->member != (l); \
 	     (e) = util_container_of((e)->member.next, __typeof__(*(e)), member))
 
 /* the same, where the body may remove (or free) e: n holds the next one */

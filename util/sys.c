@@ -52,10 +52,10 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 #define UTIL_SYS_AS_LINKED 1
 #endif
 
-#define FIND(name)                                                                  \
-	do {                                                                        \
-		void *f = h ? dlsym(h, #name) : NULL;                               \
-		libc.name = f ? (__typeof__(libc.name))f : name;                     \
+#define FIND(name)                                               \
+	do {                                                     \
+		void *f = h ? dlsym(h, #name) : NULL;            \
+		libc.name = f ? (__typeof__(libc.name))f : name; \
 	} while (0)
 
 static void find(void)
@@ -91,10 +91,16 @@ static void find(void)
 #define LIBC() (pthread_once(&once, find), &libc)
 
 int util_sys_socket(int d, int t, int p) { return LIBC()->socket(d, t, p); }
-int util_sys_connect(int fd, const struct sockaddr *a, socklen_t l) { return LIBC()->connect(fd, a, l); }
+int util_sys_connect(int fd, const struct sockaddr *a, socklen_t l)
+{
+	return LIBC()->connect(fd, a, l);
+}
 int util_sys_bind(int fd, const struct sockaddr *a, socklen_t l) { return LIBC()->bind(fd, a, l); }
 int util_sys_listen(int fd, int b) { return LIBC()->listen(fd, b); }
-int util_sys_accept4(int fd, struct sockaddr *a, socklen_t *l, int f) { return LIBC()->accept4(fd, a, l, f); }
+int util_sys_accept4(int fd, struct sockaddr *a, socklen_t *l, int f)
+{
+	return LIBC()->accept4(fd, a, l, f);
+}
 int util_sys_setsockopt(int fd, int lv, int n, const void *v, socklen_t l)
 {
 	return LIBC()->setsockopt(fd, lv, n, v, l);
@@ -103,16 +109,28 @@ int util_sys_getsockopt(int fd, int lv, int n, void *v, socklen_t *l)
 {
 	return LIBC()->getsockopt(fd, lv, n, v, l);
 }
-int util_sys_getsockname(int fd, struct sockaddr *a, socklen_t *l) { return LIBC()->getsockname(fd, a, l); }
-int util_sys_getpeername(int fd, struct sockaddr *a, socklen_t *l) { return LIBC()->getpeername(fd, a, l); }
+int util_sys_getsockname(int fd, struct sockaddr *a, socklen_t *l)
+{
+	return LIBC()->getsockname(fd, a, l);
+}
+int util_sys_getpeername(int fd, struct sockaddr *a, socklen_t *l)
+{
+	return LIBC()->getpeername(fd, a, l);
+}
 int util_sys_shutdown(int fd, int how) { return LIBC()->shutdown(fd, how); }
 int util_sys_close(int fd) { return LIBC()->close(fd); }
 ssize_t util_sys_read(int fd, void *b, size_t n) { return LIBC()->read(fd, b, n); }
 ssize_t util_sys_readv(int fd, const struct iovec *v, int c) { return LIBC()->readv(fd, v, c); }
 ssize_t util_sys_recv(int fd, void *b, size_t n, int f) { return LIBC()->recv(fd, b, n, f); }
 ssize_t util_sys_send(int fd, const void *b, size_t n, int f) { return LIBC()->send(fd, b, n, f); }
-ssize_t util_sys_sendmsg(int fd, const struct msghdr *m, int f) { return LIBC()->sendmsg(fd, m, f); }
+ssize_t util_sys_sendmsg(int fd, const struct msghdr *m, int f)
+{
+	return LIBC()->sendmsg(fd, m, f);
+}
 int util_sys_fcntl(int fd, int cmd, long arg) { return LIBC()->fcntl(fd, cmd, arg); }
 int util_sys_ioctl(int fd, unsigned long req, void *arg) { return LIBC()->ioctl(fd, req, arg); }
 int util_sys_poll(struct pollfd *p, nfds_t n, int t) { return LIBC()->poll(p, n, t); }
-int util_sys_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev) { return LIBC()->epoll_ctl(ep, op, fd, ev); }
+int util_sys_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
+{
+	return LIBC()->epoll_ctl(ep, op, fd, ev);
+}

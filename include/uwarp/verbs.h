@@ -122,11 +122,11 @@ struct uw_pd {
 UW_EXTERN int uw_dealloc_pd(struct uw_pd *pd);
 
 enum uw_access_flags {
-	UW_ACCESS_LOCAL_WRITE = 1 << 0,  /* receives and Read sinks may write */
-	UW_ACCESS_REMOTE_WRITE = 1 << 1, /* peers may RDMA Write (needs LOCAL_WRITE) */
-	UW_ACCESS_REMOTE_READ = 1 << 2,  /* peers may RDMA Read */
+	UW_ACCESS_LOCAL_WRITE = 1 << 0,   /* receives and Read sinks may write */
+	UW_ACCESS_REMOTE_WRITE = 1 << 1,  /* peers may RDMA Write (needs LOCAL_WRITE) */
+	UW_ACCESS_REMOTE_READ = 1 << 2,   /* peers may RDMA Read */
 	UW_ACCESS_REMOTE_ATOMIC = 1 << 3, /* peers may run atomics (needs LOCAL_WRITE) */
-	UW_ACCESS_MW_BIND = 1 << 4,      /* memory windows may be bound over it */
+	UW_ACCESS_MW_BIND = 1 << 4,       /* memory windows may be bound over it */
 };
 
 struct uw_mr {
@@ -232,12 +232,12 @@ UW_EXTERN int uw_resize_cq(struct uw_cq *cq, int cqe);
 
 enum uw_wc_status {
 	UW_WC_SUCCESS = 0,
-	UW_WC_LOC_LEN_ERR,     /* a receive too small for the message */
-	UW_WC_LOC_PROT_ERR,    /* a local buffer failed its checks */
-	UW_WC_WR_FLUSH_ERR,    /* the QP left RTS before this WR completed */
-	UW_WC_REM_ACCESS_ERR,  /* the peer refused our access (Terminate) */
-	UW_WC_REM_OP_ERR,      /* the peer refused the operation (Terminate) */
-	UW_WC_FATAL_ERR,       /* the connection failed under this WR */
+	UW_WC_LOC_LEN_ERR,    /* a receive too small for the message */
+	UW_WC_LOC_PROT_ERR,   /* a local buffer failed its checks */
+	UW_WC_WR_FLUSH_ERR,   /* the QP left RTS before this WR completed */
+	UW_WC_REM_ACCESS_ERR, /* the peer refused our access (Terminate) */
+	UW_WC_REM_OP_ERR,     /* the peer refused the operation (Terminate) */
+	UW_WC_FATAL_ERR,      /* the connection failed under this WR */
 };
 
 enum uw_wc_opcode {
@@ -248,8 +248,8 @@ enum uw_wc_opcode {
 	UW_WC_SWAP,
 	UW_WC_CMP_SWAP,
 	UW_WC_LOCAL_INV,
-	UW_WC_RECV,          /* a Send arrived */
-	UW_WC_RECV_IMM,      /* Immediate Data arrived (alone or after a Write) */
+	UW_WC_RECV,     /* a Send arrived */
+	UW_WC_RECV_IMM, /* Immediate Data arrived (alone or after a Write) */
 };
 
 enum uw_wc_flags {
@@ -262,8 +262,8 @@ struct uw_wc {
 	uint64_t wr_id;
 	enum uw_wc_status status;
 	enum uw_wc_opcode opcode;
-	uint32_t byte_len;       /* receives: bytes placed */
-	uint64_t imm_data;       /* UW_WC_WITH_IMM: the 64-bit Immediate Data */
+	uint32_t byte_len;         /* receives: bytes placed */
+	uint64_t imm_data;         /* UW_WC_WITH_IMM: the 64-bit Immediate Data */
 	uint32_t invalidated_rkey; /* UW_WC_WITH_INV */
 	int wc_flags;
 	/* NULL once the QP is destroyed (see uw_destroy_qp); qp_num stays */
@@ -333,8 +333,8 @@ enum uw_qp_state {
 struct uw_qp_cap {
 	uint32_t max_send_wr;
 	uint32_t max_recv_wr;
-	uint32_t max_send_sge;  /* at most UW_MAX_SGE */
-	uint32_t max_recv_sge;  /* at most UW_MAX_SGE */
+	uint32_t max_send_sge;    /* at most UW_MAX_SGE */
+	uint32_t max_recv_sge;    /* at most UW_MAX_SGE */
 	uint32_t max_inline_data; /* at most UW_MAX_INLINE */
 };
 
@@ -375,9 +375,9 @@ enum uw_wr_opcode {
 	UW_WR_RDMA_WRITE_WITH_IMM, /* a Write, then Immediate Data (uwarp peers) */
 	UW_WR_IMM,                 /* Immediate Data alone (uwarp peers) */
 	UW_WR_RDMA_READ,
-	UW_WR_ATOMIC_FETCH_ADD,    /* uwarp peers */
-	UW_WR_ATOMIC_SWAP,         /* uwarp peers */
-	UW_WR_ATOMIC_CMP_SWAP,     /* uwarp peers */
+	UW_WR_ATOMIC_FETCH_ADD, /* uwarp peers */
+	UW_WR_ATOMIC_SWAP,      /* uwarp peers */
+	UW_WR_ATOMIC_CMP_SWAP,  /* uwarp peers */
 	UW_WR_LOCAL_INV,
 };
 
@@ -395,18 +395,18 @@ struct uw_send_wr {
 	int num_sge;
 	enum uw_wr_opcode opcode;
 	int send_flags;
-	uint64_t imm_data;          /* WRITE_WITH_IMM, IMM */
-	uint32_t invalidate_rkey;   /* SEND_WITH_INV, LOCAL_INV */
+	uint64_t imm_data;        /* WRITE_WITH_IMM, IMM */
+	uint32_t invalidate_rkey; /* SEND_WITH_INV, LOCAL_INV */
 	struct {
 		uint64_t remote_addr;
 		uint32_t rkey;
-	} rdma;                     /* WRITE, WRITE_WITH_IMM, READ */
+	} rdma; /* WRITE, WRITE_WITH_IMM, READ */
 	struct {
 		uint64_t remote_addr; /* 8-byte aligned */
 		uint32_t rkey;
 		uint64_t compare_add; /* CMP_SWAP: compare; FETCH_ADD: add */
 		uint64_t swap;        /* SWAP, CMP_SWAP */
-	} atomic;                   /* the original value lands in sg_list[0] (8 bytes) */
+	} atomic;                     /* the original value lands in sg_list[0] (8 bytes) */
 };
 
 struct uw_recv_wr {
@@ -508,7 +508,7 @@ UW_EXTERN int uw_post_srq_recv(struct uw_srq *srq, struct uw_recv_wr *wr,
 enum uw_crc_mode {
 	UW_CRC_DEFAULT = 0, /* request CRC (uwarp's default) */
 	UW_CRC_ON,
-	UW_CRC_OFF,         /* do not ask; still run it if the peer asks */
+	UW_CRC_OFF, /* do not ask; still run it if the peer asks */
 };
 
 enum uw_rtr {
@@ -523,13 +523,13 @@ struct uw_conn_param {
 	uint16_t ird;              /* inbound Reads we accept (responder_resources); 0: 16 */
 	uint16_t ord;              /* outbound Reads we issue (initiator_depth); 0: 16 */
 	enum uw_crc_mode crc;
-	int markers;               /* ask the peer to insert MPA markers */
-	int mpa_rev;               /* 1 or 2; 0 means 2 with RFC 6581 */
-	int p2p;                   /* initiator: peer-to-peer mode with an RTR */
-	int rtr_types;             /* enum uw_rtr the initiator offers (0: write|read) */
-	int no_extensions;         /* do not offer RFC 7306 (Immediate, atomics) */
-	int large_fpdu;            /* FPDUs up to 64 KiB instead of the TCP MSS */
-	unsigned mpa_timeout_ms;   /* 0: the context default */
+	int markers;             /* ask the peer to insert MPA markers */
+	int mpa_rev;             /* 1 or 2; 0 means 2 with RFC 6581 */
+	int p2p;                 /* initiator: peer-to-peer mode with an RTR */
+	int rtr_types;           /* enum uw_rtr the initiator offers (0: write|read) */
+	int no_extensions;       /* do not offer RFC 7306 (Immediate, atomics) */
+	int large_fpdu;          /* FPDUs up to 64 KiB instead of the TCP MSS */
+	unsigned mpa_timeout_ms; /* 0: the context default */
 	/* Limits for a running connection, each side its own (0: none).
 	 * idle_timeout_ms: no whole FPDU from the peer for this long (a
 	 * partial one counts as nothing) ends the connection: DISCONNECTED
@@ -545,9 +545,9 @@ struct uw_conn_param {
 enum uw_cm_event_type {
 	UW_CM_EVENT_CONNECT_REQUEST, /* on a listener: a peer's Request arrived */
 	UW_CM_EVENT_ESTABLISHED,
-	UW_CM_EVENT_REJECTED,        /* the peer answered with a Reject */
-	UW_CM_EVENT_CONNECT_ERROR,   /* TCP, MPA, timeout or negotiation failure */
-	UW_CM_EVENT_DISCONNECTED,    /* closed by either side, or terminated */
+	UW_CM_EVENT_REJECTED,      /* the peer answered with a Reject */
+	UW_CM_EVENT_CONNECT_ERROR, /* TCP, MPA, timeout or negotiation failure */
+	UW_CM_EVENT_DISCONNECTED,  /* closed by either side, or terminated */
 };
 
 struct uw_cm_event {

@@ -56,10 +56,10 @@
 
 /* Control word: the first 16 bits after ULPDU_Length, DDP byte then RDMAP
  * byte. Masks apply to the big-endian 16-bit value. */
-#define DDP_CTRL_T 0x8000         /* tagged */
-#define DDP_CTRL_L 0x4000         /* last segment of the message */
+#define DDP_CTRL_T 0x8000 /* tagged */
+#define DDP_CTRL_L 0x4000 /* last segment of the message */
 #define DDP_CTRL_RSVD 0x3c00
-#define DDP_CTRL_DV_MASK 0x0300   /* DDP version */
+#define DDP_CTRL_DV_MASK 0x0300 /* DDP version */
 #define DDP_CTRL_DV_SHIFT 8
 #define RDMAP_CTRL_RV_MASK 0x00c0 /* RDMAP version */
 #define RDMAP_CTRL_RV_SHIFT 6
@@ -78,7 +78,7 @@
 #define DDP_OFF_MO 14
 
 /* Untagged queue numbers (RFC 5040 section 5; 3 and 4 from RFC 7306). */
-#define DDP_QN_SEND 0        /* Send variants and Immediate Data */
+#define DDP_QN_SEND 0 /* Send variants and Immediate Data */
 #define DDP_QN_READ_REQ 1
 #define DDP_QN_TERMINATE 2
 #define DDP_QN_ATOMIC_REQ 3

@@ -23,12 +23,15 @@ static void control_bytes_of_common_messages(void **state)
 		bool tagged, last;
 		uint8_t rdmap, b0;
 	} rows[] = {
-		{ true, true, 0x40, 0xc1 },  { false, true, 0x41, 0x41 }, { true, true, 0x42, 0xc1 },
-		{ false, true, 0x43, 0x41 }, { false, true, 0x47, 0x41 }, { true, false, 0x40, 0x81 },
+		{ true, true, 0x40, 0xc1 },   { false, true, 0x41, 0x41 },
+		{ true, true, 0x42, 0xc1 },   { false, true, 0x43, 0x41 },
+		{ false, true, 0x47, 0x41 },  { true, false, 0x40, 0x81 },
 		{ false, false, 0x43, 0x01 },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct ddp_hdr h = { .tagged = rows[i].tagged, .last = rows[i].last, .dv = 1,
+		struct ddp_hdr h = { .tagged = rows[i].tagged,
+				     .last = rows[i].last,
+				     .dv = 1,
 				     .ulp_ctrl = rows[i].rdmap };
 		uint8_t b[18];
 		assert_int_equal(ddp_hdr_encode(&h, b), rows[i].tagged ? 14 : 18);
@@ -39,10 +42,20 @@ static void control_bytes_of_common_messages(void **state)
 
 static void header_round_trip(void **state)
 {
-	struct ddp_hdr t = { .tagged = true, .last = false, .dv = 1, .ulp_ctrl = 0x40,
-			     .stag = 0xdeadbeef, .to = 0x0123456789abcdefull };
-	struct ddp_hdr u = { .tagged = false, .last = true, .dv = 1, .ulp_ctrl = 0x44,
-			     .ulp_word = 0x11223344, .qn = 2, .msn = 0x80000001u, .mo = 77 };
+	struct ddp_hdr t = { .tagged = true,
+			     .last = false,
+			     .dv = 1,
+			     .ulp_ctrl = 0x40,
+			     .stag = 0xdeadbeef,
+			     .to = 0x0123456789abcdefull };
+	struct ddp_hdr u = { .tagged = false,
+			     .last = true,
+			     .dv = 1,
+			     .ulp_ctrl = 0x44,
+			     .ulp_word = 0x11223344,
+			     .qn = 2,
+			     .msn = 0x80000001u,
+			     .mo = 77 };
 	struct ddp_hdr g;
 	uint8_t b[18];
 	assert_int_equal(ddp_hdr_encode(&t, b), 14);

@@ -74,7 +74,8 @@ static int wait_fd(int fd, short ev, int ms)
 
 static void connect_nb(int c, uint16_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
 	int rc = connect(c, (struct sockaddr *)&a, sizeof(a));
@@ -365,7 +366,11 @@ static void half_close_ends_the_stream_one_way(void **state)
 }
 
 static volatile sig_atomic_t pipes;
-static void on_pipe(int sig) { (void)sig; pipes++; }
+static void on_pipe(int sig)
+{
+	(void)sig;
+	pipes++;
+}
 
 static void write_after_the_end_raises_sigpipe(void **state)
 {
@@ -700,7 +705,8 @@ static void refused_connect_reports_econnrefused(void **state)
 	close(l); /* nobody listens there now */
 	int c = socket(AF_INET, SOCK_STREAM, 0);
 	set_ddp(c, ddp);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	errno = 0;
 	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), -1);
@@ -801,7 +807,8 @@ static void a_ddp_listener_never_waits_for_a_client(void **state)
 	int no = 0;
 	int k = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(setsockopt(k, SOL_ESOCK, ESOCK_DDPMODE, &no, sizeof(no)), 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_int_equal(connect(k, (struct sockaddr *)&a, sizeof(a)), 0);
 	write_all(k, "MPA ID Req Frame", 16); /* and nothing more */
@@ -874,7 +881,8 @@ static void a_connected_socket_switches_to_ddp(void **state)
 	pthread_t t;
 	pthread_create(&t, NULL, accept_and_switch, &a);
 	int c = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	write_all(c, "hello", 5);
@@ -956,10 +964,18 @@ static void child_touches(int how, int l)
 		}
 		break;
 	}
-	case 1: poll(&p, 1, 0); break;
-	case 2: ppoll(&p, 1, &zero, NULL); break;
-	case 3: select(l + 1, &r, NULL, NULL, &tv); break;
-	case 4: pselect(l + 1, &r, NULL, NULL, &zero, NULL); break;
+	case 1:
+		poll(&p, 1, 0);
+		break;
+	case 2:
+		ppoll(&p, 1, &zero, NULL);
+		break;
+	case 3:
+		select(l + 1, &r, NULL, NULL, &tv);
+		break;
+	case 4:
+		pselect(l + 1, &r, NULL, NULL, &zero, NULL);
+		break;
 	case 5:
 		e = epoll_create1(0);
 		epoll_ctl(e, EPOLL_CTL_ADD, l, &ev);
@@ -975,7 +991,8 @@ static void child_touches(int how, int l)
 static int two_clients(uint16_t port, int to)
 {
 	int no = 0;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int k = socket(AF_INET, SOCK_STREAM, 0);
 	if (setsockopt(k, SOL_ESOCK, ESOCK_DDPMODE, &no, sizeof(no)) ||

@@ -8,12 +8,12 @@
 #include "sim.h"
 
 static int trace = -1;
-#define T(...)                                                      \
-	do {                                                        \
-		if (trace < 0)                                      \
+#define T(...)                                                         \
+	do {                                                           \
+		if (trace < 0)                                         \
 			trace = getenv("UWARP_EXS_SIM_TRACE") != NULL; \
-		if (trace)                                          \
-			fprintf(stderr, __VA_ARGS__);               \
+		if (trace)                                             \
+			fprintf(stderr, __VA_ARGS__);                  \
 	} while (0)
 
 static void fail(struct sim *s, const char *what, unsigned long long a, unsigned long long b)
@@ -119,8 +119,8 @@ bool sim_sender_step(struct sim *s)
 	for (uint32_t i = 0; i < x.len; i++)
 		m->bytes[i] = sim_byte(x.seq + i);
 	T("S: %s seq %llu len %u phase %u id %u off %u ring %llu\n",
-	  x.kind == EXS_SP_DIRECT ? "DIRECT" : "INDIRECT", (unsigned long long)x.seq, x.len, x.phase,
-	  x.id, x.off, (unsigned long long)x.ring_off);
+	  x.kind == EXS_SP_DIRECT ? "DIRECT" : "INDIRECT", (unsigned long long)x.seq, x.len,
+	  x.phase, x.id, x.off, (unsigned long long)x.ring_off);
 	push(&s->s2r, m);
 	return true;
 }
@@ -161,7 +161,9 @@ bool sim_deliver_to_receiver(struct sim *s)
 	struct sim_msg *m = pop(&s->s2r);
 	if (!m)
 		return false;
-	T("R: got %s\n", m->type == SIM_PHASE ? "PHASE" : m->x.kind == EXS_SP_DIRECT ? "DIRECT" : "INDIRECT");
+	T("R: got %s\n", m->type == SIM_PHASE         ? "PHASE"
+			 : m->x.kind == EXS_SP_DIRECT ? "DIRECT"
+						      : "INDIRECT");
 	if (m->type == SIM_PHASE) {
 		exs_sp_rx_phase(&s->rx, m->phase);
 	} else if (m->x.kind == EXS_SP_DIRECT) {
@@ -235,12 +237,13 @@ bool sim_deliver_to_sender(struct sim *s)
 	struct sim_msg *m = pop(&s->r2s);
 	if (!m)
 		return false;
-	T("S: got %s (tx phase %u seq %llu)\n", m->type == SIM_ADVERT ? "advert" : "ack", s->tx.phase,
-	  (unsigned long long)s->tx.seq);
+	T("S: got %s (tx phase %u seq %llu)\n", m->type == SIM_ADVERT ? "advert" : "ack",
+	  s->tx.phase, (unsigned long long)s->tx.seq);
 	int rc = m->type == SIM_ADVERT ? exs_sp_tx_advert(&s->tx, &m->a)
 				       : exs_sp_tx_ack(&s->tx, m->drained);
 	if (rc)
-		fail(s, m->type == SIM_ADVERT ? "sender refused an advert" : "sender refused an ack",
+		fail(s,
+		     m->type == SIM_ADVERT ? "sender refused an advert" : "sender refused an ack",
 		     (unsigned long long)-rc, 0);
 	free(m);
 	return true;

@@ -19,11 +19,11 @@ enum sim_msg_type { SIM_DATA, SIM_PHASE, SIM_ADVERT, SIM_ACK };
 
 struct sim_msg {
 	enum sim_msg_type type;
-	struct exs_sp_xfer x;	/* DATA */
-	uint8_t *bytes;		/* DATA: what the Write carries */
-	uint32_t phase;		/* PHASE */
+	struct exs_sp_xfer x;   /* DATA */
+	uint8_t *bytes;         /* DATA: what the Write carries */
+	uint32_t phase;         /* PHASE */
 	struct exs_sp_advert a; /* ADVERT */
-	uint64_t drained;	/* ACK */
+	uint64_t drained;       /* ACK */
 	struct sim_msg *next;
 };
 

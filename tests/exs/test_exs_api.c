@@ -50,7 +50,8 @@ static int listener(int type, int mode, int *port)
 	int l = exs_socket(AF_INET, type, 0);
 	assert_true(l >= 0);
 	if (type == SOCK_STREAM)
-		assert_int_equal(exs_setsockopt(l, SOL_EXS, EXS_SO_STREAM_MODE, &mode, sizeof(mode)), 0);
+		assert_int_equal(
+			exs_setsockopt(l, SOL_EXS, EXS_SO_STREAM_MODE, &mode, sizeof(mode)), 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_int_equal(exs_bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(exs_listen(l, 4), 0);
@@ -67,9 +68,12 @@ static void pair_opts(int type, int mode, int no_imm, int *c, int *s)
 	int l = listener(type, mode, &port);
 	*c = exs_socket(AF_INET, type, 0);
 	if (type == SOCK_STREAM)
-		assert_int_equal(exs_setsockopt(*c, SOL_EXS, EXS_SO_STREAM_MODE, &mode, sizeof(mode)), 0);
-	assert_int_equal(exs_setsockopt(*c, SOL_EXS, EXS_SO_NO_IMMEDIATE, &no_imm, sizeof(no_imm)), 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+		assert_int_equal(
+			exs_setsockopt(*c, SOL_EXS, EXS_SO_STREAM_MODE, &mode, sizeof(mode)), 0);
+	assert_int_equal(exs_setsockopt(*c, SOL_EXS, EXS_SO_NO_IMMEDIATE, &no_imm, sizeof(no_imm)),
+			 0);
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_int_equal(exs_connect(*c, (struct sockaddr *)&a, sizeof(a), Q, (void *)1), 0);
 	*s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
@@ -121,7 +125,8 @@ static void bad_arguments_get_an_errno(void **state)
 	assert_int_equal(errno, EINVAL);
 	assert_int_equal(exs_shutdown(fd, SHUT_WR, Q, NULL), -1);
 	assert_int_equal(errno, ENOTCONN);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(1),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(1),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	/* nobody listens on port 1: refused, through the event */
 	assert_int_equal(exs_connect(fd, (struct sockaddr *)&a, sizeof(a), Q, (void *)9), 0);
@@ -151,8 +156,8 @@ static void stream_one_send_fills_several_receives(void **state)
 	for (size_t i = 0; i < n; i++)
 		src[i] = (uint8_t)(i * 7 + (i >> 9));
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(exs_recv(s, dst + i * (n / 4), n / 4, MSG_WAITALL, Q, (void *)(intptr_t)(10 + i),
-					  EXS_MHANDLE_INVALID),
+		assert_int_equal(exs_recv(s, dst + i * (n / 4), n / 4, MSG_WAITALL, Q,
+					  (void *)(intptr_t)(10 + i), EXS_MHANDLE_INVALID),
 				 0);
 	assert_int_equal(exs_send(c, src, n, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
 			 (ssize_t)n);
@@ -175,7 +180,8 @@ static void receive_without_waitall_completes_with_what_arrived(void **state)
 	pair(SOCK_STREAM, &c, &s);
 	char in[1000], out[10] = "0123456789";
 	assert_int_equal(exs_recv(s, in, sizeof(in), 0, Q, NULL, EXS_MHANDLE_INVALID), 0);
-	assert_int_equal(exs_send(c, out, 10, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 10);
+	assert_int_equal(exs_send(c, out, 10, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 10);
 	exs_event_t ev = ev1();
 	assert_int_equal(ev.exs_evt_type, EXS_EVT_RECV);
 	assert_int_equal(ev.exs_evt_union.xfer.bytes, 10);
@@ -184,11 +190,13 @@ static void receive_without_waitall_completes_with_what_arrived(void **state)
 	assert_int_equal(exs_recv(s, in, 100, MSG_WAITALL, Q, NULL, EXS_MHANDLE_INVALID), 0);
 	char sixty[60];
 	memset(sixty, 'x', 60);
-	assert_int_equal(exs_send(c, sixty, 60, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 60);
+	assert_int_equal(exs_send(c, sixty, 60, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 60);
 	struct timespec t = { 0, 200 * 1000000 };
 	exs_event_t e;
 	assert_int_equal(exs_qdequeue(Q, &e, -1, &t), 0); /* 60 of 100: not yet */
-	assert_int_equal(exs_send(c, sixty, 40, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 40);
+	assert_int_equal(exs_send(c, sixty, 40, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 40);
 	ev = ev1();
 	assert_int_equal(ev.exs_evt_union.xfer.bytes, 100);
 	close_pair(c, s);
@@ -201,10 +209,13 @@ static void seqpacket_cuts_a_long_message_to_the_receive(void **state)
 	char small[40], big[100], m1[100], m2[30];
 	memset(m1, 'a', sizeof(m1));
 	memset(m2, 'b', sizeof(m2));
-	assert_int_equal(exs_recv(s, small, sizeof(small), 0, Q, (void *)1, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(s, small, sizeof(small), 0, Q, (void *)1, EXS_MHANDLE_INVALID),
+			 0);
 	assert_int_equal(exs_recv(s, big, sizeof(big), 0, Q, (void *)2, EXS_MHANDLE_INVALID), 0);
-	assert_int_equal(exs_send(c, m1, 100, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 100);
-	assert_int_equal(exs_send(c, m2, 30, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 30);
+	assert_int_equal(exs_send(c, m1, 100, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 100);
+	assert_int_equal(exs_send(c, m2, 30, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 30);
 	exs_event_t ev = ev1();
 	assert_ptr_equal(ev.exs_evt_ahandle, (void *)1);
 	assert_int_equal(ev.exs_evt_union.xfer.bytes, 40);
@@ -238,7 +249,8 @@ static struct exs_stream_counters run_mode(int mode, int no_imm, struct exs_stre
 	assert_non_null(ms);
 	assert_non_null(mr);
 	for (int i = 0; i < 8; i++)
-		assert_int_equal(exs_recv(s, dst + i * rsz, rsz, 0, Q, (void *)(intptr_t)(100 + i), mr), 0);
+		assert_int_equal(
+			exs_recv(s, dst + i * rsz, rsz, 0, Q, (void *)(intptr_t)(100 + i), mr), 0);
 	for (size_t off = 0; off < total; off += chunk)
 		assert_int_equal(exs_send(c, src + off, chunk, 0, Q, (void *)0, ms), 0);
 	size_t got_bytes = 0;
@@ -255,7 +267,8 @@ static struct exs_stream_counters run_mode(int mode, int no_imm, struct exs_stre
 		memcpy(out + got_bytes, dst + i * rsz, (size_t)ev.exs_evt_union.xfer.bytes);
 		got_bytes += (size_t)ev.exs_evt_union.xfer.bytes;
 		if (got_bytes < total)
-			assert_int_equal(exs_recv(s, dst + i * rsz, rsz, 0, Q, ev.exs_evt_ahandle, mr), 0);
+			assert_int_equal(
+				exs_recv(s, dst + i * rsz, rsz, 0, Q, ev.exs_evt_ahandle, mr), 0);
 	}
 	assert_memory_equal(src, out, total);
 	struct exs_stream_counters cc;
@@ -316,7 +329,8 @@ static void shutdown_ends_the_stream_and_close_cancels(void **state)
 	pair(SOCK_STREAM, &c, &s);
 	char data[100], in[200];
 	memset(data, 'z', sizeof(data));
-	assert_int_equal(exs_send(c, data, 100, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 100);
+	assert_int_equal(exs_send(c, data, 100, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 100);
 	assert_int_equal(exs_shutdown(c, SHUT_WR, Q, (void *)77), 0);
 	exs_event_t ev = ev1();
 	assert_int_equal(ev.exs_evt_type, EXS_EVT_SHUTDOWN); /* the peer has it all */
@@ -324,15 +338,18 @@ static void shutdown_ends_the_stream_and_close_cancels(void **state)
 	assert_ptr_equal(ev.exs_evt_ahandle, (void *)77);
 	assert_int_equal(exs_send(c, data, 1, 0, Q, NULL, EXS_MHANDLE_INVALID), -1);
 	assert_int_equal(errno, EPIPE);
-	assert_int_equal(exs_recv(s, in, 200, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
-			 100); /* the stream ended short of 200 */
-	assert_int_equal(exs_recv(s, in, 200, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(
+		exs_recv(s, in, 200, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+		100); /* the stream ended short of 200 */
+	assert_int_equal(exs_recv(s, in, 200, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 0);
 	struct pollfd pf = { s, POLLIN, 0 };
 	assert_int_equal(exs_poll(&pf, 1, 0), 1);
 	assert_true(pf.revents & POLLIN);
 	/* the other direction still works: s sends, c receives */
 	assert_int_equal(exs_recv(c, in, 5, MSG_WAITALL, Q, (void *)5, EXS_MHANDLE_INVALID), 0);
-	assert_int_equal(exs_send(s, "hello", 5, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 5);
+	assert_int_equal(exs_send(s, "hello", 5, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 5);
 	ev = ev1();
 	assert_int_equal(ev.exs_evt_union.xfer.bytes, 5);
 	/* close with receives outstanding: they are cancelled, then CLOSE */
@@ -361,7 +378,8 @@ static void qdequeue_negative_count_waits_for_that_many(void **state)
 	pair(SOCK_SEQPACKET, &c, &s);
 	char b[3][8];
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(exs_recv(s, b[i], 8, 0, Q, (void *)(intptr_t)i, EXS_MHANDLE_INVALID), 0);
+		assert_int_equal(
+			exs_recv(s, b[i], 8, 0, Q, (void *)(intptr_t)i, EXS_MHANDLE_INVALID), 0);
 	exs_event_t ev[3];
 	assert_int_equal(exs_qdequeue(Q, ev, 3, NULL), 0); /* positive: no waiting */
 	for (int i = 0; i < 3; i++)
@@ -389,7 +407,8 @@ static void exs_poll_sees_listeners_queues_sockets_and_plain_fds(void **state)
 	assert_int_equal(exs_poll(pf, 3, 5000), 1);
 	assert_true(pf[2].revents & POLLIN);
 	int c = exs_socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_int_equal(exs_connect(c, (struct sockaddr *)&a, sizeof(a), q2, NULL), 0);
 	pf[2].fd = -1;
@@ -407,12 +426,14 @@ static void exs_poll_sees_listeners_queues_sockets_and_plain_fds(void **state)
 	struct pollfd ps = { s, POLLIN | POLLOUT, 0 };
 	assert_int_equal(exs_poll(&ps, 1, 0), 1);
 	assert_int_equal(ps.revents, POLLOUT);
-	assert_int_equal(exs_send(c, "data", 4, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 4);
+	assert_int_equal(exs_send(c, "data", 4, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 4);
 	ps.events = POLLIN;
 	assert_int_equal(exs_poll(&ps, 1, 10000), 1);
 	assert_true(ps.revents & POLLIN);
 	char in[4];
-	assert_int_equal(exs_recv(s, in, 4, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 4);
+	assert_int_equal(
+		exs_recv(s, in, 4, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 4);
 	assert_memory_equal(in, "data", 4);
 	assert_int_equal(exs_qdelete(q2), 0);
 	close(p[0]);
@@ -464,7 +485,8 @@ static void memory_handles_are_checked(void **state)
 	assert_int_equal(exs_recv(s, buf, 8, MSG_WAITALL, Q, (void *)4, w), 0);
 	assert_int_equal(exs_mderegister(&w), -1);
 	assert_int_equal(errno, EBUSY);
-	assert_int_equal(exs_send(c, "12345678", 8, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 8);
+	assert_int_equal(
+		exs_send(c, "12345678", 8, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 8);
 	exs_event_t ev = ev1();
 	assert_ptr_equal(ev.exs_evt_ahandle, (void *)4);
 	assert_int_equal(exs_mderegister(&w), 0);
@@ -525,8 +547,9 @@ static void a_queue_resizes_without_losing_events(void **state)
 	assert_int_equal(exs_recv(c, b[2], 4, 0, q, (void *)12, EXS_MHANDLE_INVALID), 0);
 	assert_int_equal(exs_recv(c, b[3], 4, 0, q, (void *)13, EXS_MHANDLE_INVALID), 0);
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(exs_send(s, "abcd", 4, 0, EXS_QHANDLE_INVALID, NULL,
-					  EXS_MHANDLE_INVALID), 4);
+		assert_int_equal(
+			exs_send(s, "abcd", 4, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			4);
 	exs_event_t ev[4];
 	struct timespec t = { 20, 0 };
 	assert_int_equal(exs_qdequeue(q, ev, -4, &t), 4);
@@ -559,10 +582,12 @@ static void more_connections_than_the_first_cq_holds(void **state)
 	for (int i = 0; i < N; i++) {
 		c[i] = exs_socket(AF_INET, SOCK_SEQPACKET, 0);
 		assert_true(c[i] >= 0);
-		struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+		struct sockaddr_in to = { .sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)port),
 					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 		assert_int_equal(exs_connect(c[i], (struct sockaddr *)&to, sizeof(to), q,
-					     (void *)(intptr_t)(i + 1)), 0);
+					     (void *)(intptr_t)(i + 1)),
+				 0);
 	}
 	for (int i = 0; i < N; i++) {
 		s[i] = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
@@ -579,11 +604,13 @@ static void more_connections_than_the_first_cq_holds(void **state)
 	static int got[N];
 	for (int i = 0; i < N; i++)
 		assert_int_equal(exs_recv(s[i], &got[i], sizeof(got[i]), 0, q, (void *)(intptr_t)i,
-					  EXS_MHANDLE_INVALID), 0);
+					  EXS_MHANDLE_INVALID),
+				 0);
 	for (int i = 0; i < N; i++) {
 		int v = i * 7 + 1;
 		assert_int_equal(exs_send(c[i], &v, sizeof(v), 0, EXS_QHANDLE_INVALID, NULL,
-					  EXS_MHANDLE_INVALID), (ssize_t)sizeof(v));
+					  EXS_MHANDLE_INVALID),
+				 (ssize_t)sizeof(v));
 	}
 	assert_int_equal(exs_qdequeue(q, ev, -N, &t), N);
 	for (int i = 0; i < N; i++) {
@@ -615,9 +642,11 @@ static void an_idle_limit_ends_a_silent_connection(void **state)
 	set_int(l, EXS_SO_IDLE_MS, 300);
 	set_int(l, EXS_SO_KEEPALIVE, 30);
 	int c = exs_socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	assert_int_equal(exs_connect(c, (struct sockaddr *)&a, sizeof(a), EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(
+		exs_connect(c, (struct sockaddr *)&a, sizeof(a), EXS_QHANDLE_INVALID, NULL), 0);
 	int s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
 	assert_true(s >= 0);
 	int got = 0;
@@ -673,7 +702,8 @@ static void a_finished_send_survives_the_peer_closing(void **state)
 		pair(SOCK_STREAM, &c, &s);
 		char in[64], out[64];
 		memset(out, i, sizeof(out));
-		assert_int_equal(exs_recv(c, in, 64, MSG_WAITALL, Q, (void *)1, EXS_MHANDLE_INVALID), 0);
+		assert_int_equal(
+			exs_recv(c, in, 64, MSG_WAITALL, Q, (void *)1, EXS_MHANDLE_INVALID), 0);
 		assert_int_equal(exs_send(s, out, 64, 0, Q, (void *)2, EXS_MHANDLE_INVALID), 0);
 		bool got_recv = false, got_send = false;
 		while (!got_recv || !got_send) {
@@ -706,7 +736,8 @@ static void connect_to_a_silent_peer_times_out(void **state)
 	int c = exs_socket(AF_INET, SOCK_STREAM, 0);
 	struct timeval tv = { 0, 300 * 1000 };
 	assert_int_equal(exs_setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
-	assert_int_equal(exs_connect(c, (struct sockaddr *)&a, sizeof(a), EXS_QHANDLE_INVALID, NULL), -1);
+	assert_int_equal(
+		exs_connect(c, (struct sockaddr *)&a, sizeof(a), EXS_QHANDLE_INVALID, NULL), -1);
 	assert_int_equal(errno, ETIMEDOUT);
 	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
 	close(l);
@@ -735,11 +766,15 @@ static void a_receive_whose_window_fails_is_refused_at_its_post(void **state)
 		static char in[BIND_FAILS_LEN];
 		int c, s;
 		pair(types[t], &c, &s);
-		assert_int_equal(exs_recv(c, in, sizeof(in), 0, Q, (void *)8, EXS_MHANDLE_INVALID), -1);
+		assert_int_equal(exs_recv(c, in, sizeof(in), 0, Q, (void *)8, EXS_MHANDLE_INVALID),
+				 -1);
 		assert_int_equal(errno, ENOMEM);
 		/* the connection goes on */
-		assert_int_equal(exs_recv(c, in, 5, MSG_WAITALL, Q, (void *)9, EXS_MHANDLE_INVALID), 0);
-		assert_int_equal(exs_send(s, "abcde", 5, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 5);
+		assert_int_equal(exs_recv(c, in, 5, MSG_WAITALL, Q, (void *)9, EXS_MHANDLE_INVALID),
+				 0);
+		assert_int_equal(
+			exs_send(s, "abcde", 5, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			5);
 		exs_event_t ev = ev1();
 		assert_ptr_equal(ev.exs_evt_ahandle, (void *)9);
 		assert_int_equal(ev.exs_evt_errno, 0);
@@ -764,7 +799,8 @@ static void shut_rd_keeps_an_advertised_receive(void **state)
 		assert_int_equal(exs_getsockopt(s, SOL_EXS, EXS_SO_COUNTERS, &k, &kl), 0);
 	while (!k.adverts);
 	assert_int_equal(exs_shutdown(s, SHUT_RD, EXS_QHANDLE_INVALID, NULL), 0);
-	assert_int_equal(exs_send(c, out, 100, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 100);
+	assert_int_equal(exs_send(c, out, 100, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 100);
 	exs_event_t ev = ev1();
 	assert_int_equal(ev.exs_evt_errno, 0);
 	assert_int_equal(ev.exs_evt_union.xfer.bytes, 100);
@@ -772,7 +808,8 @@ static void shut_rd_keeps_an_advertised_receive(void **state)
 	/* new receives read the end; the other direction still works */
 	assert_int_equal(exs_recv(s, in, 10, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 0);
 	assert_int_equal(exs_recv(c, in, 5, MSG_WAITALL, Q, (void *)2, EXS_MHANDLE_INVALID), 0);
-	assert_int_equal(exs_send(s, "abcde", 5, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 5);
+	assert_int_equal(exs_send(s, "abcde", 5, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 5);
 	ev = ev1();
 	assert_int_equal(ev.exs_evt_errno, 0);
 	assert_int_equal(ev.exs_evt_union.xfer.bytes, 5);
@@ -806,10 +843,14 @@ static void a_queue_being_waited_on_is_busy(void **state)
 static struct uw_ep *raw_peer(int port, int type)
 {
 	uint8_t hello[EXS_HELLO_LEN];
-	struct exs_hello h = { .version = 1, .type = (uint8_t)type, .credits = 16,
+	struct exs_hello h = { .version = 1,
+			       .type = (uint8_t)type,
+			       .credits = 16,
 			       .ring_size = type == EXS_WIRE_STREAM ? 4096 : 0 };
 	exs_hello_encode(&h, hello);
-	struct uw_conn_param p = { .private_data = hello, .private_data_len = sizeof(hello), .p2p = 1 };
+	struct uw_conn_param p = { .private_data = hello,
+				   .private_data_len = sizeof(hello),
+				   .p2p = 1 };
 	struct uw_ep_attr at = { .param = &p };
 	char ps[16];
 	snprintf(ps, sizeof(ps), "%d", port);
@@ -819,7 +860,9 @@ static struct uw_ep *raw_peer(int port, int type)
 static void raw_send(struct uw_ep *ep, const void *msg, uint32_t len)
 {
 	struct uw_sge sge = { (uintptr_t)msg, len, 0 };
-	struct uw_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = UW_WR_SEND,
+	struct uw_send_wr wr = { .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = UW_WR_SEND,
 				 .send_flags = UW_SEND_INLINE | UW_SEND_SIGNALED };
 	assert_int_equal(uw_post_send(uw_ep_qp(ep), &wr, NULL), 0);
 	struct uw_wc wc;
@@ -866,7 +909,9 @@ static void malformed_control_messages_abort_and_complete_everything(void **stat
 	bad_control_message(m, EXS_CTL_LEN, EXS_WIRE_STREAM);
 	bad_control_message(m, 7, EXS_WIRE_SEQPACKET); /* too short */
 	/* a DATA for a direct transfer into a receive that was not advertised */
-	struct exs_ctl d = { .type = EXS_CTL_DATA, .flags = EXS_XFER_DIRECT << 2, .id = 5, .len = 10 };
+	struct exs_ctl d = {
+		.type = EXS_CTL_DATA, .flags = EXS_XFER_DIRECT << 2, .id = 5, .len = 10
+	};
 	exs_ctl_encode(&d, m);
 	bad_control_message(m, EXS_CTL_LEN, EXS_WIRE_STREAM);
 	/* a FIN claiming more than arrived */
@@ -918,8 +963,11 @@ static void an_advert_key_reaches_only_its_receive(void **state)
 	memset(junk, 0x5a, sizeof(junk));
 	for (int past = 0; past <= 1; past++) {
 		struct uw_sge g = { (uintptr_t)junk, sizeof(junk), jmr->lkey };
-		struct uw_send_wr w = { .wr_id = 50 + (uint64_t)past, .sg_list = &g, .num_sge = 1,
-					.opcode = UW_WR_RDMA_WRITE, .send_flags = UW_SEND_SIGNALED,
+		struct uw_send_wr w = { .wr_id = 50 + (uint64_t)past,
+					.sg_list = &g,
+					.num_sge = 1,
+					.opcode = UW_WR_RDMA_WRITE,
+					.send_flags = UW_SEND_SIGNALED,
 					.rdma = { adv.addr + (past ? 4096 : 0), adv.stag } };
 		assert_int_equal(uw_post_send(uw_ep_qp(ep), &w, NULL), 0);
 	}
@@ -964,9 +1012,8 @@ static void one_sided_write_and_read_reach_only_exposed_memory(void **state)
 	assert_int_equal(exs_expose(s, mmh, mine, 16, EXS_REMOTE_WRITE, &r), -1);
 	assert_int_equal(errno, EACCES);
 	/* the second half of the region only */
-	assert_int_equal(exs_expose(s, rmh, region + 4096, 4096, EXS_REMOTE_WRITE | EXS_REMOTE_READ,
-				    &r),
-			 0);
+	assert_int_equal(
+		exs_expose(s, rmh, region + 4096, 4096, EXS_REMOTE_WRITE | EXS_REMOTE_READ, &r), 0);
 	assert_int_equal(r.len, 4096);
 	assert_int_equal(exs_mderegister(&rmh), -1);
 	assert_int_equal(errno, EBUSY);
@@ -985,14 +1032,15 @@ static void one_sided_write_and_read_reach_only_exposed_memory(void **state)
 	assert_int_equal(ev.exs_evt_union.xfer.bytes, 1000);
 	assert_memory_equal(back, mine, 1000);
 	/* beyond what was exposed: refused before it goes */
-	assert_int_equal(exs_rdma_write(c, mine, 100, mmh, &r, 4000, EXS_QHANDLE_INVALID, NULL), -1);
+	assert_int_equal(exs_rdma_write(c, mine, 100, mmh, &r, 4000, EXS_QHANDLE_INVALID, NULL),
+			 -1);
 	assert_int_equal(errno, EINVAL);
 	/* the stream still works beside them */
 	char b[4];
-	assert_int_equal(exs_send(c, "abc", 3, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 3);
-	assert_int_equal(exs_recv(s, b, 3, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL,
-				  EXS_MHANDLE_INVALID),
+	assert_int_equal(exs_send(c, "abc", 3, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
 			 3);
+	assert_int_equal(
+		exs_recv(s, b, 3, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 3);
 	/* a key withdrawn: the peer refuses it, the connection ends */
 	ro = r;
 	assert_int_equal(exs_unexpose(s, &r), 0);
@@ -1018,8 +1066,11 @@ static void one_sided_write_and_read_reach_only_exposed_memory(void **state)
 static void hello_slot_and_chain_flag_are_checked(void **state)
 {
 	uint8_t b[EXS_HELLO_LEN];
-	struct exs_hello h = { .version = 1, .type = EXS_WIRE_STREAM, .credits = 16,
-			       .ring_size = 65536 }, got;
+	struct exs_hello h = { .version = 1,
+			       .type = EXS_WIRE_STREAM,
+			       .credits = 16,
+			       .ring_size = 65536 },
+			 got;
 	for (unsigned k = 0; k <= 24; k++) {
 		h.slot_log2 = (uint8_t)k;
 		exs_hello_encode(&h, b);
@@ -1068,8 +1119,8 @@ static void flow_pair(int flow, int credit_size, int ring, int *c, int *s)
 	set_int(*c, EXS_SO_FLOW, flow);
 	if (credit_size)
 		set_int(*c, EXS_SO_CREDIT_SIZE, credit_size);
-	assert_int_equal(exs_connect(*c, (struct sockaddr *)&a, sizeof(a), EXS_QHANDLE_INVALID, NULL),
-			 0);
+	assert_int_equal(
+		exs_connect(*c, (struct sockaddr *)&a, sizeof(a), EXS_QHANDLE_INVALID, NULL), 0);
 	*s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
 	assert_true(*s >= 0);
 	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
@@ -1121,7 +1172,8 @@ static void credit_flow_takes_a_slot_per_send(void **state)
 	bool received = false;
 	while (!received || left) {
 		while (sent < N && sent - (N - left) < 32) {
-			assert_int_equal(exs_send(c, src + sent * LEN, LEN, 0, Q, (void *)1, NULL), 0);
+			assert_int_equal(exs_send(c, src + sent * LEN, LEN, 0, Q, (void *)1, NULL),
+					 0);
 			sent++;
 		}
 		exs_event_t ev = ev1();

@@ -28,14 +28,14 @@
 #include <uwarp/verbs.h>
 
 /* exit statuses besides errno values */
-#define RAN_OK 200    /* the call succeeded where it must fail */
-#define NO_SETUP 201  /* the case could not be set up */
+#define RAN_OK 200   /* the call succeeded where it must fail */
+#define NO_SETUP 201 /* the case could not be set up */
 #define GIB (1ull << 30)
 
 static exs_qhandle_t Q;
-static int C, S; /* the connected pair: client, accepted server end */
-static uint8_t *page;  /* one mapped page... */
-static uint8_t *hole;  /* ...and the unmapped page after it */
+static int C, S;      /* the connected pair: client, accepted server end */
+static uint8_t *page; /* one mapped page... */
+static uint8_t *hole; /* ...and the unmapped page after it */
 
 /* The hole is 1 GiB wide: new mappings (the runtime's, a sanitizer's) go
  * to the top of the highest gap that fits them, so the hole's first pages,
@@ -73,10 +73,7 @@ static void connected(int type)
 		exit(NO_SETUP);
 }
 
-static int result(ssize_t rc)
-{
-	return rc < 0 ? errno : RAN_OK;
-}
+static int result(ssize_t rc) { return rc < 0 ? errno : RAN_OK; }
 
 /* ---- the cases: each returns the errno its call got ---- */
 
@@ -116,7 +113,8 @@ static int reg_mr_past_the_mapping(void) { return reg_mr(page, 1ull << 40); }
 static int send_size_max_sync(void)
 {
 	connected(SOCK_STREAM);
-	return result(exs_send(C, page, SIZE_MAX, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID));
+	return result(
+		exs_send(C, page, SIZE_MAX, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID));
 }
 
 static int send_async(size_t len)
@@ -233,7 +231,9 @@ static void every_bad_argument_gets_its_errno(void **state)
 		} else if (WEXITSTATUS(st) != cases[i].want) {
 			int got = WEXITSTATUS(st);
 			fprintf(stderr, "FAIL %s: %s, want %s\n", cases[i].name,
-				got == RAN_OK ? "succeeded" : got == NO_SETUP ? "no setup" : strerror(got),
+				got == RAN_OK     ? "succeeded"
+				: got == NO_SETUP ? "no setup"
+						  : strerror(got),
 				strerror(cases[i].want));
 			failed++;
 		} else {

@@ -31,9 +31,9 @@ static struct exs_fin state(int wr, int rd, bool rd_shut)
 	return f;
 }
 
-#define FOR_EACH_STATE                                  \
-	for (int wr = 0; wr < NWR; wr++)                \
-		for (int rd = 0; rd < NRD; rd++)        \
+#define FOR_EACH_STATE                           \
+	for (int wr = 0; wr < NWR; wr++)         \
+		for (int rd = 0; rd < NRD; rd++) \
 			for (int sh = 0; sh < 2; sh++)
 
 static void a_new_connection_is_open_both_ways(void **state_)

@@ -241,14 +241,14 @@ static void receiver_refuses_what_the_protocol_cannot_produce(void **state)
 	uint32_t a = post(&p, 100, true), b = post(&p, 100, true);
 	advert(&p, a, 0, 0);
 	advert(&p, b, 0, 100);
-	assert_int_equal(exs_sp_rx_direct(&p.r, 0, b, 0, 10), -EPROTO);	/* not the head */
-	assert_int_equal(exs_sp_rx_direct(&p.r, 0, a, 5, 10), -EPROTO);	/* wrong offset */
+	assert_int_equal(exs_sp_rx_direct(&p.r, 0, b, 0, 10), -EPROTO);  /* not the head */
+	assert_int_equal(exs_sp_rx_direct(&p.r, 0, a, 5, 10), -EPROTO);  /* wrong offset */
 	assert_int_equal(exs_sp_rx_direct(&p.r, 0, a, 0, 101), -EPROTO); /* past the advert */
-	assert_int_equal(exs_sp_rx_direct(&p.r, 1, a, 0, 10), -EPROTO);	/* another phase */
-	assert_int_equal(exs_sp_rx_indirect(&p.r, 0, 8, 10), -EPROTO);	/* not the next stretch */
-	assert_int_equal(exs_sp_rx_indirect(&p.r, 0, 0, 257), -EPROTO);	/* bigger than the ring */
+	assert_int_equal(exs_sp_rx_direct(&p.r, 1, a, 0, 10), -EPROTO);  /* another phase */
+	assert_int_equal(exs_sp_rx_indirect(&p.r, 0, 8, 10), -EPROTO);   /* not the next stretch */
+	assert_int_equal(exs_sp_rx_indirect(&p.r, 0, 0, 257), -EPROTO);  /* bigger than the ring */
 	assert_int_equal(exs_sp_rx_indirect(&p.r, 0, 0, 10), 0);
-	assert_int_equal(exs_sp_rx_direct(&p.r, 0, a, 0, 10), -EPROTO);	/* ring data first */
+	assert_int_equal(exs_sp_rx_direct(&p.r, 0, a, 0, 10), -EPROTO); /* ring data first */
 	struct exs_sp_advert empty = { .len = 0 };
 	assert_int_equal(exs_sp_tx_advert(&p.s, &empty), -EPROTO);
 	assert_int_equal(exs_sp_tx_ack(&p.s, 1), -EPROTO); /* nothing was written */
@@ -284,8 +284,8 @@ static int run_random(uint64_t seed, long steps, struct run_stats *st, char *why
 	static const uint32_t slots[] = { 16, 64, 5000 };
 	uint32_t slot = pick(&r, 0, 3) == 0 ? slots[pick(&r, 0, 2)] : 0;
 	uint32_t maxsz = (uint32_t)pick(&r, 1, 3) == 1 ? (uint32_t)ring / 2
-			 : pick(&r, 0, 1)		? (uint32_t)ring * 2
-							: 3000;
+			 : pick(&r, 0, 1)              ? (uint32_t)ring * 2
+						       : 3000;
 	unsigned dsend = (unsigned)pick(&r, 1, 32), drecv = (unsigned)pick(&r, 1, 32);
 	unsigned waitall_pct = (unsigned)pick(&r, 0, 3) * 33;
 	struct sim s;
@@ -321,22 +321,30 @@ static int run_random(uint64_t seed, long steps, struct run_stats *st, char *why
 				did = sim_recv(&s, (uint32_t)pick(&r, 1, maxsz),
 					       pick(&r, 0, 99) < waitall_pct);
 			break;
-		case 2: did = sim_sender_step(&s); break;
-		case 3: did = sim_deliver_to_receiver(&s); break;
-		case 4: did = sim_receiver_step(&s); break;
-		case 5: did = sim_deliver_to_sender(&s); break;
+		case 2:
+			did = sim_sender_step(&s);
+			break;
+		case 3:
+			did = sim_deliver_to_receiver(&s);
+			break;
+		case 4:
+			did = sim_receiver_step(&s);
+			break;
+		case 5:
+			did = sim_deliver_to_sender(&s);
+			break;
 		}
 		if (did)
 			continue;
 		/* nothing happened: is anything at all possible? */
 		bool any = sim_sender_step(&s) || sim_deliver_to_receiver(&s) ||
-			   sim_receiver_step(&s) || sim_deliver_to_sender(&s) ||
-			   s.nrecvs < drecv || (sending && nsends < dsend);
+			   sim_receiver_step(&s) || sim_deliver_to_sender(&s) || s.nrecvs < drecv ||
+			   (sending && nsends < dsend);
 		if (!any && s.delivered + sim_open_bytes(&s) < s.posted) {
 			snprintf(why, whylen,
 				 "stalled with %llu of %llu bytes delivered (mode %d ring %llu)",
-				 (unsigned long long)s.delivered, (unsigned long long)s.posted, mode,
-				 (unsigned long long)ring);
+				 (unsigned long long)s.delivered, (unsigned long long)s.posted,
+				 mode, (unsigned long long)ring);
 			rc = -1;
 			break;
 		}

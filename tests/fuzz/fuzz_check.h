@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define FUZZ_CHECK(cond)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
+#define FUZZ_CHECK(cond)                                                                     \
+	do {                                                                                 \
+		if (!(cond)) {                                                               \
 			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                    \
-			abort();                                                           \
-		}                                                                          \
+				#cond);                                                      \
+			abort();                                                             \
+		}                                                                            \
 	} while (0)
 
 #endif

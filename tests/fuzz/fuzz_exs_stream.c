@@ -18,7 +18,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static uint32_t u32(const uint8_t *p) { return (uint32_t)p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 static void invariants(const struct exs_sp_tx *t, const struct exs_sp_rx *r)
 {
@@ -54,13 +57,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 1: { /* an ADVERT from the peer, any fields */
-			struct exs_sp_advert adv = { .id = a, .phase = x, .seq = b, .off = y,
+			struct exs_sp_advert adv = { .id = a,
+						     .phase = x,
+						     .seq = b,
+						     .off = y,
 						     .len = z ? (uint32_t)z << (x % 16) : 0,
 						     .waitall = y & 1 };
 			exs_sp_tx_advert(&t, &adv);
 			break;
 		}
-		case 2: exs_sp_tx_ack(&t, b); break;
+		case 2:
+			exs_sp_tx_ack(&t, b);
+			break;
 		case 3: { /* the sender decides, for a bytes */
 			struct exs_sp_xfer xf;
 			if (exs_sp_tx_next(&t, a % 200000, &xf) == 1)
@@ -77,8 +85,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			break;
 		}
-		case 5: exs_sp_rx_indirect(&r, x, b % 70000, a % 70000); break;
-		case 6: exs_sp_rx_phase(&r, a); break;
+		case 5:
+			exs_sp_rx_indirect(&r, x, b % 70000, a % 70000);
+			break;
+		case 6:
+			exs_sp_rx_phase(&r, a);
+			break;
 		case 7: {
 			struct exs_sp_copy cp;
 			if (exs_sp_rx_drain(&r, &cp) == 1)

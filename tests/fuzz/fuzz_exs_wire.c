@@ -41,7 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FUZZ_CHECK(kind >= EXS_XFER_DIRECT && kind <= EXS_XFER_MESSAGE);
 				FUZZ_CHECK(m.len <= EXS_XFER_MAX);
 				FUZZ_CHECK(kind == EXS_XFER_MESSAGE || m.len);
-				FUZZ_CHECK(!(m.flags & EXS_CTL_F_TRUNC) || kind == EXS_XFER_MESSAGE);
+				FUZZ_CHECK(!(m.flags & EXS_CTL_F_TRUNC) ||
+					   kind == EXS_XFER_MESSAGE);
 			}
 		}
 	} else if (which == 1) {

@@ -50,8 +50,9 @@ static void parse(const struct fpdu_rx_cfg *cfg, const uint8_t *b, size_t len, u
 		FUZZ_CHECK(i + 1 == r->n || p->ended);
 	}
 	if (r->error)
-		FUZZ_CHECK(r->err.layer == UW_TERM_LAYER_LLP &&
-			   (r->err.ecode == UW_MPA_ECODE_CRC || r->err.ecode == UW_MPA_ECODE_MARKER));
+		FUZZ_CHECK(
+			r->err.layer == UW_TERM_LAYER_LLP &&
+			(r->err.ecode == UW_MPA_ECODE_CRC || r->err.ecode == UW_MPA_ECODE_MARKER));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -62,7 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data += 2;
 	size -= 2;
 	bool crc = sel & 1, markers = sel & 2, build = sel & 4;
-	struct fpdu_rx_cfg cfg = { .crc = crc, .markers = markers,
+	struct fpdu_rx_cfg cfg = { .crc = crc,
+				   .markers = markers,
 				   .hdr_len = (sel & 8) ? NULL : rdmap_hdr_len };
 	struct fpdu_stream s;
 	const uint8_t *bytes = data;

@@ -90,8 +90,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(out.ord <= req.ord || !out.enhanced);
 			FUZZ_CHECK(!out.p2p || (out.rtr && !(out.rtr & (out.rtr - 1))));
 		} else {
-			FUZZ_CHECK(v.llp_ecode == 0 || (v.llp_ecode >= UW_MPA_ECODE_BAD_FRAME &&
-							v.llp_ecode <= UW_MPA_ECODE_NO_MATCHING_RTR));
+			FUZZ_CHECK(v.llp_ecode == 0 ||
+				   (v.llp_ecode >= UW_MPA_ECODE_BAD_FRAME &&
+				    v.llp_ecode <= UW_MPA_ECODE_NO_MATCHING_RTR));
 		}
 	}
 	return 0;

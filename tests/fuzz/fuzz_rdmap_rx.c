@@ -29,7 +29,8 @@ static int guards_ok(void)
 		if (arena[i] != 0xEE || arena[GUARD + REGION + i] != 0xEE)
 			return 0;
 	for (int r = 0; r < 4; r++) {
-		const uint8_t *g = arena + GUARD + REGION + GUARD + (size_t)r * (RECVLEN + GUARD) + RECVLEN;
+		const uint8_t *g =
+			arena + GUARD + REGION + GUARD + (size_t)r * (RECVLEN + GUARD) + RECVLEN;
 		for (size_t i = 0; i < GUARD; i++)
 			if (g[i] != 0xEE)
 				return 0;
@@ -46,8 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data++;
 	size--;
 
-	struct sim_cfg cfg = { .crc = false, .rfc7306 = sel & 1, .ird = (uint16_t)((sel >> 1) & 3),
-			       .ord = 4, .mulpdu = 1454, .pd = 1, .qp = 1 };
+	struct sim_cfg cfg = { .crc = false,
+			       .rfc7306 = sel & 1,
+			       .ird = (uint16_t)((sel >> 1) & 3),
+			       .ord = 4,
+			       .mulpdu = 1454,
+			       .pd = 1,
+			       .qp = 1 };
 	memset(arena, 0xEE, sizeof(arena));
 	memset(arena + GUARD, 0, REGION);
 	sim_end_init(&b, &cfg);

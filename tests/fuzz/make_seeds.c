@@ -44,17 +44,49 @@ int main(int argc, char **argv)
 		const char *name;
 		struct mpa_frame f;
 	} frames[] = {
-		{ "siw-rping-request", { .type = MPA_FRAME_REQUEST, .rev = 2, .enhanced = true, .ird = 1, .ord = 1 } },
-		{ "uwarp-request", { .type = MPA_FRAME_REQUEST, .rev = 2, .crc = true, .enhanced = true, .ird = 16, .ord = 16,
-				     .pdata = (const uint8_t *)"private", .pdata_len = 7 } },
-		{ "p2p-request", { .type = MPA_FRAME_REQUEST, .rev = 2, .enhanced = true, .p2p = true,
-				   .rtr = MPA_RTR_ALL, .ird = 4, .ord = 4 } },
-		{ "markers-request-rev1", { .type = MPA_FRAME_REQUEST, .rev = 1, .markers = true, .crc = true } },
-		{ "reply", { .type = MPA_FRAME_REPLY, .rev = 2, .crc = true, .enhanced = true, .ird = 2, .ord = 1 } },
-		{ "p2p-reply", { .type = MPA_FRAME_REPLY, .rev = 2, .enhanced = true, .p2p = true,
-				 .rtr = MPA_RTR_WRITE, .ird = 4, .ord = 4 } },
-		{ "reject", { .type = MPA_FRAME_REPLY, .rev = 2, .reject = true, .enhanced = true,
-			      .pdata = (const uint8_t *)"no", .pdata_len = 2 } },
+		{ "siw-rping-request",
+		  { .type = MPA_FRAME_REQUEST, .rev = 2, .enhanced = true, .ird = 1, .ord = 1 } },
+		{ "uwarp-request",
+		  { .type = MPA_FRAME_REQUEST,
+		    .rev = 2,
+		    .crc = true,
+		    .enhanced = true,
+		    .ird = 16,
+		    .ord = 16,
+		    .pdata = (const uint8_t *)"private",
+		    .pdata_len = 7 } },
+		{ "p2p-request",
+		  { .type = MPA_FRAME_REQUEST,
+		    .rev = 2,
+		    .enhanced = true,
+		    .p2p = true,
+		    .rtr = MPA_RTR_ALL,
+		    .ird = 4,
+		    .ord = 4 } },
+		{ "markers-request-rev1",
+		  { .type = MPA_FRAME_REQUEST, .rev = 1, .markers = true, .crc = true } },
+		{ "reply",
+		  { .type = MPA_FRAME_REPLY,
+		    .rev = 2,
+		    .crc = true,
+		    .enhanced = true,
+		    .ird = 2,
+		    .ord = 1 } },
+		{ "p2p-reply",
+		  { .type = MPA_FRAME_REPLY,
+		    .rev = 2,
+		    .enhanced = true,
+		    .p2p = true,
+		    .rtr = MPA_RTR_WRITE,
+		    .ird = 4,
+		    .ord = 4 } },
+		{ "reject",
+		  { .type = MPA_FRAME_REPLY,
+		    .rev = 2,
+		    .reject = true,
+		    .enhanced = true,
+		    .pdata = (const uint8_t *)"no",
+		    .pdata_len = 2 } },
 	};
 	for (size_t i = 0; i < sizeof(frames) / sizeof(frames[0]); i++) {
 		uint8_t buf[600];
@@ -90,8 +122,9 @@ int main(int argc, char **argv)
 	for (int mode = 0; mode < 2; mode++) {
 		static struct sim_end a, shadow;
 		static uint8_t data[4096], res[8];
-		struct sim_cfg cfg = { .rfc7306 = mode, .ird = 3, .ord = 4, .mulpdu = 600, .pd = 1,
-				       .qp = 1 };
+		struct sim_cfg cfg = {
+			.rfc7306 = mode, .ird = 3, .ord = 4, .mulpdu = 600, .pd = 1, .qp = 1
+		};
 		struct sim_wire w = { 0 };
 		sim_end_init(&a, &cfg);
 		sim_end_init(&shadow, &cfg); /* learns the STags the receiver will have */
@@ -101,11 +134,23 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < sizeof(data); i++)
 			data[i] = (uint8_t)i;
 		struct rdmap_msg msgs[] = {
-			{ .opcode = RDMAP_RDMA_WRITE, .sge = &iov, .nsge = 1, .stag = rw, .to = 100 },
+			{ .opcode = RDMAP_RDMA_WRITE,
+			  .sge = &iov,
+			  .nsge = 1,
+			  .stag = rw,
+			  .to = 100 },
 			{ .opcode = RDMAP_SEND, .sge = &iov, .nsge = 1 },
-			{ .opcode = RDMAP_RDMA_READ_REQ, .sink_stag = 0x55, .stag = rw, .to = 8, .len = 700 },
+			{ .opcode = RDMAP_RDMA_READ_REQ,
+			  .sink_stag = 0x55,
+			  .stag = rw,
+			  .to = 8,
+			  .len = 700 },
 			{ .opcode = RDMAP_SEND_INVAL, .sge = &iov, .nsge = 1, .inval_stag = mw },
-			{ .opcode = RDMAP_ATOMIC_REQ, .stag = rw, .to = 64, .data = 3, .result = res },
+			{ .opcode = RDMAP_ATOMIC_REQ,
+			  .stag = rw,
+			  .to = 64,
+			  .data = 3,
+			  .result = res },
 			{ .opcode = RDMAP_IMMEDIATE_SE, .value = 42 },
 		};
 		for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {

@@ -80,7 +80,8 @@ static int setup(void **state)
 	S.mr_recv = uw_reg_mr(S.pd, S.recvbuf, RECV, UW_ACCESS_LOCAL_WRITE);
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	if (!S.mr_rw || !S.mr_none || !S.mr_ro || !S.mr_wo || !S.mr_recv || !S.mr_other || uw_cm_listen(S.lid, (struct sockaddr *)&a, 16))
+	if (!S.mr_rw || !S.mr_none || !S.mr_ro || !S.mr_wo || !S.mr_recv || !S.mr_other ||
+	    uw_cm_listen(S.lid, (struct sockaddr *)&a, 16))
 		return -1;
 	S.port = ntohs(((struct sockaddr_in *)&S.lid->local_addr)->sin_port);
 	return 0;
@@ -143,8 +144,12 @@ static void raw_dial(struct raw *r, int port, void (*accept)(struct raw *), stru
 		setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &dial_rcvbuf, sizeof(dial_rcvbuf));
 	assert_int_equal(connect(r->fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	/* a Request like siw's, but asking for CRC */
-	struct mpa_frame req = { .type = MPA_FRAME_REQUEST, .rev = 2, .crc = true, .enhanced = true,
-				 .ird = 4, .ord = 4 };
+	struct mpa_frame req = { .type = MPA_FRAME_REQUEST,
+				 .rev = 2,
+				 .crc = true,
+				 .enhanced = true,
+				 .ird = 4,
+				 .ord = 4 };
 	uint8_t buf[600];
 	ssize_t n = mpa_frame_encode(&req, buf, sizeof(buf));
 	assert_int_equal(write(r->fd, buf, (size_t)n), n);
@@ -165,7 +170,7 @@ static void raw_dial(struct raw *r, int port, void (*accept)(struct raw *), stru
 	fpdu_tx_init(&r->tx, true, false);
 }
 
-static unsigned accept_idle_ms; /* the server's idle_timeout_ms (0: none) */
+static unsigned accept_idle_ms;     /* the server's idle_timeout_ms (0: none) */
 static unsigned accept_keepalive_s; /* and its keepalive_s */
 
 /* The in-process server accepts: a receive posted, memory offered. */
@@ -183,9 +188,12 @@ static void server_accepts(struct raw *r)
 	struct uw_sge s = { (uintptr_t)S.recvbuf, RECV, S.mr_recv->lkey };
 	struct uw_recv_wr rw = { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
 	assert_int_equal(uw_post_recv(r->qp, &rw, NULL), 0);
-	struct welcome w = { S.mr_rw->rkey,	   S.mr_none->rkey,    S.mr_ro->rkey,
-			     S.mr_wo->rkey,	   S.mr_other->rkey,   (uintptr_t)S.region };
-	struct uw_conn_param p = { .private_data = &w, .private_data_len = sizeof(w), .ird = 16, .ord = 16,
+	struct welcome w = { S.mr_rw->rkey, S.mr_none->rkey,  S.mr_ro->rkey,
+			     S.mr_wo->rkey, S.mr_other->rkey, (uintptr_t)S.region };
+	struct uw_conn_param p = { .private_data = &w,
+				   .private_data_len = sizeof(w),
+				   .ird = 16,
+				   .ord = 16,
 				   .idle_timeout_ms = accept_idle_ms,
 				   .keepalive_s = accept_keepalive_s };
 	assert_int_equal(uw_cm_accept(r->id, &p), 0);
@@ -287,8 +295,8 @@ static void read_terminate(struct raw *r, uint8_t layer, uint8_t etype, uint8_t 
 	uint8_t t[3];
 	term_codes(r, t);
 	if (t[0] != layer || t[1] != etype || t[2] != ecode)
-		fail_msg("Terminate %u/%u/0x%02x, want %u/%u/0x%02x", t[0], t[1], t[2], layer, etype,
-			 ecode);
+		fail_msg("Terminate %u/%u/0x%02x, want %u/%u/0x%02x", t[0], t[1], t[2], layer,
+			 etype, ecode);
 }
 
 /* the receive the server had posted for a raw peer, flushed */
@@ -365,7 +373,6 @@ static void crc_error_is_llp_0x02(void **state)
 	raw_connect(&r);
 	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 1, 0, 0), data, 40, true);
 	expect_terminate(&r, UW_TERM_LAYER_LLP, 0, UW_MPA_ECODE_CRC);
-
 }
 
 /* Found by uwarp-fuzz: a Write to an unknown STag whose CRC is also bad
@@ -410,7 +417,8 @@ static void bad_rdmap_version_is_rdmap_2_05(void **state)
 	size_t n = untagged(h, RDMAP_SEND, 0, 1, 0, 0);
 	h[1] = 0x03;
 	raw_send(&r, h, n, data, 8, false);
-	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_OPERATION, UW_RDMAP_INVALID_VERSION);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_OPERATION,
+			 UW_RDMAP_INVALID_VERSION);
 }
 
 static void rfc7306_opcode_to_a_stranger_is_rdmap_2_06(void **state)
@@ -419,7 +427,8 @@ static void rfc7306_opcode_to_a_stranger_is_rdmap_2_06(void **state)
 	uint8_t h[64];
 	raw_connect(&r);
 	raw_send(&r, h, untagged(h, RDMAP_IMMEDIATE, 0, 1, 0, 0), data, 8, false);
-	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_OPERATION, UW_RDMAP_UNEXPECTED_OPCODE);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_OPERATION,
+			 UW_RDMAP_UNEXPECTED_OPCODE);
 }
 
 static void send_on_queue_5_is_ddp_2_01(void **state)
@@ -463,7 +472,8 @@ static void write_past_the_region_is_ddp_1_01(void **state)
 	struct raw r;
 	uint8_t h[64];
 	raw_connect(&r);
-	raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_rw, r.w.addr + REGION - 8), data, 64, false);
+	raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_rw, r.w.addr + REGION - 8), data, 64,
+		 false);
 	expect_terminate(&r, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_BASE_BOUNDS);
 }
 
@@ -474,11 +484,13 @@ static void write_without_rights_is_rdmap_1_02(void **state)
 	uint8_t h[64];
 	raw_connect(&r);
 	raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_ro, r.w.addr), data, 64, false);
-	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_ACCESS_RIGHTS);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION,
+			 UW_RDMAP_ACCESS_RIGHTS);
 }
 
 /* Read Request number msn for size bytes at (src_stag, src_to) */
-static size_t read_req_n(uint8_t *h, uint32_t msn, uint32_t size, uint32_t src_stag, uint64_t src_to)
+static size_t read_req_n(uint8_t *h, uint32_t msn, uint32_t size, uint32_t src_stag,
+			 uint64_t src_to)
 {
 	size_t n = untagged(h, RDMAP_RDMA_READ_REQ, DDP_QN_READ_REQ, msn, 0, 0);
 	be32_put(h + n + RDMAP_RR_OFF_SINK_STAG, 0x100);
@@ -500,7 +512,8 @@ static void read_without_rights_is_rdmap_1_02(void **state)
 	uint8_t h[64];
 	raw_connect(&r);
 	raw_send(&r, h, read_req(h, r.w.rkey_wo, r.w.addr), NULL, 0, false);
-	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_ACCESS_RIGHTS);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION,
+			 UW_RDMAP_ACCESS_RIGHTS);
 }
 
 /* a local key (no remote rights at all) named by a peer is answered as an
@@ -526,7 +539,9 @@ static void another_connections_stag_is_refused_as_a_random_one(void **state)
 	struct {
 		bool read;
 		uint64_t off;
-	} cases[] = { { false, 0 }, { false, REGION + 4096 }, { true, 0 }, { true, REGION + 4096 } };
+	} cases[] = {
+		{ false, 0 }, { false, REGION + 4096 }, { true, 0 }, { true, REGION + 4096 }
+	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct raw r;
 		uint8_t got[2][3];
@@ -534,9 +549,11 @@ static void another_connections_stag_is_refused_as_a_random_one(void **state)
 			raw_connect(&r);
 			uint32_t stag = k ? made_up : r.w.rkey_other;
 			if (cases[i].read)
-				raw_send(&r, h, read_req(h, stag, r.w.addr + cases[i].off), NULL, 0, false);
+				raw_send(&r, h, read_req(h, stag, r.w.addr + cases[i].off), NULL, 0,
+					 false);
 			else
-				raw_send(&r, h, tagged(h, RDMAP_RDMA_WRITE, stag, r.w.addr + cases[i].off),
+				raw_send(&r, h,
+					 tagged(h, RDMAP_RDMA_WRITE, stag, r.w.addr + cases[i].off),
 					 data, 64, false);
 			raw_terminate_codes(&r, got[k]);
 		}
@@ -558,7 +575,8 @@ static void read_of_a_local_key_is_invalid_stag(void **state)
 	uint8_t h[64];
 	raw_connect(&r);
 	raw_send(&r, h, read_req(h, r.w.rkey_none, r.w.addr), NULL, 0, false);
-	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_INVALID_STAG);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION,
+			 UW_RDMAP_INVALID_STAG);
 }
 
 static void send_with_invalidate_of_an_mr_is_rdmap_2_09(void **state)
@@ -567,7 +585,8 @@ static void send_with_invalidate_of_an_mr_is_rdmap_2_09(void **state)
 	uint8_t h[64];
 	raw_connect(&r);
 	raw_send(&r, h, untagged(h, RDMAP_SEND_INVAL, 0, 1, 0, r.w.rkey_rw), data, 8, false);
-	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_OPERATION, UW_RDMAP_CANNOT_INVALIDATE);
+	expect_terminate(&r, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_OPERATION,
+			 UW_RDMAP_CANNOT_INVALIDATE);
 }
 
 static void ulpdu_too_short_is_llp_0x03(void **state)
@@ -620,11 +639,17 @@ static void the_server_goes_on_serving(void **state)
 	 * server sees) comes after the Write's data is placed, as the
 	 * streams are in order; the Write itself completes only at its sender */
 	struct uw_sge s = { (uintptr_t)src, 10, mr->lkey };
-	struct uw_send_wr ww = { .wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = UW_WR_RDMA_WRITE,
+	struct uw_send_wr ww = { .wr_id = 2,
+				 .sg_list = &s,
+				 .num_sge = 1,
+				 .opcode = UW_WR_RDMA_WRITE,
 				 .send_flags = UW_SEND_SIGNALED,
 				 .rdma = { (uintptr_t)S.region + 100, S.mr_rw->rkey } };
 	assert_int_equal(uw_post_send(qp, &ww, NULL), 0);
-	struct uw_send_wr sw = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = UW_WR_SEND,
+	struct uw_send_wr sw = { .wr_id = 1,
+				 .sg_list = &s,
+				 .num_sge = 1,
+				 .opcode = UW_WR_SEND,
 				 .send_flags = UW_SEND_SIGNALED };
 	assert_int_equal(uw_post_send(qp, &sw, NULL), 0);
 	struct uw_wc wc;
@@ -665,8 +690,8 @@ static void perf_server_ends_only_the_bad_connection(void **state)
 	assert_true(port > 0);
 	char portbuf[16], out[4096];
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
-	char *argv[] = { UWARP_PERF_BIN, "-c", "127.0.0.1", "-p", portbuf, "--op", "write", "--size",
-			 "65536", "--iters", "50", NULL };
+	char *argv[] = { UWARP_PERF_BIN, "-c",     "127.0.0.1", "-p",      portbuf, "--op",
+			 "write",        "--size", "65536",     "--iters", "50",    NULL };
 	struct proc busy;
 	assert_int_equal(proc_start(&busy, argv), 0); /* a good client meanwhile */
 	struct raw r;
@@ -689,7 +714,8 @@ static void perf_server_ends_only_the_bad_connection(void **state)
 static bool send_read(struct raw *r, uint32_t msn)
 {
 	uint8_t h[64], wire[128];
-	size_t n = raw_frame(r, h, read_req_n(h, msn, REGION, r->w.rkey_rw, r->w.addr), NULL, 0, wire);
+	size_t n =
+		raw_frame(r, h, read_req_n(h, msn, REGION, r->w.rkey_rw, r->w.addr), NULL, 0, wire);
 	return send(r->fd, wire, n, MSG_NOSIGNAL) == (ssize_t)n;
 }
 
@@ -784,9 +810,12 @@ static void a_socket_that_cannot_send_costs_an_error_not_sigpipe(void **state)
 	int fd = ((struct uw_qp_impl *)r.qp)->conn->fd;
 	pthread_mutex_unlock(&S.ctx->lock);
 	assert_int_equal(shutdown(fd, SHUT_WR), 0); /* every send is EPIPE now */
-	struct uw_send_wr wr = { .wr_id = 77, .opcode = UW_WR_SEND,
-				 .sg_list = &(struct uw_sge){ (uintptr_t)S.region, 64, S.mr_rw->lkey },
-				 .num_sge = 1, .send_flags = UW_SEND_SIGNALED };
+	struct uw_send_wr wr = { .wr_id = 77,
+				 .opcode = UW_WR_SEND,
+				 .sg_list =
+					 &(struct uw_sge){ (uintptr_t)S.region, 64, S.mr_rw->lkey },
+				 .num_sge = 1,
+				 .send_flags = UW_SEND_SIGNALED };
 	assert_int_equal(uw_post_send(r.qp, &wr, NULL), 0);
 	struct uw_cm_event *e = event(5000);
 	assert_non_null(e);
@@ -903,8 +932,14 @@ static void a_p2p_rtr_that_never_comes_times_out(void **state)
 
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	struct mpa_frame req = { .type = MPA_FRAME_REQUEST, .rev = 2, .crc = true, .enhanced = true,
-				 .p2p = true, .rtr = MPA_RTR_WRITE, .ird = 4, .ord = 4 };
+	struct mpa_frame req = { .type = MPA_FRAME_REQUEST,
+				 .rev = 2,
+				 .crc = true,
+				 .enhanced = true,
+				 .p2p = true,
+				 .rtr = MPA_RTR_WRITE,
+				 .ird = 4,
+				 .ord = 4 };
 	uint8_t buf[600];
 	ssize_t n = mpa_frame_encode(&req, buf, sizeof(buf));
 	assert_true(n > 0);
@@ -970,8 +1005,9 @@ static void initiator_nudges_a_silent_responder_once(void **state)
 
 	/* the Request, then a Reply as siw makes it (no uwarp offer) */
 	uint8_t buf[4096];
-	struct mpa_frame req, rep = { .type = MPA_FRAME_REPLY, .rev = 2, .crc = true,
-				      .enhanced = true, .ird = 1, .ord = 1 };
+	struct mpa_frame req, rep = {
+		.type = MPA_FRAME_REPLY, .rev = 2, .crc = true, .enhanced = true, .ird = 1, .ord = 1
+	};
 	size_t got = 0;
 	for (;;) {
 		ssize_t k = read(fd, buf + got, 1);
@@ -988,9 +1024,11 @@ static void initiator_nudges_a_silent_responder_once(void **state)
 	assert_int_equal(uw_cm_get_event_timeout(ch, &e, 5000), 0);
 	assert_int_equal(e->event, UW_CM_EVENT_ESTABLISHED);
 	uw_cm_ack_event(e);
-	struct uw_send_wr wr = { .wr_id = 1, .opcode = UW_WR_SEND,
+	struct uw_send_wr wr = { .wr_id = 1,
+				 .opcode = UW_WR_SEND,
 				 .sg_list = &(struct uw_sge){ (uintptr_t)"wake up", 8, 0 },
-				 .num_sge = 1, .send_flags = UW_SEND_INLINE | UW_SEND_SIGNALED };
+				 .num_sge = 1,
+				 .send_flags = UW_SEND_INLINE | UW_SEND_SIGNALED };
 	assert_int_equal(uw_post_send(qp, &wr, NULL), 0);
 
 	/* sit on it, then see what came */

@@ -71,16 +71,22 @@ static void *serve(void *arg)
 		} else {
 			static const char word[] = "written by the server";
 			static const char done[] = "done";
-			struct uw_send_wr w = { .wr_id = 2, .sg_list = &(struct uw_sge){ (uintptr_t)word, sizeof(word), 0 },
-						.num_sge = 1, .opcode = UW_WR_RDMA_WRITE,
+			struct uw_send_wr w = { .wr_id = 2,
+						.sg_list = &(struct uw_sge){ (uintptr_t)word,
+									     sizeof(word), 0 },
+						.num_sge = 1,
+						.opcode = UW_WR_RDMA_WRITE,
 						.send_flags = UW_SEND_INLINE,
 						.rdma = { ad.addr, ad.rkey } };
-			struct uw_send_wr d = { .wr_id = 3, .sg_list = &(struct uw_sge){ (uintptr_t)done, sizeof(done), 0 },
-						.num_sge = 1, .opcode = UW_WR_SEND,
+			struct uw_send_wr d = { .wr_id = 3,
+						.sg_list = &(struct uw_sge){ (uintptr_t)done,
+									     sizeof(done), 0 },
+						.num_sge = 1,
+						.opcode = UW_WR_SEND,
 						.send_flags = UW_SEND_INLINE | UW_SEND_SIGNALED };
 			w.next = &d;
-			if (uw_post_send(uw_ep_qp(ep), &w, NULL) || uw_ep_wait(ep, &wc, 10000) != 1 ||
-			    wc.status || wc.wr_id != 3)
+			if (uw_post_send(uw_ep_qp(ep), &w, NULL) ||
+			    uw_ep_wait(ep, &wc, 10000) != 1 || wc.status || wc.wr_id != 3)
 				s->errors++;
 			/* the client closes first: wait for its disconnect */
 			struct uw_recv_wr last = { .wr_id = 4, .sg_list = &sge, .num_sge = 1 };
@@ -111,12 +117,17 @@ static void client_round(const char *host)
 				     UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
 	struct uw_mr *dmr = uw_reg_mr(uw_ep_pd(ep), done, sizeof(done), UW_ACCESS_LOCAL_WRITE);
 	assert_non_null(mr);
-	struct uw_recv_wr r = { .wr_id = 7, .sg_list = &(struct uw_sge){ (uintptr_t)done, sizeof(done), dmr->lkey },
+	struct uw_recv_wr r = { .wr_id = 7,
+				.sg_list = &(struct uw_sge){ (uintptr_t)done, sizeof(done),
+							     dmr->lkey },
 				.num_sge = 1 };
 	assert_int_equal(uw_post_recv(uw_ep_qp(ep), &r, NULL), 0);
 	struct ad ad = { (uintptr_t)sink, mr->rkey, "where to write" };
-	struct uw_send_wr s = { .wr_id = 8, .sg_list = &(struct uw_sge){ (uintptr_t)&ad, sizeof(ad), 0 },
-				.num_sge = 1, .opcode = UW_WR_SEND, .send_flags = UW_SEND_INLINE };
+	struct uw_send_wr s = { .wr_id = 8,
+				.sg_list = &(struct uw_sge){ (uintptr_t)&ad, sizeof(ad), 0 },
+				.num_sge = 1,
+				.opcode = UW_WR_SEND,
+				.send_flags = UW_SEND_INLINE };
 	assert_int_equal(uw_post_send(uw_ep_qp(ep), &s, NULL), 0);
 	struct uw_wc wc;
 	assert_int_equal(uw_ep_wait(ep, &wc, 10000), 1);

@@ -52,7 +52,8 @@ static void client_open_mode(struct client *c, size_t buflen, enum uw_progress m
 	c->id = uw_cm_create_id(c->ch, NULL);
 	c->buf = calloc(1, buflen);
 	c->mr = uw_reg_mr(c->pd, c->buf, buflen, UW_ACCESS_LOCAL_WRITE);
-	struct uw_qp_init_attr qa = { .send_cq = c->cq, .recv_cq = c->cq,
+	struct uw_qp_init_attr qa = { .send_cq = c->cq,
+				      .recv_cq = c->cq,
 				      .cap = { 256, 64, 4, 4, 0 } };
 	c->qp = uw_cm_create_qp(c->id, c->pd, &qa);
 	assert_non_null(c->qp);
@@ -132,8 +133,11 @@ static void post_writes_and_recvs(struct client *c, int writes, int recvs)
 {
 	for (int i = 0; i < writes; i++) {
 		struct uw_sge s = { (uintptr_t)c->buf, 1 << 20, c->mr->lkey };
-		struct uw_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
-					 .opcode = UW_WR_RDMA_WRITE, .send_flags = UW_SEND_SIGNALED,
+		struct uw_send_wr wr = { .wr_id = (uint64_t)i,
+					 .sg_list = &s,
+					 .num_sge = 1,
+					 .opcode = UW_WR_RDMA_WRITE,
+					 .send_flags = UW_SEND_SIGNALED,
 					 .rdma = { c->raddr, c->rkey } };
 		assert_int_equal(uw_post_send(c->qp, &wr, NULL), 0);
 	}
@@ -165,7 +169,9 @@ static void peer_killed_mid_transfer_every_wr_completes(void **state)
 	uw_cm_ack_event(e);
 	assert_int_equal(uw_qp_get_state(c.qp), UW_QPS_ERR);
 	/* a WR posted now completes at once, flushed */
-	struct uw_send_wr wr = { .wr_id = 77, .opcode = UW_WR_SEND, .send_flags = UW_SEND_SIGNALED };
+	struct uw_send_wr wr = { .wr_id = 77,
+				 .opcode = UW_WR_SEND,
+				 .send_flags = UW_SEND_SIGNALED };
 	assert_int_equal(uw_post_send(c.qp, &wr, NULL), 0);
 	struct uw_wc wc;
 	assert_int_equal(uw_poll_cq(c.cq, 1, &wc), 1);
@@ -197,8 +203,8 @@ static void graceful_disconnect_flushes_outstanding_wrs(void **state)
 	/* the server is still there for the next one */
 	char portbuf[16], out[4096];
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
-	char *argv[] = { (char *)perf, "-c", "127.0.0.1", "-p", portbuf, "--op", "write", "--size",
-			 "4096", "--iters", "10", NULL };
+	char *argv[] = { (char *)perf, "-c",     "127.0.0.1", "-p",      portbuf, "--op",
+			 "write",      "--size", "4096",      "--iters", "10",    NULL };
 	assert_int_equal(proc_run(argv, 30000, out, sizeof(out)), 0);
 	proc_end(&srv);
 	client_close(&c);
@@ -211,16 +217,16 @@ static void client_killed_server_keeps_serving(void **state)
 	assert_true(port > 0);
 	char portbuf[16], out[4096];
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
-	char *argv[] = { (char *)perf, "-c", "127.0.0.1", "-p", portbuf, "--op", "write", "--size",
-			 "1M", "--time", "30", NULL };
+	char *argv[] = { (char *)perf, "-c",     "127.0.0.1", "-p",     portbuf, "--op",
+			 "write",      "--size", "1M",        "--time", "30",    NULL };
 	for (int round = 0; round < 3; round++) {
 		assert_int_equal(proc_start(&cl, argv), 0);
 		usleep(300 * 1000);
 		kill(cl.pid, SIGKILL);
 		proc_end(&cl);
 	}
-	char *argv2[] = { (char *)perf, "-c", "127.0.0.1", "-p", portbuf, "--op", "send", "--size",
-			  "4096", "--iters", "100", NULL };
+	char *argv2[] = { (char *)perf, "-c",     "127.0.0.1", "-p",      portbuf, "--op",
+			  "send",       "--size", "4096",      "--iters", "100",   NULL };
 	assert_int_equal(proc_run(argv2, 30000, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "data verified"));
 	proc_end(&srv);
@@ -351,7 +357,9 @@ static void reject_carries_private_data(void **state)
 	struct client c;
 	client_open_mode(&c, 4096, UW_PROGRESS_AUTO);
 	struct sockaddr_in a = loopback(s.port);
-	struct uw_conn_param p = { .private_data = "may I?", .private_data_len = 6, .ird = 1, .ord = 1 };
+	struct uw_conn_param p = {
+		.private_data = "may I?", .private_data_len = 6, .ird = 1, .ord = 1
+	};
 	assert_int_equal(uw_cm_connect(c.id, (struct sockaddr *)&a, &p), 0);
 	struct uw_cm_event *e = next_event(s.ch, 5000);
 	assert_non_null(e);

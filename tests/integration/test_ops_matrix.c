@@ -22,18 +22,21 @@ static int run_client(int port, const char *op, const char *size, const char *it
 {
 	char portbuf[16], out[4096];
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
-	char *argv[32] = { (char *)perf, "-c", "127.0.0.1", "-p", portbuf, "--op", (char *)op,
-			   "--size", (char *)size, "--iters", (char *)iters, "--depth", "2",
-			   "--sge", (char *)sge, "--crc", (char *)crc, "--markers", (char *)markers,
-			   "--rev", (char *)rev };
+	char *argv[32] = { (char *)perf, "-c",        "127.0.0.1",     "-p",
+			   portbuf,      "--op",      (char *)op,      "--size",
+			   (char *)size, "--iters",   (char *)iters,   "--depth",
+			   "2",          "--sge",     (char *)sge,     "--crc",
+			   (char *)crc,  "--markers", (char *)markers, "--rev",
+			   (char *)rev };
 	int n = 21;
 	if (extra)
 		argv[n++] = (char *)extra;
 	argv[n] = NULL;
 	int rc = proc_run(argv, 120000, out, sizeof(out));
 	if (rc != 0 || !strstr(out, "data verified")) {
-		fprintf(stderr, "FAILED: %s size %s sge %s crc %s markers %s rev %s %s: exit %d\n%s\n",
-			op, size, sge, crc, markers, rev, extra ? extra : "", rc, out);
+		fprintf(stderr,
+			"FAILED: %s size %s sge %s crc %s markers %s rev %s %s: exit %d\n%s\n", op,
+			size, sge, crc, markers, rev, extra ? extra : "", rc, out);
 		return -1;
 	}
 	return 0;
@@ -42,7 +45,8 @@ static int run_client(int port, const char *op, const char *size, const char *it
 static void every_operation_size_and_mode(void **state)
 {
 	static const char *ops[] = { "send", "write", "read", "imm" };
-	static const char *sizes[] = { "0", "1", "4095", "4096", "65535", "65536", "1048576", "67108864" };
+	static const char *sizes[] = { "0",     "1",     "4095",    "4096",
+				       "65535", "65536", "1048576", "67108864" };
 	static const char *sges[] = { "1", "2", "7", "16" };
 	int failures = 0, runs = 0;
 	for (int cfg = 0; cfg < 8; cfg++) {
@@ -57,11 +61,13 @@ static void every_operation_size_and_mode(void **state)
 			for (size_t s = 0; s < 8; s++) {
 				const char *iters = s == 7 ? "2" : "5";
 				runs++;
-				failures += run_client(port, ops[o], sizes[s], iters, sges[(o + s) % 4],
-						       crc, markers, rev, NULL) != 0;
+				failures +=
+					run_client(port, ops[o], sizes[s], iters, sges[(o + s) % 4],
+						   crc, markers, rev, NULL) != 0;
 			}
 		runs++;
-		failures += run_client(port, "atomic", "8", "50", "1", crc, markers, rev, NULL) != 0;
+		failures +=
+			run_client(port, "atomic", "8", "50", "1", crc, markers, rev, NULL) != 0;
 		proc_end(&srv);
 	}
 	fprintf(stderr, "%d runs, %d failed\n", runs, failures);
@@ -79,7 +85,8 @@ static void latency_paths(void **state)
 	assert_true(port > 0);
 	int failures = 0;
 	for (size_t o = 0; o < 5; o++)
-		failures += run_client(port, ops[o], "4096", "200", "3", "on", "off", "2", "--lat") != 0;
+		failures += run_client(port, ops[o], "4096", "200", "3", "on", "off", "2",
+				       "--lat") != 0;
 	proc_end(&srv);
 	assert_int_equal(failures, 0);
 }
@@ -96,9 +103,10 @@ static void auto_progress_both_ends(void **state)
 	for (size_t o = 0; o < 4; o++) {
 		char portbuf[16], out[4096];
 		snprintf(portbuf, sizeof(portbuf), "%d", port);
-		char *argv[] = { (char *)perf, "-c", "127.0.0.1", "-p", portbuf, "--op", (char *)ops[o],
-				 "--size", "100000", "--iters", "50", "--depth", "8", "--progress",
-				 "auto", NULL };
+		char *argv[] = { (char *)perf, "-c",         "127.0.0.1",    "-p",
+				 portbuf,      "--op",       (char *)ops[o], "--size",
+				 "100000",     "--iters",    "50",           "--depth",
+				 "8",          "--progress", "auto",         NULL };
 		int rc = proc_run(argv, 60000, out, sizeof(out));
 		if (rc || !strstr(out, "data verified")) {
 			fprintf(stderr, "auto %s: exit %d\n%s\n", ops[o], rc, out);
@@ -120,9 +128,23 @@ static void a_thousand_qps_in_one_context(void **state)
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
 	static const char *ops[] = { "send", "write" };
 	for (size_t o = 0; o < 2; o++) {
-		char *argv[] = { (char *)perf, "-c", "127.0.0.1", "-p", portbuf, "--op", (char *)ops[o],
-				 "--size", "4096", "--iters", "5", "--depth", "1", "--qps", "1000",
-				 "--json", NULL };
+		char *argv[] = { (char *)perf,
+				 "-c",
+				 "127.0.0.1",
+				 "-p",
+				 portbuf,
+				 "--op",
+				 (char *)ops[o],
+				 "--size",
+				 "4096",
+				 "--iters",
+				 "5",
+				 "--depth",
+				 "1",
+				 "--qps",
+				 "1000",
+				 "--json",
+				 NULL };
 		int rc = proc_run(argv, 120000, out, sizeof(out));
 		if (rc)
 			fprintf(stderr, "%s\n", out);

@@ -32,12 +32,27 @@ static int client(int port, const char *size, const char *count, const char *crc
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
 	/* the ping text only where it fits the pipe we read */
 	bool show = !strcmp(size, "64");
-	char *argv[] = { (char *)rping, "-c", "-a", "127.0.0.1", "-p", portbuf, "-S", (char *)size,
-			 "-C", (char *)count, "-V", "--crc", (char *)crc, "--markers", (char *)markers,
-			 show ? "-v" : NULL, NULL };
+	char *argv[] = { (char *)rping,
+			 "-c",
+			 "-a",
+			 "127.0.0.1",
+			 "-p",
+			 portbuf,
+			 "-S",
+			 (char *)size,
+			 "-C",
+			 (char *)count,
+			 "-V",
+			 "--crc",
+			 (char *)crc,
+			 "--markers",
+			 (char *)markers,
+			 show ? "-v" : NULL,
+			 NULL };
 	int rc = proc_run(argv, 60000, out, sizeof(out));
 	if (rc)
-		fprintf(stderr, "size %s crc %s markers %s: exit %d\n%s\n", size, crc, markers, rc, out);
+		fprintf(stderr, "size %s crc %s markers %s: exit %d\n%s\n", size, crc, markers, rc,
+			out);
 	else if (show && !strstr(out, "ping data: rdma-ping-19: TUVWXYZ"))
 		rc = -1; /* rping's text, as rping prints it */
 	return rc;

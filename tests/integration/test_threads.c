@@ -109,7 +109,9 @@ static void *poster(void *arg)
 		uint32_t hdr[2] = { t, seq };
 		memcpy(mine, hdr, sizeof(hdr));
 		struct uw_sge sg = { (uintptr_t)mine, MSG, cli.mr->lkey };
-		struct uw_send_wr wr = { .wr_id = (uint64_t)t << 32 | seq, .sg_list = &sg, .num_sge = 1,
+		struct uw_send_wr wr = { .wr_id = (uint64_t)t << 32 | seq,
+					 .sg_list = &sg,
+					 .num_sge = 1,
 					 .opcode = UW_WR_SEND,
 					 .send_flags = UW_SEND_SIGNALED | UW_SEND_INLINE };
 		atomic_fetch_add(&posted, 1);
@@ -152,7 +154,8 @@ static void threads_post_and_poll_one_qp_and_cq(void **state)
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
 	assert_int_equal(uw_cm_listen(srv.id, (struct sockaddr *)&a, 4), 0);
 	a.sin_port = ((struct sockaddr_in *)&srv.id->local_addr)->sin_port;
-	struct uw_qp_init_attr qa = { .send_cq = cli.cq, .recv_cq = cli.cq,
+	struct uw_qp_init_attr qa = { .send_cq = cli.cq,
+				      .recv_cq = cli.cq,
 				      .cap = { 256, 4, 1, 1, MSG } };
 	cli.qp = uw_cm_create_qp(cli.id, cli.pd, &qa);
 	assert_non_null(cli.qp);
@@ -161,7 +164,8 @@ static void threads_post_and_poll_one_qp_and_cq(void **state)
 	assert_int_equal(e->event, UW_CM_EVENT_CONNECT_REQUEST);
 	sid = e->id;
 	uw_cm_ack_event(e);
-	struct uw_qp_init_attr sa = { .send_cq = srv.cq, .recv_cq = srv.cq,
+	struct uw_qp_init_attr sa = { .send_cq = srv.cq,
+				      .recv_cq = srv.cq,
 				      .cap = { 4, WINDOW, 1, 1, 0 } };
 	srv.qp = uw_cm_create_qp(sid, srv.pd, &sa);
 	assert_non_null(srv.qp);

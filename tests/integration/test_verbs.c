@@ -44,7 +44,7 @@ struct end {
 
 struct pair {
 	struct end s, c;
-	struct uw_srq *srq; /* the server's QP takes receives from it, if set */
+	struct uw_srq *srq;     /* the server's QP takes receives from it, if set */
 	struct uw_cm_event req; /* the CONNECT_REQUEST as the server saw it */
 	char req_pdata[64];
 };
@@ -88,7 +88,9 @@ static void pair_connect(struct pair *p, const struct uw_conn_param *cp,
 	assert_int_equal(uw_cm_listen(s->lid, (struct sockaddr *)&a, 8), 0);
 	a.sin_port = ((struct sockaddr_in *)&s->lid->local_addr)->sin_port;
 	c->id = uw_cm_create_id(c->ch, NULL);
-	struct uw_qp_init_attr ca = { .send_cq = c->cq, .recv_cq = c->cq, .cap = { 64, 64, 4, 4, 64 },
+	struct uw_qp_init_attr ca = { .send_cq = c->cq,
+				      .recv_cq = c->cq,
+				      .cap = { 64, 64, 4, 4, 64 },
 				      .sq_sig_all = sq_sig_all };
 	c->qp = uw_cm_create_qp(c->id, c->pd, &ca);
 	assert_non_null(c->qp);
@@ -100,8 +102,9 @@ static void pair_connect(struct pair *p, const struct uw_conn_param *cp,
 		memcpy(p->req_pdata, e->private_data, e->private_data_len);
 	p->req.private_data = p->req_pdata;
 	uw_cm_ack_event(e);
-	struct uw_qp_init_attr sa = { .send_cq = s->cq, .recv_cq = s->cq, .srq = p->srq,
-				      .cap = { 64, 64, 4, 4, 64 } };
+	struct uw_qp_init_attr sa = {
+		.send_cq = s->cq, .recv_cq = s->cq, .srq = p->srq, .cap = { 64, 64, 4, 4, 64 }
+	};
 	s->qp = uw_cm_create_qp(s->id, s->pd, &sa);
 	assert_non_null(s->qp);
 	for (int i = 0; i < nrecv; i++) {
@@ -118,7 +121,8 @@ static void pair_open(struct pair *p, int server_access)
 {
 	memset(p, 0, sizeof(*p));
 	end_open(&p->s, server_access, true);
-	end_open(&p->c, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ, false);
+	end_open(&p->c, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ,
+		 false);
 }
 
 static void end_close(struct end *e)
@@ -174,8 +178,12 @@ static int post(struct uw_qp *qp, enum uw_wr_opcode op, uint64_t wr_id, void *ad
 		uint32_t lkey, uint64_t raddr, uint32_t rkey, int flags)
 {
 	struct uw_sge g = { (uintptr_t)addr, len, lkey };
-	struct uw_send_wr wr = { .wr_id = wr_id, .sg_list = &g, .num_sge = len ? 1 : 0, .opcode = op,
-				 .send_flags = flags, .rdma = { raddr, rkey } };
+	struct uw_send_wr wr = { .wr_id = wr_id,
+				 .sg_list = &g,
+				 .num_sge = len ? 1 : 0,
+				 .opcode = op,
+				 .send_flags = flags,
+				 .rdma = { raddr, rkey } };
 	if (op == UW_WR_SEND_WITH_INV)
 		wr.invalidate_rkey = rkey;
 	return uw_post_send(qp, &wr, NULL);
@@ -216,10 +224,12 @@ static void memory_windows_grant_a_sub_range_and_die_when_invalidated(void **sta
 	pair_connect(&p, NULL, NULL, 2, 0);
 	struct uw_mw *mw = window(&p, UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ);
 	memcpy(p.c.buf, "through the window", 19);
-	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 19, p.c.mr->lkey, base + 4096 + 100,
-			      mw->rkey, UW_SEND_SIGNALED), 0);
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 19, p.c.mr->lkey,
+			      base + 4096 + 100, mw->rkey, UW_SEND_SIGNALED),
+			 0);
 	assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, 2, p.c.buf + 1000, 19, p.c.mr->lkey,
-			      base + 4096 + 100, mw->rkey, UW_SEND_SIGNALED), 0);
+			      base + 4096 + 100, mw->rkey, UW_SEND_SIGNALED),
+			 0);
 	assert_int_equal(wait_wc(p.c.cq).status, UW_WC_SUCCESS);
 	struct uw_wc wc = wait_wc(p.c.cq);
 	assert_int_equal(wc.status, UW_WC_SUCCESS);
@@ -227,7 +237,8 @@ static void memory_windows_grant_a_sub_range_and_die_when_invalidated(void **sta
 	assert_memory_equal(p.c.buf + 1000, "through the window", 19);
 	assert_memory_equal(p.s.buf + 4096 + 100, "through the window", 19);
 	assert_int_equal(post(p.c.qp, UW_WR_SEND_WITH_INV, 3, p.c.buf, 4, p.c.mr->lkey, 0, mw->rkey,
-			      UW_SEND_SIGNALED), 0);
+			      UW_SEND_SIGNALED),
+			 0);
 	assert_int_equal(wait_wc(p.c.cq).status, UW_WC_SUCCESS);
 	wc = wait_wc(p.s.cq);
 	assert_int_equal(wc.status, UW_WC_SUCCESS);
@@ -235,14 +246,16 @@ static void memory_windows_grant_a_sub_range_and_die_when_invalidated(void **sta
 	assert_int_equal(wc.invalidated_rkey, mw->rkey);
 	/* a Read of the dead window fails with the responder's reason */
 	assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, 4, p.c.buf, 8, p.c.mr->lkey, base + 4096,
-			      mw->rkey, UW_SEND_SIGNALED), 0);
+			      mw->rkey, UW_SEND_SIGNALED),
+			 0);
 	wc = wait_wc(p.c.cq);
 	assert_int_equal(wc.wr_id, 4);
 	assert_int_equal(wc.status, UW_WC_REM_ACCESS_ERR);
 	assert_int_equal(wc.term_layer, UW_TERM_LAYER_RDMAP);
 	assert_int_equal(wc.term_etype, UW_RDMAP_REMOTE_PROTECTION);
 	assert_int_equal(wc.term_ecode, UW_RDMAP_INVALID_STAG);
-	expect_terminated(&p, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_INVALID_STAG);
+	expect_terminated(&p, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION,
+			  UW_RDMAP_INVALID_STAG);
 	assert_int_equal(uw_dealloc_mw(mw), 0);
 	pair_close(&p);
 
@@ -252,7 +265,8 @@ static void memory_windows_grant_a_sub_range_and_die_when_invalidated(void **sta
 	pair_connect(&p, NULL, NULL, 0, 0);
 	mw = window(&p, UW_ACCESS_REMOTE_WRITE);
 	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 100, p.c.mr->lkey,
-			      base + 8192 - 50, mw->rkey, 0), 0);
+			      base + 8192 - 50, mw->rkey, 0),
+			 0);
 	expect_terminated(&p, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_BASE_BOUNDS);
 	for (int i = 8192 - 50; i < 8192 + 50; i++)
 		assert_int_equal(p.s.buf[i], 0); /* nothing landed */
@@ -265,8 +279,10 @@ static void memory_windows_grant_a_sub_range_and_die_when_invalidated(void **sta
 	pair_connect(&p, NULL, NULL, 0, 0);
 	mw = window(&p, UW_ACCESS_REMOTE_READ);
 	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 8, p.c.mr->lkey, base + 4096,
-			      mw->rkey, 0), 0);
-	expect_terminated(&p, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION, UW_RDMAP_ACCESS_RIGHTS);
+			      mw->rkey, 0),
+			 0);
+	expect_terminated(&p, UW_TERM_LAYER_RDMAP, UW_RDMAP_REMOTE_PROTECTION,
+			  UW_RDMAP_ACCESS_RIGHTS);
 	assert_int_equal(uw_dealloc_mw(mw), 0);
 	pair_close(&p);
 
@@ -275,14 +291,17 @@ static void memory_windows_grant_a_sub_range_and_die_when_invalidated(void **sta
 	base = (uintptr_t)p.s.buf;
 	pair_connect(&p, NULL, NULL, 0, 0);
 	mw = window(&p, UW_ACCESS_REMOTE_WRITE);
-	struct uw_send_wr inv = { .wr_id = 9, .opcode = UW_WR_LOCAL_INV, .invalidate_rkey = mw->rkey,
+	struct uw_send_wr inv = { .wr_id = 9,
+				  .opcode = UW_WR_LOCAL_INV,
+				  .invalidate_rkey = mw->rkey,
 				  .send_flags = UW_SEND_SIGNALED };
 	assert_int_equal(uw_post_send(p.s.qp, &inv, NULL), 0);
 	wc = wait_wc(p.s.cq);
 	assert_int_equal(wc.opcode, UW_WC_LOCAL_INV);
 	assert_int_equal(wc.status, UW_WC_SUCCESS);
 	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 8, p.c.mr->lkey, base + 4096,
-			      mw->rkey, 0), 0);
+			      mw->rkey, 0),
+			 0);
 	expect_terminated(&p, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG);
 	assert_int_equal(uw_dealloc_mw(mw), 0);
 	pair_close(&p);
@@ -293,8 +312,9 @@ static void memory_windows_grant_a_sub_range_and_die_when_invalidated(void **sta
 	pair_open(&p, region);
 	base = (uintptr_t)p.s.buf;
 	pair_connect(&p, NULL, NULL, 0, 0);
-	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 8, p.c.mr->lkey, base,
-			      p.s.mr->rkey, 0), 0);
+	assert_int_equal(
+		post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 8, p.c.mr->lkey, base, p.s.mr->rkey, 0),
+		0);
 	expect_terminated(&p, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG);
 	pair_close(&p);
 }
@@ -334,8 +354,8 @@ static void reads_of_memory_that_changes_meanwhile_complete(void **state)
 	int posted = 0, done = 0, errors = 0;
 	while (done < 400) {
 		while (posted < 400 && posted - done < 8)
-			assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, (uint64_t)posted++, p.c.buf, BUF,
-					      p.c.mr->lkey, (uintptr_t)p.s.buf, p.s.mr->rkey,
+			assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, (uint64_t)posted++, p.c.buf,
+					      BUF, p.c.mr->lkey, (uintptr_t)p.s.buf, p.s.mr->rkey,
 					      UW_SEND_SIGNALED),
 					 0);
 		struct uw_wc wc = wait_wc(p.c.cq);
@@ -375,8 +395,11 @@ static void atomics_return_the_old_value_and_update_memory(void **state)
 	};
 	for (int i = 0; i < 4; i++) {
 		struct uw_sge g = { (uintptr_t)&res[i], 8, p.c.mr->lkey };
-		struct uw_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &g, .num_sge = 1,
-					 .opcode = steps[i].op, .send_flags = UW_SEND_SIGNALED,
+		struct uw_send_wr wr = { .wr_id = (uint64_t)i,
+					 .sg_list = &g,
+					 .num_sge = 1,
+					 .opcode = steps[i].op,
+					 .send_flags = UW_SEND_SIGNALED,
 					 .atomic = { (uintptr_t)&v[steps[i].slot], p.s.mr->rkey,
 						     steps[i].add_cmp, steps[i].swap } };
 		assert_int_equal(uw_post_send(p.c.qp, &wr, NULL), 0);
@@ -395,8 +418,11 @@ static void write_with_immediate_and_solicited_events(void **state)
 	pair_connect(&p, NULL, NULL, 4, 0);
 	memcpy(p.c.buf, "written, then announced", 24);
 	struct uw_sge g = { (uintptr_t)p.c.buf, 24, p.c.mr->lkey };
-	struct uw_send_wr wr = { .wr_id = 1, .sg_list = &g, .num_sge = 1,
-				 .opcode = UW_WR_RDMA_WRITE_WITH_IMM, .imm_data = 0x1122334455667788ull,
+	struct uw_send_wr wr = { .wr_id = 1,
+				 .sg_list = &g,
+				 .num_sge = 1,
+				 .opcode = UW_WR_RDMA_WRITE_WITH_IMM,
+				 .imm_data = 0x1122334455667788ull,
 				 .rdma = { (uintptr_t)p.s.buf + 32768, p.s.mr->rkey } };
 	assert_int_equal(uw_post_send(p.c.qp, &wr, NULL), 0);
 	struct uw_wc wc = wait_wc(p.s.cq);
@@ -406,13 +432,14 @@ static void write_with_immediate_and_solicited_events(void **state)
 	assert_false(wc.wc_flags & UW_WC_SOLICITED);
 	assert_memory_equal(p.s.buf + 32768, "written, then announced", 24);
 	/* Send with SE and Immediate with SE are solicited */
-	assert_int_equal(post(p.c.qp, UW_WR_SEND, 2, p.c.buf, 5, p.c.mr->lkey, 0, 0, UW_SEND_SOLICITED),
-			 0);
+	assert_int_equal(
+		post(p.c.qp, UW_WR_SEND, 2, p.c.buf, 5, p.c.mr->lkey, 0, 0, UW_SEND_SOLICITED), 0);
 	wc = wait_wc(p.s.cq);
 	assert_int_equal(wc.opcode, UW_WC_RECV);
 	assert_true(wc.wc_flags & UW_WC_SOLICITED);
-	struct uw_send_wr imm = { .wr_id = 3, .opcode = UW_WR_IMM, .imm_data = 7,
-				  .send_flags = UW_SEND_SOLICITED };
+	struct uw_send_wr imm = {
+		.wr_id = 3, .opcode = UW_WR_IMM, .imm_data = 7, .send_flags = UW_SEND_SOLICITED
+	};
 	assert_int_equal(uw_post_send(p.c.qp, &imm, NULL), 0);
 	wc = wait_wc(p.s.cq);
 	assert_int_equal(wc.opcode, UW_WC_RECV_IMM);
@@ -436,18 +463,21 @@ static void write_with_immediate_train_keeps_every_value(void **state)
 	for (size_t i = 0; i < 4 * sz; i++)
 		src[i] = (uint8_t)(i * 13 + (i >> 16));
 	struct uw_mr *smr = uw_reg_mr(p.c.pd, src, 4 * sz, UW_ACCESS_LOCAL_WRITE);
-	struct uw_mr *dmr = uw_reg_mr(p.s.pd, dst, 4 * sz,
-				      UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	struct uw_mr *dmr =
+		uw_reg_mr(p.s.pd, dst, 4 * sz, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
 	int posted = 0, done = 0, arrived = 0;
 	while (arrived < 32) {
 		/* four deep, and never more than the server has receives for */
 		while (posted < 32 && posted - done < 4 && posted - arrived < 8) {
 			int k = posted % 4;
 			struct uw_sge g = { (uintptr_t)src + k * sz, (uint32_t)sz, smr->lkey };
-			struct uw_send_wr wr = { .wr_id = (uint64_t)posted, .sg_list = &g, .num_sge = 1,
+			struct uw_send_wr wr = { .wr_id = (uint64_t)posted,
+						 .sg_list = &g,
+						 .num_sge = 1,
 						 .opcode = UW_WR_RDMA_WRITE_WITH_IMM,
 						 .send_flags = UW_SEND_SIGNALED,
-						 .imm_data = 0xA5A5000000000000ull | (uint64_t)posted,
+						 .imm_data =
+							 0xA5A5000000000000ull | (uint64_t)posted,
 						 .rdma = { (uintptr_t)dst + k * sz, dmr->rkey } };
 			assert_int_equal(uw_post_send(p.c.qp, &wr, NULL), 0);
 			posted++;
@@ -484,17 +514,19 @@ static void unsignalled_sends_complete_only_when_they_fail(void **state)
 	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
 	pair_connect(&p, NULL, NULL, 8, 0);
 	for (int i = 0; i < 5; i++)
-		assert_int_equal(post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0),
-				 0);
-	assert_int_equal(post(p.c.qp, UW_WR_SEND, 5, p.c.buf, 8, p.c.mr->lkey, 0, 0, UW_SEND_SIGNALED),
-			 0);
+		assert_int_equal(
+			post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0),
+			0);
+	assert_int_equal(
+		post(p.c.qp, UW_WR_SEND, 5, p.c.buf, 8, p.c.mr->lkey, 0, 0, UW_SEND_SIGNALED), 0);
 	assert_true(uw_cq_wait(p.s.cq, 6, 5000) >= 6); /* all six arrived */
 	struct uw_wc wc[8];
 	assert_int_equal(uw_poll_cq(p.c.cq, 8, wc), 1);
 	assert_int_equal(wc[0].wr_id, 5);
 	/* a failing unsignalled Read (dead STag) still completes */
 	assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, 6, p.c.buf, 8, p.c.mr->lkey,
-			      (uintptr_t)p.s.buf, p.s.mr->rkey ^ 0x5a, 0), 0);
+			      (uintptr_t)p.s.buf, p.s.mr->rkey ^ 0x5a, 0),
+			 0);
 	struct uw_wc e = wait_wc(p.c.cq);
 	assert_int_equal(e.wr_id, 6);
 	assert_int_equal(e.status, UW_WC_REM_ACCESS_ERR);
@@ -504,8 +536,9 @@ static void unsignalled_sends_complete_only_when_they_fail(void **state)
 	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
 	pair_connect(&p, NULL, NULL, 8, 1);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0),
-				 0);
+		assert_int_equal(
+			post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0),
+			0);
 	assert_true(uw_cq_wait(p.c.cq, 3, 5000) >= 3);
 	pair_close(&p);
 }
@@ -519,11 +552,12 @@ static void a_resized_cq_keeps_its_completions_in_order(void **state)
 	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
 	pair_connect(&p, NULL, NULL, 8, 1);
 	for (int i = 0; i < 6; i++)
-		assert_int_equal(post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0),
-				 0);
+		assert_int_equal(
+			post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0),
+			0);
 	assert_true(uw_cq_wait(p.s.cq, 6, 5000) >= 6);
 	struct uw_wc wc[16];
-	assert_int_equal(uw_poll_cq(p.s.cq, 2, wc), 2); /* 100, 101 */
+	assert_int_equal(uw_poll_cq(p.s.cq, 2, wc), 2);    /* 100, 101 */
 	assert_int_equal(uw_resize_cq(p.s.cq, 3), EINVAL); /* four are queued */
 	assert_int_equal(uw_resize_cq(p.s.cq, (1 << 24) + 1), EINVAL);
 	assert_int_equal(uw_resize_cq(p.s.cq, 4), 0); /* full now: 102..105 */
@@ -584,7 +618,9 @@ static void shared_receive_queue_feeds_two_connections(void **state)
 	/* a second connection to the same listener shares the SRQ */
 	end_open(&s2c, UW_ACCESS_LOCAL_WRITE, false);
 	s2c.id = uw_cm_create_id(s2c.ch, NULL);
-	struct uw_qp_init_attr ca = { .send_cq = s2c.cq, .recv_cq = s2c.cq, .cap = { 8, 8, 1, 1, 64 } };
+	struct uw_qp_init_attr ca = { .send_cq = s2c.cq,
+				      .recv_cq = s2c.cq,
+				      .cap = { 8, 8, 1, 1, 64 } };
 	s2c.qp = uw_cm_create_qp(s2c.id, s2c.pd, &ca);
 	struct sockaddr_in a = *(struct sockaddr_in *)&p.s.lid->local_addr;
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
@@ -592,8 +628,9 @@ static void shared_receive_queue_feeds_two_connections(void **state)
 	struct uw_cm_event *e = expect_event(p.s.ch, UW_CM_EVENT_CONNECT_REQUEST);
 	struct uw_cm_id *sid2 = e->id;
 	uw_cm_ack_event(e);
-	struct uw_qp_init_attr qa = { .send_cq = p.s.cq, .recv_cq = p.s.cq, .srq = p.srq,
-				      .cap = { 8, 8, 1, 1, 0 } };
+	struct uw_qp_init_attr qa = {
+		.send_cq = p.s.cq, .recv_cq = p.s.cq, .srq = p.srq, .cap = { 8, 8, 1, 1, 0 }
+	};
 	struct uw_qp *sqp2 = uw_cm_create_qp(sid2, p.s.pd, &qa);
 	assert_non_null(sqp2);
 	assert_int_equal(uw_cm_accept(sid2, NULL), 0);
@@ -641,10 +678,7 @@ static void on_channel(uv_poll_t *h, int status, int events)
 	}
 }
 
-static void on_timeout(uv_timer_t *t)
-{
-	uv_stop(t->loop);
-}
+static void on_timeout(uv_timer_t *t) { uv_stop(t->loop); }
 
 static void completion_channels_work_in_epoll_and_libuv(void **state)
 {
@@ -658,13 +692,13 @@ static void completion_channels_work_in_epoll_and_libuv(void **state)
 	/* armed for solicited only: an ordinary Send raises nothing */
 	assert_int_equal(uw_req_notify_cq(p.s.cq, 1), 0);
 	assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0), 0);
-	assert_true(uw_cq_wait(p.s.cq, 1, 5000) >= 1); /* it arrived... */
+	assert_true(uw_cq_wait(p.s.cq, 1, 5000) >= 1);     /* it arrived... */
 	assert_int_equal(epoll_wait(ep, &out, 1, 200), 0); /* ...and said nothing */
 	struct uw_wc wc;
 	assert_int_equal(uw_poll_cq(p.s.cq, 1, &wc), 1);
 	/* a solicited one does */
-	assert_int_equal(post(p.c.qp, UW_WR_SEND, 2, p.c.buf, 8, p.c.mr->lkey, 0, 0, UW_SEND_SOLICITED),
-			 0);
+	assert_int_equal(
+		post(p.c.qp, UW_WR_SEND, 2, p.c.buf, 8, p.c.mr->lkey, 0, 0, UW_SEND_SOLICITED), 0);
 	assert_int_equal(epoll_wait(ep, &out, 1, 5000), 1);
 	struct uw_cq *cq;
 	void *cqctx;
@@ -710,7 +744,9 @@ static void qp_states_reset_init_sqd_and_error(void **state)
 	struct pair p;
 	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
 	/* INIT -> RESET flushes what was posted; RESET takes nothing */
-	struct uw_qp_init_attr qa = { .send_cq = p.c.cq, .recv_cq = p.c.cq, .cap = { 4, 4, 1, 1, 0 } };
+	struct uw_qp_init_attr qa = { .send_cq = p.c.cq,
+				      .recv_cq = p.c.cq,
+				      .cap = { 4, 4, 1, 1, 0 } };
 	struct uw_qp *qp = uw_create_qp(p.c.pd, &qa);
 	assert_int_equal(uw_qp_get_state(qp), UW_QPS_INIT);
 	struct uw_sge g = { (uintptr_t)p.c.buf, 64, p.c.mr->lkey };
@@ -742,8 +778,8 @@ static void qp_states_reset_init_sqd_and_error(void **state)
 	assert_int_equal(uw_modify_qp(p.c.qp, UW_QPS_SQD), 0);
 	for (int i = 0; i < 3; i++) {
 		p.c.buf[i] = (uint8_t)('a' + i);
-		assert_int_equal(post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf + i, 1, p.c.mr->lkey, 0, 0,
-				      UW_SEND_SIGNALED),
+		assert_int_equal(post(p.c.qp, UW_WR_SEND, (uint64_t)i, p.c.buf + i, 1, p.c.mr->lkey,
+				      0, 0, UW_SEND_SIGNALED),
 				 0);
 	}
 	assert_int_equal(uw_cq_wait(p.c.cq, 1, 200), -ETIMEDOUT);
@@ -783,7 +819,8 @@ static void peer_to_peer_with_each_rtr_type(void **state)
 			assert_int_equal(wc.byte_len, 0);
 		}
 		memcpy(p.c.buf, "after the RTR", 14);
-		assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 14, p.c.mr->lkey, 0, 0, 0), 0);
+		assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 14, p.c.mr->lkey, 0, 0, 0),
+				 0);
 		struct uw_wc wc = wait_wc(p.s.cq);
 		assert_int_equal(wc.status, UW_WC_SUCCESS);
 		assert_int_equal(wc.byte_len, 14);
@@ -800,7 +837,10 @@ static void reads_beyond_ord_wait_their_turn(void **state)
 	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_READ);
 	for (int i = 0; i < BUF; i++)
 		p.s.buf[i] = (uint8_t)(i * 7);
-	struct uw_conn_param cp = { .ord = 2, .ird = 3, .markers = 1, .private_data = "rd",
+	struct uw_conn_param cp = { .ord = 2,
+				    .ird = 3,
+				    .markers = 1,
+				    .private_data = "rd",
 				    .private_data_len = 3 },
 			     sp = { .ird = 2, .ord = 2 };
 	pair_connect(&p, &cp, &sp, 0, 0);
@@ -813,9 +853,9 @@ static void reads_beyond_ord_wait_their_turn(void **state)
 	assert_int_equal(p.req.private_data_len, 3);
 	assert_string_equal(p.req_pdata, "rd");
 	for (int i = 0; i < 10; i++)
-		assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, (uint64_t)i, p.c.buf + i * 4096, 4096,
-				      p.c.mr->lkey, (uintptr_t)p.s.buf + (uint64_t)i * 4096, p.s.mr->rkey,
-				      UW_SEND_SIGNALED),
+		assert_int_equal(post(p.c.qp, UW_WR_RDMA_READ, (uint64_t)i, p.c.buf + i * 4096,
+				      4096, p.c.mr->lkey, (uintptr_t)p.s.buf + (uint64_t)i * 4096,
+				      p.s.mr->rkey, UW_SEND_SIGNALED),
 				 0);
 	for (int i = 0; i < 10; i++) {
 		struct uw_wc wc = wait_wc(p.c.cq);
@@ -832,7 +872,8 @@ static void reads_beyond_ord_wait_their_turn(void **state)
 static void tcp_pair(int *c, int *a)
 {
 	int l = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(listen(l, 1), 0);
@@ -862,7 +903,9 @@ static void an_ordinary_tcp_connection_becomes_iwarp(void **state)
 	assert_int_equal(uw_cm_listen_handoff(p.s.lid), 0);
 	assert_int_equal(uw_cm_listen_handoff(p.s.lid), EBUSY);
 	p.c.id = uw_cm_create_id(p.c.ch, NULL);
-	struct uw_qp_init_attr qa = { .send_cq = p.c.cq, .recv_cq = p.c.cq, .cap = { 64, 64, 4, 4, 64 } };
+	struct uw_qp_init_attr qa = { .send_cq = p.c.cq,
+				      .recv_cq = p.c.cq,
+				      .cap = { 64, 64, 4, 4, 64 } };
 	p.c.qp = uw_cm_create_qp(p.c.id, p.c.pd, &qa);
 	assert_int_equal(uw_cm_connect_fd(p.c.id, cfd, NULL), 0);
 	char key[16];
@@ -873,7 +916,9 @@ static void an_ordinary_tcp_connection_becomes_iwarp(void **state)
 	p.s.id = e->id;
 	assert_int_equal(((struct sockaddr_in *)&e->id->peer_addr)->sin_port, ca.sin_port);
 	uw_cm_ack_event(e);
-	struct uw_qp_init_attr sa = { .send_cq = p.s.cq, .recv_cq = p.s.cq, .cap = { 64, 64, 4, 4, 64 } };
+	struct uw_qp_init_attr sa = { .send_cq = p.s.cq,
+				      .recv_cq = p.s.cq,
+				      .cap = { 64, 64, 4, 4, 64 } };
 	p.s.qp = uw_cm_create_qp(p.s.id, p.s.pd, &sa);
 	struct uw_sge g = { (uintptr_t)p.s.buf, 1024, p.s.mr->lkey };
 	struct uw_recv_wr r = { .wr_id = 7, .sg_list = &g, .num_sge = 1 };
@@ -883,7 +928,8 @@ static void an_ordinary_tcp_connection_becomes_iwarp(void **state)
 	uw_cm_ack_event(expect_event(p.s.ch, UW_CM_EVENT_ESTABLISHED));
 	assert_int_equal(((struct sockaddr_in *)&p.c.id->local_addr)->sin_port, ca.sin_port);
 	memcpy(p.c.buf, "handed over", 11);
-	assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 11, p.c.mr->lkey, 0, 0, UW_SEND_SIGNALED), 0);
+	assert_int_equal(
+		post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 11, p.c.mr->lkey, 0, 0, UW_SEND_SIGNALED), 0);
 	assert_int_equal(wait_wc(p.c.cq).status, UW_WC_SUCCESS);
 	struct uw_wc wc = wait_wc(p.s.cq);
 	assert_int_equal(wc.status, UW_WC_SUCCESS);
@@ -902,15 +948,17 @@ static void handed_sockets_are_checked(void **state)
 	int cfd, afd;
 	tcp_pair(&cfd, &afd);
 	assert_int_equal(uw_cm_request_fd(p.s.lid, afd), EINVAL); /* not a listener */
-	assert_false(fcntl(afd, F_GETFL) & O_NONBLOCK);		 /* left as it was */
+	assert_false(fcntl(afd, F_GETFL) & O_NONBLOCK);           /* left as it was */
 	assert_int_equal(uw_cm_listen_handoff(p.s.lid), 0);
 	assert_int_equal(uw_cm_request_fd(p.s.lid, -1), EINVAL);
 	int udp = socket(AF_INET, SOCK_DGRAM, 0);
 	assert_int_equal(uw_cm_request_fd(p.s.lid, udp), EINVAL);
 	p.c.id = uw_cm_create_id(p.c.ch, NULL);
 	assert_int_equal(uw_cm_connect_fd(p.c.id, cfd, NULL), EINVAL); /* no QP */
-	assert_false(fcntl(cfd, F_GETFL) & O_NONBLOCK);		   /* and left as it was */
-	struct uw_qp_init_attr qa = { .send_cq = p.c.cq, .recv_cq = p.c.cq, .cap = { 64, 64, 4, 4, 64 } };
+	assert_false(fcntl(cfd, F_GETFL) & O_NONBLOCK);                /* and left as it was */
+	struct uw_qp_init_attr qa = { .send_cq = p.c.cq,
+				      .recv_cq = p.c.cq,
+				      .cap = { 64, 64, 4, 4, 64 } };
 	p.c.qp = uw_cm_create_qp(p.c.id, p.c.pd, &qa);
 	assert_int_equal(uw_cm_connect_fd(p.c.id, udp, NULL), EINVAL);
 	close(udp);

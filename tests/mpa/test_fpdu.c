@@ -31,7 +31,8 @@ static size_t one_fpdu(const uint8_t *ulpdu_hdr, size_t hlen, const void *payloa
 
 	memcpy(hbuf + 2, ulpdu_hdr, hlen);
 	fpdu_tx_init(&tx, true, false);
-	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
+	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch,
+			FPDU_BATCH_SCRATCH);
 	assert_int_equal(fpdu_tx_append(&tx, &batch, hbuf, hlen, &iov, plen ? 1 : 0), 0);
 	for (int i = 0; i < batch.niov; i++) {
 		memcpy(out + n, batch.iov[i].iov_base, batch.iov[i].iov_len);
@@ -44,14 +45,15 @@ static size_t one_fpdu(const uint8_t *ulpdu_hdr, size_t hlen, const void *payloa
 static void wire_vector_zero_length_write(void **state)
 {
 	static const uint8_t hdr[14] = { 0xc1, 0x40, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0 };
-	static const uint8_t want[20] = { 0x00, 0x0e, 0xc1, 0x40, 0, 0, 0, 1, 0, 0, 0, 0,
-					  0,    0,    0,    0,    0xeb, 0xd3, 0x4c, 0x5f };
+	static const uint8_t want[20] = { 0x00, 0x0e, 0xc1, 0x40, 0, 0, 0,    1,    0,    0,
+					  0,    0,    0,    0,    0, 0, 0xeb, 0xd3, 0x4c, 0x5f };
 	uint8_t out[64];
 	assert_int_equal(one_fpdu(hdr, 14, NULL, 0, out), 20);
 	assert_memory_equal(out, want, 20);
 }
 
-static const uint8_t send_hdr_msn1[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
+static const uint8_t send_hdr_msn1[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0,
+					   0,    0,    0, 0, 1, 0, 0, 0, 0 };
 
 static void wire_vector_send_ping(void **state)
 {
@@ -81,9 +83,9 @@ static void wire_vector_zero_length_read_request(void **state)
 	be32_put(hdr + 18 + 16, 1); /* source STag 1 */
 	static const uint8_t want[52] = {
 		0x00, 0x2e, 0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, /* DDP */
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* sink STag, sink TO */
-		0, 0, 0, 0, 0, 0, 0, 1,             /* size, source STag */
-		0, 0, 0, 0, 0, 0, 0, 0,             /* source TO */
+		0,    0,    0,    0,    0, 0, 0, 0, 0, 0, 0, 0, /* sink STag, sink TO */
+		0,    0,    0,    0,    0, 0, 0, 1,             /* size, source STag */
+		0,    0,    0,    0,    0, 0, 0, 0,             /* source TO */
 		0xba, 0x10, 0xe3, 0xc9,
 	};
 	assert_int_equal(one_fpdu(hdr, 46, NULL, 0, out), 52);
@@ -98,7 +100,8 @@ static void crc_field_is_zero_when_crc_is_off(void **state)
 	struct iovec iov = { (void *)"ping", 4 };
 	memcpy(hbuf + 2, send_hdr_msn1, 18);
 	fpdu_tx_init(&tx, false, false);
-	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
+	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch,
+			FPDU_BATCH_SCRATCH);
 	assert_int_equal(fpdu_tx_append(&tx, &batch, hbuf, 18, &iov, 1), 0);
 	const struct iovec *last = &batch.iov[batch.niov - 1];
 	assert_memory_equal((const uint8_t *)last->iov_base + last->iov_len - 4, "\0\0\0\0", 4);
@@ -340,7 +343,8 @@ static void errors_are_sticky(void **state)
 	assert_int_equal(fpdu_rx_step(&rx, (const uint8_t *)"\x00\x02\xc1\x40", 4, &used, &out),
 			 FPDU_RX_ERROR);
 	assert_int_equal(used, 2);
-	assert_int_equal(fpdu_rx_step(&rx, (const uint8_t *)"\x00\x0e", 2, &used, &out), FPDU_RX_ERROR);
+	assert_int_equal(fpdu_rx_step(&rx, (const uint8_t *)"\x00\x0e", 2, &used, &out),
+			 FPDU_RX_ERROR);
 	assert_int_equal(used, 0);
 	assert_int_equal(fpdu_rx_direct_span(&rx), 0);
 }
@@ -352,13 +356,15 @@ static void transmit_refuses_oversize(void **state)
 	struct fpdu_tx tx;
 	struct iovec iov = { big, 65535 - 14 + 1 };
 	fpdu_tx_init(&tx, true, false);
-	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
+	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch,
+			FPDU_BATCH_SCRATCH);
 	assert_int_equal(fpdu_tx_append(&tx, &batch, hbuf, 14, &iov, 1), -EMSGSIZE);
 	iov.iov_len = 65535 - 14;
 	assert_int_equal(fpdu_tx_append(&tx, &batch, hbuf, 14, &iov, 1), 0);
 	/* with markers the FPDU must stay within 64 KiB for FPDUPTR */
 	fpdu_tx_init(&tx, true, true);
-	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
+	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch,
+			FPDU_BATCH_SCRATCH);
 	iov.iov_len = 65530 - 14;
 	assert_int_equal(fpdu_tx_append(&tx, &batch, hbuf, 14, &iov, 1), -EMSGSIZE);
 	iov.iov_len = 65018 - 14;
@@ -377,7 +383,8 @@ static void full_batch_is_enobufs_and_changes_nothing(void **state)
 		struct iovec iov[3] = { { pay, 100 }, { pay + 200, 100 }, { pay + 400, 100 } };
 		int appended = 0;
 		fpdu_tx_init(&tx, true, markers);
-		fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
+		fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch,
+				FPDU_BATCH_SCRATCH);
 		for (int i = 0; i < 4000; i++) {
 			struct fpdu_tx before = tx;
 			int niov = batch.niov;
@@ -409,12 +416,12 @@ static void adjacent_pieces_are_merged(void **state)
 	struct fpdu_tx tx;
 	struct iovec iov = { buf + 16, 100 };
 	fpdu_tx_init(&tx, true, false);
-	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch, FPDU_BATCH_SCRATCH);
+	fpdu_batch_init(&batch, batch_store.iov, FPDU_BATCH_IOV, batch_store.scratch,
+			FPDU_BATCH_SCRATCH);
 	assert_int_equal(fpdu_tx_append(&tx, &batch, buf, 14, &iov, 1), 0);
 	assert_int_equal(batch.niov, 2); /* [len|hdr|payload] [pad|crc] */
 	assert_int_equal(batch.bytes, 2 + 14 + 100 + 0 + 4);
 }
-
 
 int main(void)
 {

@@ -23,8 +23,8 @@ static struct fpdu_rx_cfg cfg_for(bool crc, bool markers)
 
 /* Payloads from 0 to 70000 bytes: messages beyond one FPDU are segmented. */
 static const uint32_t mixed_sizes[] = {
-	0, 1, 2, 3, 4, 5, 70000, 511, 512, 513, 1000, 1454, 1455, 4096, 65000, 65516, 65517,
-	3, 9000, 123, 0, 2047, 30000, 7,
+	0,    1,    2,     3,     4,     5, 70000, 511, 512, 513,  1000,  1454,
+	1455, 4096, 65000, 65516, 65517, 3, 9000,  123, 0,   2047, 30000, 7,
 };
 #define NMIXED (sizeof(mixed_sizes) / sizeof(mixed_sizes[0]))
 
@@ -51,7 +51,8 @@ static void one_byte_reads(void **state)
 		uint32_t ulpdu_max = large ? fpdu_ulpdu_max(FPDU_SIZE_LARGE, 0, markers)
 					   : fpdu_mulpdu(1460, markers);
 		struct fpdu_stream s;
-		fpdu_stream_build(&s, mixed_sizes, NMIXED, ulpdu_max, crc, markers, (uint32_t)mode + 1);
+		fpdu_stream_build(&s, mixed_sizes, NMIXED, ulpdu_max, crc, markers,
+				  (uint32_t)mode + 1);
 		size_t *cuts = malloc(s.len * sizeof(*cuts));
 		for (size_t i = 0; i + 1 < s.len; i++)
 			cuts[i] = i + 1;
@@ -70,7 +71,8 @@ static void cuts_inside_markers_pad_and_crc(void **state)
 		uint32_t ulpdu_max = large ? fpdu_ulpdu_max(FPDU_SIZE_LARGE, 0, markers)
 					   : fpdu_mulpdu(1460, markers);
 		struct fpdu_stream s;
-		fpdu_stream_build(&s, mixed_sizes, NMIXED, ulpdu_max, crc, markers, (uint32_t)mode + 7);
+		fpdu_stream_build(&s, mixed_sizes, NMIXED, ulpdu_max, crc, markers,
+				  (uint32_t)mode + 7);
 		size_t cap = s.len + 1, n = 0;
 		size_t *cuts = malloc(cap * sizeof(*cuts));
 		char *mark = calloc(s.len + 1, 1);
@@ -117,7 +119,8 @@ static void every_split_point_markers_and_crc(void **state)
 			parse_with_cuts(&r, &cfg, s.bytes, s.len, &p, 1, direct);
 			size_t d = parse_result_diff(&ref, &r);
 			if (d)
-				fail_msg("split at %zu (direct=%d): FPDU %zu differs", p, direct, d - 1);
+				fail_msg("split at %zu (direct=%d): FPDU %zu differs", p, direct,
+					 d - 1);
 			parse_result_free(&r);
 		}
 	}

@@ -18,8 +18,8 @@
  * docs/wire-notes.md, learned from the real siw):
  * flags 0x10 (E only), Rev 2, PD_Length 4, IRD 1, ORD 1. */
 static const uint8_t siw_rping_request[24] = {
-	'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R', 'e', 'q', ' ', 'F', 'r', 'a', 'm', 'e',
-	0x10, 0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x01,
+	'M', 'P', 'A', ' ', 'I',  'D',  ' ',  'R',  'e',  'q',  ' ',  'F',
+	'r', 'a', 'm', 'e', 0x10, 0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x01,
 };
 
 static uint32_t rs = 12345;
@@ -131,7 +131,8 @@ static void wrong_key_is_refused_at_once(void **state)
 	assert_int_equal(mpa_frame_decode(buf, 24, MPA_PD_MAX_RFC, &f), -EPROTO);
 	assert_int_equal(mpa_frame_decode(buf, 16, MPA_PD_MAX_RFC, &f), -EPROTO);
 	/* An HTTP request is refused from its first byte. */
-	assert_int_equal(mpa_frame_decode((const uint8_t *)"GET / HTTP/1.1\r\n", 1, 512, &f), -EPROTO);
+	assert_int_equal(mpa_frame_decode((const uint8_t *)"GET / HTTP/1.1\r\n", 1, 512, &f),
+			 -EPROTO);
 	assert_false(mpa_frame_may_be_request((const uint8_t *)"GET / HTTP/1.1\r\n", 16));
 	assert_true(mpa_frame_may_be_request(siw_rping_request, 5));
 	assert_true(mpa_frame_may_be_request(siw_rping_request, 24));
@@ -216,8 +217,13 @@ static void bytes_after_the_frame_are_handed_back(void **state)
 {
 	uint8_t buf[64];
 	struct mpa_frame f;
-	struct mpa_frame rep = { .type = MPA_FRAME_REPLY, .rev = 2, .enhanced = true, .ird = 1,
-				 .ord = 1, .pdata = (const uint8_t *)"hi", .pdata_len = 2 };
+	struct mpa_frame rep = { .type = MPA_FRAME_REPLY,
+				 .rev = 2,
+				 .enhanced = true,
+				 .ird = 1,
+				 .ord = 1,
+				 .pdata = (const uint8_t *)"hi",
+				 .pdata_len = 2 };
 	ssize_t n = mpa_frame_encode(&rep, buf, sizeof(buf));
 	assert_int_equal(n, 26);
 	memcpy(buf + n, "\x00\x0e\xc1\x40", 4);

@@ -32,7 +32,8 @@ static void exchange(const struct mpa_policy *ip, const struct mpa_policy *rp, s
 	n = mpa_frame_encode(&req, o->reqbuf, sizeof(o->reqbuf));
 	assert_true(n > 0);
 	assert_int_equal(mpa_frame_decode(o->reqbuf, (size_t)n, rp->pd_max, &o->req), n);
-	o->resp_rc = mpa_respond(rp, &o->req, (const uint8_t *)"resp", 4, &rep, &o->resp, &o->resp_v);
+	o->resp_rc =
+		mpa_respond(rp, &o->req, (const uint8_t *)"resp", 4, &rep, &o->resp, &o->resp_v);
 	if (o->resp_rc && !o->resp_v.send_reject)
 		return;
 	n = mpa_frame_encode(&rep, o->repbuf, sizeof(o->repbuf));
@@ -52,7 +53,8 @@ static void defaults_agree_on_rev2_enhanced_crc(void **state)
 	assert_true(o.init.crc && o.resp.crc);
 	assert_true(o.init.enhanced && o.resp.enhanced);
 	assert_int_equal(o.init.rev, 2);
-	assert_false(o.init.markers_tx || o.init.markers_rx || o.resp.markers_tx || o.resp.markers_rx);
+	assert_false(o.init.markers_tx || o.init.markers_rx || o.resp.markers_tx ||
+		     o.resp.markers_rx);
 	assert_int_equal(o.init.ird, 16);
 	assert_int_equal(o.init.ord, 16);
 	assert_int_equal(o.resp.ird, 16);
@@ -244,8 +246,9 @@ static void reply_ord_above_our_ird_is_0x06(void **state)
 	mpa_policy_default(&ip);
 	ip.ird = 3;
 	mpa_request(&ip, NULL, 0, &req);
-	rep = (struct mpa_frame){ .type = MPA_FRAME_REPLY, .rev = 2, .enhanced = true,
-				  .ird = 16, .ord = 4 };
+	rep = (struct mpa_frame){
+		.type = MPA_FRAME_REPLY, .rev = 2, .enhanced = true, .ird = 16, .ord = 4
+	};
 	assert_int_equal(mpa_conclude(&ip, &req, &rep, &out, &v), -ECONNREFUSED);
 	assert_int_equal(v.reason, MPA_REFUSE_IRD);
 	assert_int_equal(v.llp_ecode, UW_MPA_ECODE_INSUFFICIENT_IRD);
@@ -325,8 +328,13 @@ static void bad_rtr_choice_in_reply_is_0x07(void **state)
 	ip.p2p_request = true;
 	ip.rtr_types = MPA_RTR_WRITE | MPA_RTR_READ;
 	mpa_request(&ip, NULL, 0, &req);
-	struct mpa_frame good = { .type = MPA_FRAME_REPLY, .rev = 2, .enhanced = true,
-				  .ird = 16, .ord = 16, .p2p = true, .rtr = MPA_RTR_WRITE };
+	struct mpa_frame good = { .type = MPA_FRAME_REPLY,
+				  .rev = 2,
+				  .enhanced = true,
+				  .ird = 16,
+				  .ord = 16,
+				  .p2p = true,
+				  .rtr = MPA_RTR_WRITE };
 	assert_int_equal(mpa_conclude(&ip, &req, &good, &out, &v), 0);
 	assert_int_equal(out.rtr, MPA_RTR_WRITE);
 

@@ -31,10 +31,11 @@ static const char *heuristics(void)
 {
 	static char args[256];
 	if (!args[0]) {
-		FILE *p = popen("tshark -G heuristic-decodes 2>/dev/null; "
-				"strings -n 8 $(ldd $(command -v tshark) | awk '/libwireshark/{print $3}') "
-				"2>/dev/null | grep -E -x 'rpc(o)?rdma_iwarp|smb_direct_iwarp' | sort -u",
-				"r");
+		FILE *p = popen(
+			"tshark -G heuristic-decodes 2>/dev/null; "
+			"strings -n 8 $(ldd $(command -v tshark) | awk '/libwireshark/{print $3}') "
+			"2>/dev/null | grep -E -x 'rpc(o)?rdma_iwarp|smb_direct_iwarp' | sort -u",
+			"r");
 		char line[256];
 		strcpy(args, " ");
 		while (p && fgets(line, sizeof(line), p)) {
@@ -129,15 +130,9 @@ static void check_mode(bool crc, bool m0, bool m1, int dirs)
 	free(pcap);
 }
 
-static void tshark_decodes_every_fpdu_crc_on(void **state)
-{
-	check_mode(true, false, false, 3);
-}
+static void tshark_decodes_every_fpdu_crc_on(void **state) { check_mode(true, false, false, 3); }
 
-static void tshark_decodes_every_fpdu_crc_off(void **state)
-{
-	check_mode(false, false, false, 3);
-}
+static void tshark_decodes_every_fpdu_crc_off(void **state) { check_mode(false, false, false, 3); }
 
 static void tshark_finds_markers_both_directions_crc_on(void **state)
 {
@@ -188,7 +183,8 @@ static void flipped_byte_is_bad_crc_to_both(void **state)
 static int have_tshark(void **state)
 {
 	if (system("command -v tshark >/dev/null 2>&1") != 0) {
-		fprintf(stderr, "tshark is not installed: scripts/test installs it (apt-get install tshark)\n");
+		fprintf(stderr, "tshark is not installed: scripts/test installs it (apt-get "
+				"install tshark)\n");
 		return -1;
 	}
 	return 0;

@@ -24,21 +24,26 @@ struct fixture {
 	uint8_t arena[GUARD + REGION + GUARD + 256 + GUARD];
 	uint8_t *region;
 	uint8_t *recvbuf;
-	uint32_t stag_rw;       /* PD 1, remote read/write/atomic */
-	uint32_t stag_other_pd; /* PD 2 */
-	uint32_t stag_other_qp; /* a window bound to QP 99 */
-	uint32_t stag_no_rights; /* local write only: never a peer's */
-	uint32_t stag_read_only; /* remote read, no remote write or atomic */
+	uint32_t stag_rw;         /* PD 1, remote read/write/atomic */
+	uint32_t stag_other_pd;   /* PD 2 */
+	uint32_t stag_other_qp;   /* a window bound to QP 99 */
+	uint32_t stag_no_rights;  /* local write only: never a peer's */
+	uint32_t stag_read_only;  /* remote read, no remote write or atomic */
 	uint32_t stag_write_only; /* remote write, no remote read or atomic */
-	uint32_t stag_mw;       /* invalidatable */
-	uint8_t a_sink[REGION]; /* A's Read sink */
+	uint32_t stag_mw;         /* invalidatable */
+	uint8_t a_sink[REGION];   /* A's Read sink */
 	uint32_t a_sink_stag;
 };
 
 static inline void fixture_init(struct fixture *f, bool rfc7306, uint16_t ird)
 {
-	struct sim_cfg cfg = { .crc = true, .rfc7306 = rfc7306, .ird = ird, .ord = 8,
-			       .mulpdu = 1454, .pd = 1, .qp = 1 };
+	struct sim_cfg cfg = { .crc = true,
+			       .rfc7306 = rfc7306,
+			       .ird = ird,
+			       .ord = 8,
+			       .mulpdu = 1454,
+			       .pd = 1,
+			       .qp = 1 };
 	memset(f->arena, GUARD_BYTE, sizeof(f->arena));
 	f->region = f->arena + GUARD;
 	f->recvbuf = f->region + REGION + GUARD;
@@ -50,8 +55,8 @@ static inline void fixture_init(struct fixture *f, bool rfc7306, uint16_t ird)
 	f->stag_rw = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION, all, 1, 0, false);
 	f->stag_other_pd = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION, all, 2, 0, false);
 	f->stag_other_qp = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION, all, 1, 99, true);
-	f->stag_no_rights = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION, DDP_LOCAL_WRITE, 1,
-					0, false);
+	f->stag_no_rights =
+		sim_mem_add(&f->b.mem, f->region, 0x10000, REGION, DDP_LOCAL_WRITE, 1, 0, false);
 	f->stag_read_only = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION,
 					DDP_LOCAL_WRITE | DDP_REMOTE_READ, 1, 0, false);
 	f->stag_write_only = sim_mem_add(&f->b.mem, f->region, 0x10000, REGION,

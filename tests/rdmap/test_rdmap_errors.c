@@ -257,8 +257,8 @@ static void row18_zero_length_send_without_receive_is_2_02(void **state)
 	struct fixture *f = *state;
 	uint8_t h[64];
 	size_t n = hdr_untagged(h, RDMAP_SEND, true, 0, 1, 0, 0);
-	expect_term(f, send_raw(f, h, n, NULL, 0), L_DDP, UW_DDP_UNTAGGED, UW_DDP_U_NO_BUFFER,
-		    true, false);
+	expect_term(f, send_raw(f, h, n, NULL, 0), L_DDP, UW_DDP_UNTAGGED, UW_DDP_U_NO_BUFFER, true,
+		    false);
 }
 
 /* Row 19: a gap and an overlap */
@@ -322,8 +322,8 @@ static void row21_terminate_with_mo_is_2_04(void **state)
 	uint8_t h[64];
 	size_t n = hdr_untagged(h, RDMAP_TERMINATE, true, DDP_QN_TERMINATE, 1, 8, 0);
 	memset(h + n, 0, 4);
-	expect_term(f, send_raw(f, h, n + 4, NULL, 0), L_DDP, UW_DDP_UNTAGGED,
-		    UW_DDP_U_INVALID_MO, true, false);
+	expect_term(f, send_raw(f, h, n + 4, NULL, 0), L_DDP, UW_DDP_UNTAGGED, UW_DDP_U_INVALID_MO,
+		    true, false);
 }
 
 /* Row 22 */
@@ -332,8 +332,8 @@ static void row22_read_request_msn_is_2_03(void **state)
 	struct fixture *f = *state;
 	uint8_t h[64];
 	size_t n = hdr_read_req(h, 2, f->a_sink_stag, 0, 16, f->stag_rw, 0x10000);
-	expect_term(f, send_raw(f, h, n, NULL, 0), L_DDP, UW_DDP_UNTAGGED, UW_DDP_U_MSN_RANGE,
-		    true, false);
+	expect_term(f, send_raw(f, h, n, NULL, 0), L_DDP, UW_DDP_UNTAGGED, UW_DDP_U_MSN_RANGE, true,
+		    false);
 }
 
 /* Row 23: IRD 4, a fifth Read Request before any Response */
@@ -371,8 +371,8 @@ static void row24_write_to_unknown_stag_is_1_00(void **state)
 	uint8_t h[64];
 	uint32_t wrong_key = f->stag_rw ^ 0x5a;
 	size_t n = hdr_tagged(h, RDMAP_RDMA_WRITE, true, wrong_key, 0x10000);
-	expect_term(f, send_raw(f, h, n, payload, 64), L_DDP, UW_DDP_TAGGED,
-		    UW_DDP_T_INVALID_STAG, true, false);
+	expect_term(f, send_raw(f, h, n, payload, 64), L_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG,
+		    true, false);
 	assert_true(untouched(f->region, REGION));
 }
 
@@ -381,8 +381,8 @@ static void row24_write_to_stag_never_registered_is_1_00(void **state)
 	struct fixture *f = *state;
 	uint8_t h[64];
 	size_t n = hdr_tagged(h, RDMAP_RDMA_WRITE, true, 0x7f0000aa, 0x10000);
-	expect_term(f, send_raw(f, h, n, payload, 64), L_DDP, UW_DDP_TAGGED,
-		    UW_DDP_T_INVALID_STAG, true, false);
+	expect_term(f, send_raw(f, h, n, payload, 64), L_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG,
+		    true, false);
 }
 
 /* Row 25 */
@@ -529,8 +529,12 @@ static void row28_read_of_a_local_only_region_is_rdmap_invalid_1_00(void **state
 static void issue_read(struct fixture *f)
 {
 	struct sim_wire w = { 0 };
-	struct rdmap_msg m = { .opcode = RDMAP_RDMA_READ_REQ, .sink_stag = f->stag_rw,
-			       .sink_to = 0x10000, .len = 100, .stag = 0x1234, .to = 0 };
+	struct rdmap_msg m = { .opcode = RDMAP_RDMA_READ_REQ,
+			       .sink_stag = f->stag_rw,
+			       .sink_to = 0x10000,
+			       .len = 100,
+			       .stag = 0x1234,
+			       .to = 0 };
 	assert_int_equal(sim_end_send(&f->b, &m, &w), 0);
 	sim_wire_free(&w);
 }
@@ -541,8 +545,8 @@ static void row29_read_response_wrong_stag_is_1_00(void **state)
 	uint8_t h[64];
 	issue_read(f);
 	size_t n = hdr_tagged(h, RDMAP_RDMA_READ_RESP, true, f->stag_mw, 0x10000);
-	expect_term(f, send_raw(f, h, n, payload, 100), L_DDP, UW_DDP_TAGGED,
-		    UW_DDP_T_INVALID_STAG, true, false);
+	expect_term(f, send_raw(f, h, n, payload, 100), L_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG,
+		    true, false);
 	assert_true(untouched(f->region, REGION));
 }
 
@@ -552,8 +556,8 @@ static void row29_read_response_wrong_to_is_1_01(void **state)
 	uint8_t h[64];
 	issue_read(f);
 	size_t n = hdr_tagged(h, RDMAP_RDMA_READ_RESP, true, f->stag_rw, 0x10008);
-	expect_term(f, send_raw(f, h, n, payload, 100), L_DDP, UW_DDP_TAGGED,
-		    UW_DDP_T_BASE_BOUNDS, true, false);
+	expect_term(f, send_raw(f, h, n, payload, 100), L_DDP, UW_DDP_TAGGED, UW_DDP_T_BASE_BOUNDS,
+		    true, false);
 	assert_true(untouched(f->region, REGION));
 }
 
@@ -563,8 +567,8 @@ static void row29_read_response_too_long_is_1_01(void **state)
 	uint8_t h[64];
 	issue_read(f);
 	size_t n = hdr_tagged(h, RDMAP_RDMA_READ_RESP, true, f->stag_rw, 0x10000);
-	expect_term(f, send_raw(f, h, n, payload, 101), L_DDP, UW_DDP_TAGGED,
-		    UW_DDP_T_BASE_BOUNDS, true, false);
+	expect_term(f, send_raw(f, h, n, payload, 101), L_DDP, UW_DDP_TAGGED, UW_DDP_T_BASE_BOUNDS,
+		    true, false);
 	assert_true(untouched(f->region, REGION));
 }
 
@@ -574,8 +578,8 @@ static void row29_read_response_too_short_is_1_01(void **state)
 	uint8_t h[64];
 	issue_read(f);
 	size_t n = hdr_tagged(h, RDMAP_RDMA_READ_RESP, true, f->stag_rw, 0x10000);
-	expect_term(f, send_raw(f, h, n, payload, 99), L_DDP, UW_DDP_TAGGED,
-		    UW_DDP_T_BASE_BOUNDS, true, false);
+	expect_term(f, send_raw(f, h, n, payload, 99), L_DDP, UW_DDP_TAGGED, UW_DDP_T_BASE_BOUNDS,
+		    true, false);
 }
 
 static void row29_read_response_without_read_is_ddp_catastrophic(void **state)

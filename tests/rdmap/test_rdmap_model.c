@@ -47,17 +47,17 @@ static uint32_t rnd_size(void)
 
 struct model {
 	struct sim_end a, b;
-	uint8_t *src;                /* A's source data */
-	uint8_t *bmem, *bexp;        /* B's region and its oracle */
-	uint8_t *amem, *aexp;        /* A's Read sink */
-	uint8_t *recv, *recv_exp;    /* B's receive arena */
+	uint8_t *src;             /* A's source data */
+	uint8_t *bmem, *bexp;     /* B's region and its oracle */
+	uint8_t *amem, *aexp;     /* A's Read sink */
+	uint8_t *recv, *recv_exp; /* B's receive arena */
 	size_t recv_used;
 	uint32_t bstag, astag;
-	uint32_t mw[OPS];            /* invalidatable STags at B */
+	uint32_t mw[OPS]; /* invalidatable STags at B */
 	int nmw;
 	struct rdmap_event want_b[OPS * 2], want_a[OPS * 2];
 	int nwant_b, nwant_a;
-	uint64_t results[OPS];       /* atomic originals land here at A */
+	uint64_t results[OPS]; /* atomic originals land here at A */
 };
 
 /* Random pieces of a buffer, as a scatter/gather list. */
@@ -110,7 +110,8 @@ static void one_op(struct model *m, int i, struct sim_wire *w)
 		msg.stag = m->bstag;
 		msg.to = 0x4000000000ull + dst;
 		memcpy(m->bexp + dst, m->src + s, len);
-		m->want_b[m->nwant_b++] = (struct rdmap_event){ .kind = RDMAP_EV_WRITE, .len = len };
+		m->want_b[m->nwant_b++] =
+			(struct rdmap_event){ .kind = RDMAP_EV_WRITE, .len = len };
 	} else if (kind <= 5) { /* the Send variants */
 		static const uint8_t ops[] = { RDMAP_SEND, RDMAP_SEND_SE, RDMAP_SEND_INVAL,
 					       RDMAP_SEND_SE_INVAL };
@@ -146,9 +147,11 @@ static void one_op(struct model *m, int i, struct sim_wire *w)
 		msg.len = len;
 		msg.cookie = 1000 + (uint64_t)i;
 		memcpy(m->aexp + to, m->bexp + from, len);
-		m->want_b[m->nwant_b++] = (struct rdmap_event){ .kind = RDMAP_EV_READ_REQ, .len = len };
-		m->want_a[m->nwant_a++] =
-			(struct rdmap_event){ .kind = RDMAP_EV_READ_DONE, .cookie = msg.cookie, .len = len };
+		m->want_b[m->nwant_b++] =
+			(struct rdmap_event){ .kind = RDMAP_EV_READ_REQ, .len = len };
+		m->want_a[m->nwant_a++] = (struct rdmap_event){ .kind = RDMAP_EV_READ_DONE,
+								.cookie = msg.cookie,
+								.len = len };
 	} else if (kind <= 9) { /* an atomic on an aligned word */
 		uint32_t at = (rnd() % (MEM / 8)) * 8;
 		uint64_t old;
@@ -163,12 +166,14 @@ static void one_op(struct model *m, int i, struct sim_wire *w)
 		msg.cmp_mask = rnd() % 4 ? ~0ull : (uint64_t)rnd() << 32;
 		msg.result = (uint8_t *)&m->results[i];
 		msg.cookie = 2000 + (uint64_t)i;
-		uint64_t now = rdmap_atomic_result(old, msg.atomic_op, msg.data, msg.data_mask, msg.cmp,
-						   msg.cmp_mask);
+		uint64_t now = rdmap_atomic_result(old, msg.atomic_op, msg.data, msg.data_mask,
+						   msg.cmp, msg.cmp_mask);
 		memcpy(m->bexp + at, &now, 8);
-		m->want_b[m->nwant_b++] = (struct rdmap_event){ .kind = RDMAP_EV_ATOMIC_REQ, .value = old };
+		m->want_b[m->nwant_b++] =
+			(struct rdmap_event){ .kind = RDMAP_EV_ATOMIC_REQ, .value = old };
 		m->want_a[m->nwant_a++] = (struct rdmap_event){ .kind = RDMAP_EV_ATOMIC_DONE,
-								.cookie = msg.cookie, .value = old };
+								.cookie = msg.cookie,
+								.value = old };
 	} else { /* Immediate Data */
 		struct iovec r = { m->recv + m->recv_used, 16 };
 		if (m->recv_used + 16 > RECV_ARENA)
@@ -177,9 +182,11 @@ static void one_op(struct model *m, int i, struct sim_wire *w)
 		uint64_t cookie = sim_rq_post(&m->b.rq, &r, 1);
 		msg.opcode = rnd() % 2 ? RDMAP_IMMEDIATE : RDMAP_IMMEDIATE_SE;
 		msg.value = (uint64_t)rnd() << 32 | rnd();
-		m->want_b[m->nwant_b++] = (struct rdmap_event){
-			.kind = RDMAP_EV_IMMEDIATE, .cookie = cookie, .value = msg.value,
-			.solicited = msg.opcode == RDMAP_IMMEDIATE_SE };
+		m->want_b[m->nwant_b++] =
+			(struct rdmap_event){ .kind = RDMAP_EV_IMMEDIATE,
+					      .cookie = cookie,
+					      .value = msg.value,
+					      .solicited = msg.opcode == RDMAP_IMMEDIATE_SE };
 	}
 	assert_int_equal(sim_end_send(&m->a, &msg, w), 0);
 	exchange(m, w);
@@ -190,9 +197,11 @@ static void same_event(const struct rdmap_event *got, const struct rdmap_event *
 	if (got->kind != want->kind || got->cookie != want->cookie || got->len != want->len ||
 	    got->solicited != want->solicited || got->invalidated != want->invalidated ||
 	    got->inval_stag != want->inval_stag || got->value != want->value)
-		fail_msg("completion %d: kind %d cookie %llu len %llu, want kind %d cookie %llu len %llu", i,
-			 got->kind, (unsigned long long)got->cookie, (unsigned long long)got->len,
-			 want->kind, (unsigned long long)want->cookie, (unsigned long long)want->len);
+		fail_msg("completion %d: kind %d cookie %llu len %llu, want kind %d cookie %llu "
+			 "len %llu",
+			 i, got->kind, (unsigned long long)got->cookie,
+			 (unsigned long long)got->len, want->kind, (unsigned long long)want->cookie,
+			 (unsigned long long)want->len);
 }
 
 static void run_model(uint32_t seed)
@@ -202,8 +211,15 @@ static void run_model(uint32_t seed)
 	rs = seed;
 	bool crc = rnd() & 1, ma = rnd() % 4 == 0, mb = rnd() % 4 == 0;
 	uint32_t mulpdu = 71 + rnd() % (rnd() % 2 ? 2000 : 65460);
-	struct sim_cfg ca = { .crc = crc, .markers_tx = ma, .markers_rx = mb, .rfc7306 = true,
-			      .ird = 16, .ord = 16, .mulpdu = mulpdu, .pd = 3, .qp = 7 };
+	struct sim_cfg ca = { .crc = crc,
+			      .markers_tx = ma,
+			      .markers_rx = mb,
+			      .rfc7306 = true,
+			      .ird = 16,
+			      .ord = 16,
+			      .mulpdu = mulpdu,
+			      .pd = 3,
+			      .qp = 7 };
 	struct sim_cfg cb = ca;
 	cb.markers_tx = mb;
 	cb.markers_rx = ma;
@@ -243,7 +259,8 @@ static void run_model(uint32_t seed)
 	for (int i = 0; i < m->nwant_a; i++) {
 		same_event(&m->a.ev[i], &m->want_a[i], i);
 		if (m->want_a[i].kind == RDMAP_EV_ATOMIC_DONE)
-			assert_int_equal(m->results[m->want_a[i].cookie - 2000], m->want_a[i].value);
+			assert_int_equal(m->results[m->want_a[i].cookie - 2000],
+					 m->want_a[i].value);
 	}
 	assert_memory_equal(m->bmem, m->bexp, MEM);
 	assert_memory_equal(m->amem, m->aexp, MEM);
@@ -282,13 +299,16 @@ static void ord_bounds_outstanding_requests(void **state)
 	struct sim_end a, b;
 	struct sim_wire w = { 0 };
 	static uint8_t mem[4096], sink[4096];
-	struct sim_cfg cfg = { .crc = true, .rfc7306 = true, .ird = 2, .ord = 2, .mulpdu = 1454,
-			       .pd = 1, .qp = 1 };
+	struct sim_cfg cfg = {
+		.crc = true, .rfc7306 = true, .ird = 2, .ord = 2, .mulpdu = 1454, .pd = 1, .qp = 1
+	};
 	sim_end_init(&a, &cfg);
 	sim_end_init(&b, &cfg);
 	uint32_t bs = sim_mem_add(&b.mem, mem, 0, sizeof(mem), DDP_REMOTE_READ, 1, 0, false);
 	uint32_t as = sim_mem_add(&a.mem, sink, 0, sizeof(sink), DDP_LOCAL_WRITE, 1, 0, false);
-	struct rdmap_msg rd = { .opcode = RDMAP_RDMA_READ_REQ, .sink_stag = as, .stag = bs, .len = 8 };
+	struct rdmap_msg rd = {
+		.opcode = RDMAP_RDMA_READ_REQ, .sink_stag = as, .stag = bs, .len = 8
+	};
 	assert_int_equal(sim_end_send(&a, &rd, &w), 0);
 	assert_int_equal(sim_end_send(&a, &rd, &w), 0);
 	uint32_t msn = a.conn.tx_msn[DDP_QN_READ_REQ];
@@ -322,8 +342,9 @@ static void zero_length_operations(void **state)
 	struct iovec r = { sink, 8 };
 	sim_rq_post(&b.rq, &r, 1);
 	struct rdmap_msg wr = { .opcode = RDMAP_RDMA_WRITE, .stag = 0xdeadbe00, .to = 123 };
-	struct rdmap_msg rd = { .opcode = RDMAP_RDMA_READ_REQ, .sink_stag = as, .stag = 1, .len = 0,
-				.cookie = 9 };
+	struct rdmap_msg rd = {
+		.opcode = RDMAP_RDMA_READ_REQ, .sink_stag = as, .stag = 1, .len = 0, .cookie = 9
+	};
 	struct rdmap_msg sd = { .opcode = RDMAP_SEND };
 	assert_int_equal(sim_end_send(&a, &wr, &w), 0);
 	assert_int_equal(w.len, 20); /* one FPDU: ULPDU 14, CRC */
@@ -355,8 +376,13 @@ static void rfc7306_needs_a_uwarp_peer(void **state)
 	struct sim_wire w = { 0 };
 	struct sim_cfg cfg = { .crc = true, .ird = 1, .ord = 1, .mulpdu = 1454 };
 	sim_end_init(&a, &cfg);
-	static const uint8_t ops[] = { RDMAP_IMMEDIATE, RDMAP_IMMEDIATE_SE, RDMAP_ATOMIC_REQ,
-				       RDMAP_ATOMIC_RESP, RDMAP_TERMINATE, 0x8, 0xf };
+	static const uint8_t ops[] = { RDMAP_IMMEDIATE,
+				       RDMAP_IMMEDIATE_SE,
+				       RDMAP_ATOMIC_REQ,
+				       RDMAP_ATOMIC_RESP,
+				       RDMAP_TERMINATE,
+				       0x8,
+				       0xf };
 	for (size_t i = 0; i < sizeof(ops); i++) {
 		struct rdmap_msg m = { .opcode = ops[i] };
 		assert_int_equal(sim_end_send(&a, &m, &w), -EINVAL);
@@ -389,7 +415,9 @@ static void segments_carry_msn_mo_to_and_l(void **state)
 	}
 	assert_int_equal(off, w.len);
 	w.len = 0;
-	struct rdmap_msg wr = { .opcode = RDMAP_RDMA_WRITE, .sge = &iov, .nsge = 1, .stag = 5, .to = 77 };
+	struct rdmap_msg wr = {
+		.opcode = RDMAP_RDMA_WRITE, .sge = &iov, .nsge = 1, .stag = 5, .to = 77
+	};
 	cfg.mulpdu = 14 + 400;
 	a.conn.cfg.mulpdu = cfg.mulpdu;
 	assert_int_equal(sim_end_send(&a, &wr, &w), 0);

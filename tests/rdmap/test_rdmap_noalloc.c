@@ -47,8 +47,15 @@ static uint8_t src[1 << 20], bmem[1 << 20], amem[1 << 20], recvbuf[64 << 10];
 static void receive_path_does_not_allocate(void **state)
 {
 	struct sim_end *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-	struct sim_cfg cfg = { .crc = true, .markers_tx = true, .markers_rx = true, .rfc7306 = true,
-			       .ird = 8, .ord = 8, .mulpdu = 1454, .pd = 1, .qp = 1 };
+	struct sim_cfg cfg = { .crc = true,
+			       .markers_tx = true,
+			       .markers_rx = true,
+			       .rfc7306 = true,
+			       .ird = 8,
+			       .ord = 8,
+			       .mulpdu = 1454,
+			       .pd = 1,
+			       .qp = 1 };
 	struct sim_wire w = { 0 }, resp = { 0 };
 	sim_end_init(a, &cfg);
 	sim_end_init(b, &cfg);
@@ -138,7 +145,9 @@ static void receive_path_does_not_allocate(void **state)
 	before = allocations;
 	for (int i = 0; i < 100; i++) {
 		struct iovec iov = { src, 50000 };
-		struct rdmap_msg m = { .opcode = RDMAP_RDMA_WRITE, .sge = &iov, .nsge = 1, .stag = 1 };
+		struct rdmap_msg m = {
+			.opcode = RDMAP_RDMA_WRITE, .sge = &iov, .nsge = 1, .stag = 1
+		};
 		assert_int_equal(rdmap_tx_start(&a2->conn, &m, &t), 0);
 		while (rdmap_tx_next(&t, hdr, &hl, out, RDMAP_PLACE_MAX_IOV, &niov) == 1)
 			;

@@ -43,9 +43,9 @@ static void siw_encodings_seen_on_the_wire(void **state)
 		uint8_t layer, etype, ecode;
 		bool m, d;
 	} seen[] = {
-		{ { 0x21, 0x01, 0x03, 0x00 }, 1, 2, 0x01, true, true },  /* Send on QN 5 */
-		{ { 0x21, 0x03, 0x03, 0x00 }, 1, 2, 0x03, true, true },  /* MSN error */
-		{ { 0x11, 0x00, 0x03, 0x00 }, 1, 1, 0x00, true, true },  /* unknown STag */
+		{ { 0x21, 0x01, 0x03, 0x00 }, 1, 2, 0x01, true, true },   /* Send on QN 5 */
+		{ { 0x21, 0x03, 0x03, 0x00 }, 1, 2, 0x03, true, true },   /* MSN error */
+		{ { 0x11, 0x00, 0x03, 0x00 }, 1, 1, 0x00, true, true },   /* unknown STag */
 		{ { 0x21, 0x06, 0x00, 0x00 }, 1, 2, 0x06, false, false }, /* DDP version */
 	};
 	for (size_t i = 0; i < sizeof(seen) / sizeof(seen[0]); i++) {
@@ -73,7 +73,8 @@ static void siw_encodings_seen_on_the_wire(void **state)
 static void both_encodings_of_one_error_agree(void **state)
 {
 	struct rdmap_term a, b;
-	uint8_t rfc[24] = { 0x12, 0x33, 0xc0, 0x00, 0, 24 }, siw[24] = { 0x21, 0x33, 0x03, 0x00, 0, 24 };
+	uint8_t rfc[24] = { 0x12, 0x33, 0xc0, 0x00, 0, 24 },
+		siw[24] = { 0x21, 0x33, 0x03, 0x00, 0, 24 };
 	assert_int_equal(rdmap_term_decode(rfc, sizeof(rfc), &a), 0);
 	assert_int_equal(rdmap_term_decode(siw, sizeof(siw), &b), 0);
 	assert_false(a.siw_likely);

@@ -20,12 +20,14 @@
 #define NS 10 /* states */
 #define NI 8  /* inputs */
 
+/* clang-format off */
 enum {
 	CONNECTING = UW_LIFE_CONNECTING, REQ_SENT = UW_LIFE_REQ_SENT, WAIT_REQ = UW_LIFE_WAIT_REQ,
 	REQ_HELD = UW_LIFE_REQ_HELD, WAIT_RTR = UW_LIFE_WAIT_RTR, HOLD = UW_LIFE_HOLD,
 	RUNNING = UW_LIFE_RUNNING, TERMINATING = UW_LIFE_TERMINATING, LINGER = UW_LIFE_LINGER,
 	CLOSED = UW_LIFE_CLOSED,
 };
+/* clang-format on */
 #define NONE UW_LIFE_EV_NONE
 #define REQ UW_CM_EVENT_CONNECT_REQUEST
 #define EST UW_CM_EVENT_ESTABLISHED
@@ -36,7 +38,7 @@ enum {
 struct row {
 	int next;
 	int event;
-	int close;   /* 0, or 1 + the status (so that status 0 shows) */
+	int close; /* 0, or 1 + the status (so that status 0 shows) */
 	bool linger, release, tx, fail, send_request, stop_reading;
 	int timer;
 };
@@ -50,11 +52,13 @@ static struct uw_life_facts facts(enum uw_life_input in)
 	case UW_LIFE_IN_REPLY:
 		return (struct uw_life_facts){ .peer_uwarp = true, .event = UW_LIFE_EV_AUTO };
 	case UW_LIFE_IN_ACCEPT:
-		return (struct uw_life_facts){ .request_timeout_ms = 5000, .event = UW_LIFE_EV_AUTO };
+		return (struct uw_life_facts){ .request_timeout_ms = 5000,
+					       .event = UW_LIFE_EV_AUTO };
 	case UW_LIFE_IN_ERROR:
 		return (struct uw_life_facts){ .reply_out = true, .event = UW_LIFE_EV_AUTO };
 	case UW_LIFE_IN_END:
-		return (struct uw_life_facts){ .status = ECONNRESET, .event = UW_LIFE_EV_AUTO,
+		return (struct uw_life_facts){ .status = ECONNRESET,
+					       .event = UW_LIFE_EV_AUTO,
 					       .may_linger = true };
 	default:
 		return (struct uw_life_facts){ .event = UW_LIFE_EV_AUTO };
@@ -62,6 +66,7 @@ static struct uw_life_facts facts(enum uw_life_input in)
 }
 
 /* [state][input]: TCP_UP, REQUEST, REPLY, ACCEPT, FPDU, TIMER, ERROR, END */
+/* clang-format off */
 static const struct row table[NS][NI] = {
 	[CONNECTING] = {
 		{ REQ_SENT, NONE, 0, 0, 0, 0, 0, 1, 0, -1 },
@@ -115,6 +120,7 @@ static const struct row table[NS][NI] = {
 		SAME(CLOSED), SAME(CLOSED), SAME(CLOSED), SAME(CLOSED), SAME(CLOSED),
 		SAME(CLOSED), SAME(CLOSED), SAME(CLOSED) },
 };
+/* clang-format on */
 
 static struct uw_life at(int st)
 {
@@ -125,7 +131,7 @@ static struct uw_life at(int st)
 }
 
 static const char *const inputs[NI] = { "TCP_UP", "REQUEST", "REPLY", "ACCEPT",
-					 "FPDU",   "TIMER",   "ERROR", "END" };
+					"FPDU",   "TIMER",   "ERROR", "END" };
 
 static void every_state_against_every_input(void **state)
 {
@@ -136,20 +142,23 @@ static void every_state_against_every_input(void **state)
 			struct uw_life_facts f = facts((enum uw_life_input)i);
 			struct uw_life_acts a;
 			uw_life_step(&l, (enum uw_life_input)i, &f, &a);
-			bool ok = (int)l.st == r->next && a.event == r->event && a.close == (r->close != 0) &&
-				  (!r->close || a.status == r->close - 1) && a.linger == r->linger &&
-				  a.release_tx == r->release && a.tx == r->tx && a.fail == r->fail &&
+			bool ok = (int)l.st == r->next && a.event == r->event &&
+				  a.close == (r->close != 0) &&
+				  (!r->close || a.status == r->close - 1) &&
+				  a.linger == r->linger && a.release_tx == r->release &&
+				  a.tx == r->tx && a.fail == r->fail &&
 				  a.send_request == r->send_request &&
 				  a.stop_reading == r->stop_reading && a.timer == (r->timer >= 0) &&
 				  (r->timer < 0 || a.timer_ms == (unsigned)r->timer);
 			if (!ok)
-				fail_msg("%s x %s: now %s, event %d, close %d (status %d), linger %d, "
+				fail_msg("%s x %s: now %s, event %d, close %d (status %d), linger "
+					 "%d, "
 					 "release %d, tx %d, fail %d, request %d, stop reading %d, "
 					 "timer %d (%u ms)",
 					 uw_life_state_str((enum uw_life_state)s), inputs[i],
-					 uw_life_state_str(l.st), a.event, a.close, a.status, a.linger,
-					 a.release_tx, a.tx, a.fail, a.send_request, a.stop_reading,
-					 a.timer, a.timer_ms);
+					 uw_life_state_str(l.st), a.event, a.close, a.status,
+					 a.linger, a.release_tx, a.tx, a.fail, a.send_request,
+					 a.stop_reading, a.timer, a.timer_ms);
 		}
 }
 

@@ -44,8 +44,9 @@ static void frame(const uint8_t *hdr, size_t hl, const void *p, size_t pl)
 
 static size_t untagged(uint8_t *out, enum rdmap_opcode op, uint32_t qn, uint32_t msn)
 {
-	struct ddp_hdr h = { .last = true, .dv = 1, .ulp_ctrl = (uint8_t)(0x40 | op), .qn = qn,
-			     .msn = msn };
+	struct ddp_hdr h = {
+		.last = true, .dv = 1, .ulp_ctrl = (uint8_t)(0x40 | op), .qn = qn, .msn = msn
+	};
 	return ddp_hdr_encode(&h, out);
 }
 
@@ -80,8 +81,8 @@ static void feed(struct fpdu_watch *w, size_t step)
 {
 	fpdu_watch_init(w, true);
 	for (size_t off = 0; off < wlen; off += step)
-		assert_int_equal(fpdu_watch_feed(w, wire + off, wlen - off < step ? wlen - off : step),
-				 0);
+		assert_int_equal(
+			fpdu_watch_feed(w, wire + off, wlen - off < step ? wlen - off : step), 0);
 }
 
 static void fpdus_are_counted_and_the_terminate_read_however_the_bytes_are_cut(void **state)

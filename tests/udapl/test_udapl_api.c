@@ -71,7 +71,8 @@ static int teardown(void **state)
 	for (int i = 0; i < 2; i++) {
 		DAT_EP_HANDLE ep = i ? p->b : p->a;
 		DAT_EVD_HANDLE ev = i ? p->conn_b : p->conn_a;
-		if (dat_ep_get_status(ep, &st, &rq, &sq) == DAT_SUCCESS && st == DAT_EP_STATE_CONNECTED) {
+		if (dat_ep_get_status(ep, &st, &rq, &sq) == DAT_SUCCESS &&
+		    st == DAT_EP_STATE_CONNECTED) {
 			dat_ep_disconnect(ep, DAT_CLOSE_ABRUPT_FLAG);
 			dat_evd_wait(ev, 2 * SEC, 1, &e, &n);
 		}
@@ -101,8 +102,9 @@ static DAT_EVENT wait_event(DAT_EVD_HANDLE evd)
  * data, and holds it */
 static DAT_CR_HANDLE request(struct pair *p, const char *pdata)
 {
-	OK(dat_ep_connect(p->a, (DAT_IA_ADDRESS_PTR)&p->to, p->qual, 10 * SEC, (DAT_COUNT)strlen(pdata) + 1,
-			  (DAT_PVOID)pdata, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+	OK(dat_ep_connect(p->a, (DAT_IA_ADDRESS_PTR)&p->to, p->qual, 10 * SEC,
+			  (DAT_COUNT)strlen(pdata) + 1, (DAT_PVOID)pdata, DAT_QOS_BEST_EFFORT,
+			  DAT_CONNECT_DEFAULT_FLAG));
 	DAT_EVENT e = wait_event(p->cr);
 	assert_int_equal(e.event_number, DAT_CONNECTION_REQUEST_EVENT);
 	DAT_CR_HANDLE cr = e.event_data.cr_arrival_event_data.cr_handle;
@@ -131,7 +133,8 @@ static void connect_pair(struct pair *p)
 
 static DAT_LMR_TRIPLET seg(struct pair *p, size_t off, size_t len)
 {
-	return (DAT_LMR_TRIPLET){ .lmr_context = p->lctx, .virtual_address = (DAT_VADDR)(uintptr_t)(p->buf + off),
+	return (DAT_LMR_TRIPLET){ .lmr_context = p->lctx,
+				  .virtual_address = (DAT_VADDR)(uintptr_t)(p->buf + off),
 				  .segment_length = len };
 }
 
@@ -169,7 +172,8 @@ static void wait_honours_threshold_and_counts_nmore(void **state)
 	assert_int_equal(nmore, 2);
 	for (int i = 1; i < 3; i++) {
 		OK(dat_evd_dequeue(p->dto_b, &e));
-		assert_int_equal(e.event_data.dto_completion_event_data.user_cookie.as_64, 100 + (uint64_t)i);
+		assert_int_equal(e.event_data.dto_completion_event_data.user_cookie.as_64,
+				 100 + (uint64_t)i);
 		assert_int_equal(e.event_data.dto_completion_event_data.transfered_length, 16);
 	}
 	assert_int_equal(DAT_GET_TYPE(dat_evd_dequeue(p->dto_b, &e)), DAT_QUEUE_EMPTY);
@@ -267,8 +271,10 @@ static void disconnect_flushes_posted_receives(void **state)
 	assert_int_equal(wait_event(p->conn_b).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
 	for (int i = 0; i < 2; i++) {
 		DAT_EVENT e = wait_event(p->dto_b);
-		assert_int_equal(e.event_data.dto_completion_event_data.status, DAT_DTO_ERR_FLUSHED);
-		assert_int_equal(e.event_data.dto_completion_event_data.user_cookie.as_64, 10 + (uint64_t)i);
+		assert_int_equal(e.event_data.dto_completion_event_data.status,
+				 DAT_DTO_ERR_FLUSHED);
+		assert_int_equal(e.event_data.dto_completion_event_data.user_cookie.as_64,
+				 10 + (uint64_t)i);
 	}
 }
 
@@ -278,9 +284,11 @@ static void refusals_name_their_reason(void **state)
 	struct pair *p = *state;
 	DAT_SRQ_ATTR sa = { .max_recv_dtos = 4, .max_recv_iov = 1 };
 	DAT_SRQ_HANDLE srq;
-	assert_int_equal(DAT_GET_TYPE(dat_srq_create(p->ia, p->pz, &sa, &srq)), DAT_NOT_IMPLEMENTED);
-	assert_int_equal(DAT_GET_TYPE(dat_ep_dup_connect(p->a, p->b, SEC, 0, NULL, DAT_QOS_BEST_EFFORT)),
+	assert_int_equal(DAT_GET_TYPE(dat_srq_create(p->ia, p->pz, &sa, &srq)),
 			 DAT_NOT_IMPLEMENTED);
+	assert_int_equal(
+		DAT_GET_TYPE(dat_ep_dup_connect(p->a, p->b, SEC, 0, NULL, DAT_QOS_BEST_EFFORT)),
+		DAT_NOT_IMPLEMENTED);
 	/* an EVD where an EP belongs */
 	DAT_LMR_TRIPLET s = seg(p, 0, 16);
 	DAT_DTO_COOKIE c = { .as_64 = 0 };
@@ -288,8 +296,9 @@ static void refusals_name_their_reason(void **state)
 						       DAT_COMPLETION_DEFAULT_FLAG)),
 			 DAT_INVALID_HANDLE);
 	/* a send on an EP that is not connected */
-	assert_int_equal(DAT_GET_TYPE(dat_ep_post_send(p->a, 1, &s, c, DAT_COMPLETION_DEFAULT_FLAG)),
-			 DAT_INVALID_STATE);
+	assert_int_equal(
+		DAT_GET_TYPE(dat_ep_post_send(p->a, 1, &s, c, DAT_COMPLETION_DEFAULT_FLAG)),
+		DAT_INVALID_STATE);
 	/* an empty region */
 	DAT_REGION_DESCRIPTION r = { .for_va = p->buf };
 	DAT_LMR_HANDLE lmr;
@@ -298,20 +307,25 @@ static void refusals_name_their_reason(void **state)
 	DAT_VLEN len;
 	DAT_VADDR va;
 	assert_int_equal(DAT_GET_TYPE(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, r, 0, p->pz,
-						     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lc,
-						     &rc, &len, &va)),
+						     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr,
+						     &lc, &rc, &len, &va)),
 			 DAT_LENGTH_ERROR);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(wait_honours_threshold_and_counts_nmore, setup, teardown),
-		cmocka_unit_test_setup_teardown(reject_hands_over_its_private_data, setup, teardown),
-		cmocka_unit_test_setup_teardown(connect_timeout_ends_a_silent_attempt, setup, teardown),
+		cmocka_unit_test_setup_teardown(wait_honours_threshold_and_counts_nmore, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(reject_hands_over_its_private_data, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(connect_timeout_ends_a_silent_attempt, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(connect_to_nobody_is_unreachable, setup, teardown),
-		cmocka_unit_test_setup_teardown(read_into_several_segments_completes_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(disconnect_flushes_posted_receives, setup, teardown),
+		cmocka_unit_test_setup_teardown(read_into_several_segments_completes_once, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(disconnect_flushes_posted_receives, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(refusals_name_their_reason, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

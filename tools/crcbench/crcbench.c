@@ -61,7 +61,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--order")) {
 			order = true;
 		} else {
-			fprintf(stderr, "usage: %s [--ms MILLISECONDS_PER_POINT] [--order]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--ms MILLISECONDS_PER_POINT] [--order]\n",
+				argv[0]);
 			return 2;
 		}
 	}

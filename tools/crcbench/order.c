@@ -93,8 +93,8 @@ static int run(int mode, const uint8_t *buf, double seconds)
 	close(lfd);
 	crcbench_sink = crc;
 	static const char *names[] = { "no CRC", "CRC before write", "CRC after write" };
-	printf("%-18s %8.2f GB/s %8.3f ns/byte of sender CPU\n", names[mode], (double)bytes / dt / 1e9,
-	       cpu * 1e9 / (double)bytes);
+	printf("%-18s %8.2f GB/s %8.3f ns/byte of sender CPU\n", names[mode],
+	       (double)bytes / dt / 1e9, cpu * 1e9 / (double)bytes);
 	return 0;
 }
 

@@ -47,7 +47,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--emss") && i + 1 < argc)
 			emss = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else {
-			fprintf(stderr, "usage: %s [--pcap PATH] [--markers] [--no-crc] [--emss N]\n",
+			fprintf(stderr,
+				"usage: %s [--pcap PATH] [--markers] [--no-crc] [--emss N]\n",
 				argv[0]);
 			return 2;
 		}
@@ -85,8 +86,8 @@ int main(int argc, char **argv)
 				 (uint32_t)d + 1);
 		size_t bad = mpa_session_check(&s, d, &err);
 		printf("  %s -> %s: %zu messages, %zu FPDUs, %zu bytes on the wire: %s\n",
-		       d ? "responder" : "initiator", d ? "initiator" : "responder", n, s.stream[d].n,
-		       s.stream[d].len, bad ? "MISMATCH" : "received intact");
+		       d ? "responder" : "initiator", d ? "initiator" : "responder", n,
+		       s.stream[d].n, s.stream[d].len, bad ? "MISMATCH" : "received intact");
 		if (bad) {
 			printf("  receive error: %s\n", err.what ? err.what : "payload differs");
 			return 1;

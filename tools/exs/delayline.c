@@ -119,22 +119,30 @@ int main(int argc, char **argv)
 	int mtu = 9000;
 	size_t limit = 100000;
 	static const struct option lo[] = { { "delay-ms", required_argument, 0, 'd' },
-					     { "mtu", required_argument, 0, 'm' },
-					     { "limit", required_argument, 0, 'l' },
-					     { 0, 0, 0, 0 } };
+					    { "mtu", required_argument, 0, 'm' },
+					    { "limit", required_argument, 0, 'l' },
+					    { 0, 0, 0, 0 } };
 	const char *p = "uwarp-delayline";
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'd': delay_ms = tool_opt_decimal(p, "--delay-ms", optarg, 0, 60000); break;
-		case 'm': mtu = (int)tool_opt_uint(p, "--mtu", optarg, 576, MAX_PKT); break;
-		case 'l': limit = (size_t)tool_opt_uint(p, "--limit", optarg, 1, 100000000); break;
-		default: goto usage;
+		case 'd':
+			delay_ms = tool_opt_decimal(p, "--delay-ms", optarg, 0, 60000);
+			break;
+		case 'm':
+			mtu = (int)tool_opt_uint(p, "--mtu", optarg, 576, MAX_PKT);
+			break;
+		case 'l':
+			limit = (size_t)tool_opt_uint(p, "--limit", optarg, 1, 100000000);
+			break;
+		default:
+			goto usage;
 		}
 	}
 	if (argc - optind != 2) {
 	usage:
-		fprintf(stderr, "usage: uwarp-delayline [--delay-ms MS] [--mtu N] [--limit PACKETS] TUN_A TUN_B\n");
+		fprintf(stderr, "usage: uwarp-delayline [--delay-ms MS] [--mtu N] [--limit "
+				"PACKETS] TUN_A TUN_B\n");
 		return 2;
 	}
 	int a = tun_open(argv[optind], mtu), b = tun_open(argv[optind + 1], mtu);

@@ -68,12 +68,12 @@ struct opts {
 	bool exp;
 	double time;
 	uint64_t bytes;
-	int flow;	   /* -1: the library's default */
-	size_t rsize;	   /* the server's receives (0: the largest message) */
-	size_t ring;	   /* server: its ring (0: the default) */
-	int burst;	   /* progress test: sends per round (0: off) */
+	int flow;          /* -1: the library's default */
+	size_t rsize;      /* the server's receives (0: the largest message) */
+	size_t ring;       /* server: its ring (0: the default) */
+	int burst;         /* progress test: sends per round (0: off) */
 	double compute_us; /* ...and the computation between rounds */
-	bool idle;	   /* ...spent asleep, not spinning */
+	bool idle;         /* ...spent asleep, not spinning */
 };
 
 static double cpu(void)
@@ -155,7 +155,8 @@ static int serve(int fd, int type)
 	}
 	double t0 = util_now_s(), c0 = cpu();
 	for (uint32_t i = 0; i < j.recvs; i++, out++)
-		if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, (void *)(uintptr_t)i, mh)) {
+		if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, (void *)(uintptr_t)i,
+			     mh)) {
 			failed = "exs_recv";
 			goto end;
 		}
@@ -175,15 +176,16 @@ static int serve(int fd, int type)
 			continue;
 		}
 		uint32_t i = (uint32_t)(uintptr_t)ev.exs_evt_ahandle;
-		uint64_t b = j.flags & JOB_NO_VERIFY
-				     ? UINT64_MAX
-				     : pump_check(buf + (size_t)i * j.rsize, (size_t)n, off, j.seed);
+		uint64_t b = j.flags & JOB_NO_VERIFY ? UINT64_MAX
+						     : pump_check(buf + (size_t)i * j.rsize,
+								  (size_t)n, off, j.seed);
 		if (b != UINT64_MAX && bad == UINT64_MAX)
 			bad = b;
 		off += (uint64_t)n;
 		msgs++;
 		if (!eof) {
-			if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, ev.exs_evt_ahandle, mh)) {
+			if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q,
+				     ev.exs_evt_ahandle, mh)) {
 				failed = "exs_recv";
 				goto end;
 			}
@@ -194,18 +196,28 @@ static int serve(int fd, int type)
 	socklen_t cl = sizeof(c);
 	if (type == SOCK_STREAM)
 		exs_getsockopt(fd, SOL_EXS, EXS_SO_COUNTERS, &c, &cl);
-	struct result r = { JOB_MAGIC, bad == UINT64_MAX && (!j.bytes || off == j.bytes), off, msgs,
-			    bad, cpu() - c0, util_now_s() - t0, c.copied, c.ring_used };
+	struct result r = { JOB_MAGIC,
+			    bad == UINT64_MAX && (!j.bytes || off == j.bytes),
+			    off,
+			    msgs,
+			    bad,
+			    cpu() - c0,
+			    util_now_s() - t0,
+			    c.copied,
+			    c.ring_used };
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, &r, sizeof(r));
-	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != HDR_LEN) {
+	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
+	    HDR_LEN) {
 		failed = "sending the result";
 		goto end;
 	}
 	printf("server: %s %llu bytes in %llu receives, %s, %.3f s, cpu %.3f s\n",
 	       type == SOCK_STREAM ? "stream" : "seqpacket", (unsigned long long)off,
 	       (unsigned long long)msgs,
-	       !r.ok ? "DATA WRONG" : j.flags & JOB_NO_VERIFY ? "data not checked" : "data verified",
+	       !r.ok                     ? "DATA WRONG"
+	       : j.flags & JOB_NO_VERIFY ? "data not checked"
+					 : "data verified",
 	       r.secs, r.cpu);
 	fflush(stdout);
 end:
@@ -431,11 +443,16 @@ static int run_client(const struct opts *o)
 		die("exs_connect");
 	freeaddrinfo(ai);
 	size_t max = o->exp ? o->max : o->size;
-	struct job j = { JOB_MAGIC, (uint32_t)o->recvs, (uint32_t)(o->rsize ? o->rsize : max),
-			 o->no_verify ? JOB_NO_VERIFY : 0, (uint64_t)time(NULL), o->bytes };
+	struct job j = { JOB_MAGIC,
+			 (uint32_t)o->recvs,
+			 (uint32_t)(o->rsize ? o->rsize : max),
+			 o->no_verify ? JOB_NO_VERIFY : 0,
+			 (uint64_t)time(NULL),
+			 o->bytes };
 	uint8_t hdr[HDR_LEN] = { 0 };
 	memcpy(hdr, &j, sizeof(j));
-	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != HDR_LEN)
+	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
+	    HDR_LEN)
 		die("job");
 	size_t slab = (size_t)o->sends * max;
 	uint8_t *buf = aligned_alloc(4096, (slab + 4095) / 4096 * 4096);
@@ -481,14 +498,15 @@ static int run_client(const struct opts *o)
 	struct exs_stream_counters c;
 	socklen_t cl = sizeof(c);
 	exs_getsockopt(fd, SOL_EXS, EXS_SO_COUNTERS, &c, &cl);
-	if (exs_recv(fd, hdr, HDR_LEN, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
-	    HDR_LEN)
+	if (exs_recv(fd, hdr, HDR_LEN, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL,
+		     EXS_MHANDLE_INVALID) != HDR_LEN)
 		die("result");
 	struct result r;
 	memcpy(&r, hdr, sizeof(r));
 	bool ok = r.magic == JOB_MAGIC && r.ok && r.bytes == off;
 	double gbps = (double)off * 8 / secs / 1e9;
-	double ratio = c.direct + c.indirect ? (double)c.direct / (double)(c.direct + c.indirect) : 0;
+	double ratio =
+		c.direct + c.indirect ? (double)c.direct / (double)(c.direct + c.indirect) : 0;
 	double util = r.ring_used ? (double)r.copied / (double)r.ring_used : 0;
 	double us_round = rounds ? secs * 1e6 / (double)rounds : 0;
 	static const char *modes[] = { "dynamic", "direct", "indirect" };
@@ -509,10 +527,11 @@ static int run_client(const struct opts *o)
 		       (unsigned long long)off, (unsigned long long)msgs, secs, gbps,
 		       secs * 1e6 / (double)(msgs ? msgs : 1), (unsigned long long)c.direct,
 		       (unsigned long long)c.indirect, ratio, (unsigned long long)c.switches,
-		       (unsigned long long)c.discarded, ccpu / secs, r.cpu / (r.secs > 0 ? r.secs : 1),
-		       o->sends, o->recvs, flows[flow], (unsigned long long)c.coalesced,
-		       (unsigned long long)c.flushes, util, (unsigned long long)rounds, us_round,
-		       o->no_verify ? "false" : "true", ok && !o->no_verify ? "true" : "false");
+		       (unsigned long long)c.discarded, ccpu / secs,
+		       r.cpu / (r.secs > 0 ? r.secs : 1), o->sends, o->recvs, flows[flow],
+		       (unsigned long long)c.coalesced, (unsigned long long)c.flushes, util,
+		       (unsigned long long)rounds, us_round, o->no_verify ? "false" : "true",
+		       ok && !o->no_verify ? "true" : "false");
 	} else {
 		printf("client: %s %s, %llu bytes in %llu sends: %.3f Gbit/s, %.2f us/message\n",
 		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[o->mode],
@@ -527,12 +546,15 @@ static int run_client(const struct opts *o)
 		       flows[flow], (unsigned long long)c.coalesced, (unsigned long long)c.flushes,
 		       100 * util);
 		if (rounds)
-			printf("client: %llu rounds of %d sends and %.0f us %s: %.1f us per round\n",
+			printf("client: %llu rounds of %d sends and %.0f us %s: %.1f us per "
+			       "round\n",
 			       (unsigned long long)rounds, o->burst, o->compute_us,
 			       o->idle ? "asleep" : "computing", us_round);
 		printf("client: cpu %.0f%% client, %.0f%% server; data %s\n", 100 * ccpu / secs,
 		       100 * r.cpu / (r.secs > 0 ? r.secs : 1),
-		       !ok ? "WRONG" : o->no_verify ? "not checked" : "verified by the server");
+		       !ok            ? "WRONG"
+		       : o->no_verify ? "not checked"
+				      : "verified by the server");
 	}
 	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
 	exs_mderegister(&mh);
@@ -561,20 +583,25 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .port = 7480, .type = SOCK_STREAM, .sends = 8, .recvs = 8, .crc = 1,
-			  .size = 1 << 20, .time = 5, .flow = -1 };
+	struct opts o = { .port = 7480,
+			  .type = SOCK_STREAM,
+			  .sends = 8,
+			  .recvs = 8,
+			  .crc = 1,
+			  .size = 1 << 20,
+			  .time = 5,
+			  .flow = -1 };
 	static const struct option lo[] = {
-		{ "loop", no_argument, 0, 'L' },      { "type", required_argument, 0, 't' },
-		{ "mode", required_argument, 0, 'm' }, { "size", required_argument, 0, 'z' },
-		{ "sends", required_argument, 0, 'S' }, { "recvs", required_argument, 0, 'R' },
-		{ "time", required_argument, 0, 'T' }, { "bytes", required_argument, 0, 'B' },
-		{ "json", no_argument, 0, 'j' },	{ "help", no_argument, 0, 'h' },
-		{ "no-imm", no_argument, 0, 'I' },   { "crc", required_argument, 0, 'C' },
-		{ "flow", required_argument, 0, 'F' }, { "rsize", required_argument, 0, 'r' },
-		{ "ring", required_argument, 0, 'g' }, { "burst", required_argument, 0, 'b' },
+		{ "loop", no_argument, 0, 'L' },          { "type", required_argument, 0, 't' },
+		{ "mode", required_argument, 0, 'm' },    { "size", required_argument, 0, 'z' },
+		{ "sends", required_argument, 0, 'S' },   { "recvs", required_argument, 0, 'R' },
+		{ "time", required_argument, 0, 'T' },    { "bytes", required_argument, 0, 'B' },
+		{ "json", no_argument, 0, 'j' },          { "help", no_argument, 0, 'h' },
+		{ "no-imm", no_argument, 0, 'I' },        { "crc", required_argument, 0, 'C' },
+		{ "flow", required_argument, 0, 'F' },    { "rsize", required_argument, 0, 'r' },
+		{ "ring", required_argument, 0, 'g' },    { "burst", required_argument, 0, 'b' },
 		{ "compute", required_argument, 0, 'u' }, { "idle", required_argument, 0, 'i' },
-		{ "no-verify", no_argument, 0, 'V' },
-		{ 0, 0, 0, 0 }
+		{ "no-verify", no_argument, 0, 'V' },     { 0, 0, 0, 0 }
 	};
 	static const char *const types[] = { "stream", "seqpacket", NULL };
 	static const int type_of[] = { SOCK_STREAM, SOCK_SEQPACKET };
@@ -588,45 +615,78 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "sc:p:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 's': o.server = true; break;
-		case 'c': o.host = optarg; break;
+		case 's':
+			o.server = true;
+			break;
+		case 'c':
+			o.host = optarg;
+			break;
 		case 'p':
 			/* the SOCK_SEQPACKET port is the next one */
 			o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65534);
 			break;
-		case 'L': o.loop = true; break;
-		case 'j': o.json = true; break;
-		case 'I': o.no_imm = true; break;
-		case 'V': o.no_verify = true; break;
-		case 'C': o.crc = tool_opt_word(p, "--crc", optarg, off_on); break;
-		case 't': o.type = type_of[tool_opt_word(p, "--type", optarg, types)]; break;
-		case 'm': o.mode = mode_of[tool_opt_word(p, "--mode", optarg, modes)]; break;
+		case 'L':
+			o.loop = true;
+			break;
+		case 'j':
+			o.json = true;
+			break;
+		case 'I':
+			o.no_imm = true;
+			break;
+		case 'V':
+			o.no_verify = true;
+			break;
+		case 'C':
+			o.crc = tool_opt_word(p, "--crc", optarg, off_on);
+			break;
+		case 't':
+			o.type = type_of[tool_opt_word(p, "--type", optarg, types)];
+			break;
+		case 'm':
+			o.mode = mode_of[tool_opt_word(p, "--mode", optarg, modes)];
+			break;
 		case 'z':
 			if (!strncmp(optarg, "exp:", 4)) {
 				char *colon = strchr(optarg + 4, ':');
 				if (!colon)
-					tool_opt_fail(p, "--size '%s': exp:MEAN:MAX, two sizes", optarg);
+					tool_opt_fail(p, "--size '%s': exp:MEAN:MAX, two sizes",
+						      optarg);
 				*colon = 0;
 				o.exp = true;
-				o.mean = tool_opt_size(p, "--size exp: MEAN", optarg + 4, 1, 1u << 30);
-				o.max = tool_opt_size(p, "--size exp: MAX", colon + 1, o.mean, 1u << 30);
+				o.mean = tool_opt_size(p, "--size exp: MEAN", optarg + 4, 1,
+						       1u << 30);
+				o.max = tool_opt_size(p, "--size exp: MAX", colon + 1, o.mean,
+						      1u << 30);
 			} else {
 				o.size = tool_opt_size(p, "--size", optarg, 1, 1u << 30);
 			}
 			break;
-		case 'F': o.flow = flow_of[tool_opt_word(p, "--flow", optarg, flows)]; break;
-		case 'r': o.rsize = tool_opt_size(p, "--rsize", optarg, 1, 1u << 30); break;
-		case 'g': o.ring = tool_opt_size(p, "--ring", optarg, 4096, 1u << 28); break;
-		case 'b': o.burst = (int)tool_opt_uint(p, "--burst", optarg, 1, EXS_MAX_SENDS); break;
+		case 'F':
+			o.flow = flow_of[tool_opt_word(p, "--flow", optarg, flows)];
+			break;
+		case 'r':
+			o.rsize = tool_opt_size(p, "--rsize", optarg, 1, 1u << 30);
+			break;
+		case 'g':
+			o.ring = tool_opt_size(p, "--ring", optarg, 4096, 1u << 28);
+			break;
+		case 'b':
+			o.burst = (int)tool_opt_uint(p, "--burst", optarg, 1, EXS_MAX_SENDS);
+			break;
 		case 'u':
 		case 'i':
-			o.compute_us = (double)tool_opt_uint(p, c == 'u' ? "--compute" : "--idle", optarg,
-							     0, 60000000);
+			o.compute_us = (double)tool_opt_uint(p, c == 'u' ? "--compute" : "--idle",
+							     optarg, 0, 60000000);
 			o.idle = c == 'i';
 			paced = true;
 			break;
-		case 'S': o.sends = (int)tool_opt_uint(p, "--sends", optarg, 1, EXS_MAX_SENDS); break;
-		case 'R': o.recvs = (int)tool_opt_uint(p, "--recvs", optarg, 1, EXS_MAX_RECVS); break;
+		case 'S':
+			o.sends = (int)tool_opt_uint(p, "--sends", optarg, 1, EXS_MAX_SENDS);
+			break;
+		case 'R':
+			o.recvs = (int)tool_opt_uint(p, "--recvs", optarg, 1, EXS_MAX_RECVS);
+			break;
 		case 'T':
 			o.time = tool_opt_seconds(p, "--time", optarg, 86400);
 			timed = true;
@@ -635,8 +695,12 @@ int main(int argc, char **argv)
 			o.bytes = tool_opt_size(p, "--bytes", optarg, 1, UINT64_MAX >> 1);
 			counted = true;
 			break;
-		case 'h': usage(); return 0;
-		default: usage(); return 2;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage();
+			return 2;
 		}
 	}
 	tool_opt_no_more(p, argc, argv, optind);

@@ -85,10 +85,10 @@ void fpdu_stream_build(struct fpdu_stream *s, const uint32_t *msg_sizes, size_t 
 			be32_put(h + DDP_OFF_MSN, msn_rreq++);
 			be32_put(h + DDP_OFF_MO, 0);
 			be32_put(h + 18, 0x2000 + (uint32_t)m); /* sink STag */
-			be64_put(h + 22, 0x10000u * m);        /* sink TO */
-			be32_put(h + 30, size);                /* read size */
+			be64_put(h + 22, 0x10000u * m);         /* sink TO */
+			be32_put(h + 30, size);                 /* read size */
 			be32_put(h + 34, 0x3000 + (uint32_t)m); /* source STag */
-			be64_put(h + 38, 0);                   /* source TO */
+			be64_put(h + 38, 0);                    /* source TO */
 			struct sent_fpdu *f = &s->fpdus[s->n];
 			memcpy(f->hdr, h, rr_len);
 			f->hdr_len = rr_len;
@@ -117,7 +117,8 @@ void fpdu_stream_build(struct fpdu_stream *s, const uint32_t *msg_sizes, size_t 
 				be32_put(h + DDP_OFF_MSN, msn_send);
 				be32_put(h + DDP_OFF_MO, off);
 			} else {
-				h[0] = (uint8_t)(DDP_CTRL_T >> 8 | (last ? DDP_CTRL_L >> 8 : 0) | DDP_VERSION);
+				h[0] = (uint8_t)(DDP_CTRL_T >> 8 | (last ? DDP_CTRL_L >> 8 : 0) |
+						 DDP_VERSION);
 				h[1] = RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | RDMAP_RDMA_WRITE;
 				be32_put(h + DDP_OFF_STAG, 0x1000 + (uint32_t)m);
 				be64_put(h + DDP_OFF_TO, 0x100000000ull + off);
@@ -132,7 +133,8 @@ void fpdu_stream_build(struct fpdu_stream *s, const uint32_t *msg_sizes, size_t 
 			/* Two pieces when possible, so gathers are exercised. */
 			if (n > 1) {
 				iov[niov++] = (struct iovec){ (void *)f->payload, n / 3 };
-				iov[niov++] = (struct iovec){ (void *)(f->payload + n / 3), n - n / 3 };
+				iov[niov++] =
+					(struct iovec){ (void *)(f->payload + n / 3), n - n / 3 };
 			} else if (n) {
 				iov[niov++] = (struct iovec){ (void *)f->payload, n };
 			}

@@ -20,18 +20,18 @@
 
 struct fpdu_watch {
 	struct fpdu_rx rx;
-	int op;                 /* the current FPDU's RDMAP opcode; -1 before one */
-	unsigned fpdus;         /* FPDUs whole */
-	unsigned by_op[16];     /* ...of each RDMAP opcode */
-	bool after_terminate;   /* an FPDU came whole behind a Terminate */
+	int op;               /* the current FPDU's RDMAP opcode; -1 before one */
+	unsigned fpdus;       /* FPDUs whole */
+	unsigned by_op[16];   /* ...of each RDMAP opcode */
+	bool after_terminate; /* an FPDU came whole behind a Terminate */
 	/* the first Terminate's ULPDU (DDP header first): as much of it as
 	 * the largest one RFC 5040 allows; term_cut when it was longer */
 	uint8_t term[RDMAP_TERM_MAX_ULPDU];
 	size_t term_len;
 	bool term_cut;
-	bool term_whole;        /* it ended (its FPDU came whole) */
-	bool keeping;           /* the FPDU coming is that Terminate */
-	const char *error;      /* the bytes do not parse: why (then it stops) */
+	bool term_whole;   /* it ended (its FPDU came whole) */
+	bool keeping;      /* the FPDU coming is that Terminate */
+	const char *error; /* the bytes do not parse: why (then it stops) */
 };
 
 void fpdu_watch_init(struct fpdu_watch *w, bool crc);

@@ -68,7 +68,8 @@ void mpa_session_send(struct mpa_session *s, int dir, const uint32_t *sizes, siz
 size_t mpa_session_check(const struct mpa_session *s, int dir, struct rddp_error *err)
 {
 	const struct mpa_params *rxp = &s->params[!dir];
-	struct fpdu_rx_cfg cfg = { .crc = rxp->crc, .markers = rxp->markers_rx,
+	struct fpdu_rx_cfg cfg = { .crc = rxp->crc,
+				   .markers = rxp->markers_rx,
 				   .hdr_len = rdmap_hdr_len };
 	struct parse_result r;
 	const struct fpdu_stream *st = &s->stream[dir];
@@ -99,7 +100,8 @@ int mpa_session_write_pcap(const struct mpa_session *s, const char *path)
 			if (i[d] >= st->n)
 				continue;
 			const struct sent_fpdu *f = &st->fpdus[i[d]++];
-			rc = pcapw_segment(&w, d, st->bytes + f->wire_start, f->wire_end - f->wire_start);
+			rc = pcapw_segment(&w, d, st->bytes + f->wire_start,
+					   f->wire_end - f->wire_start);
 		}
 	}
 	int rc2 = pcapw_close(&w);

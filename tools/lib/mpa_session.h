@@ -15,8 +15,8 @@
 
 struct mpa_session {
 	struct mpa_policy pol[2];
-	int rc;                     /* 0 or -ECONNREFUSED */
-	int refused_by;             /* which endpoint refused, when rc != 0 */
+	int rc;         /* 0 or -ECONNREFUSED */
+	int refused_by; /* which endpoint refused, when rc != 0 */
 	struct mpa_verdict verdict;
 	struct mpa_params params[2];
 	uint8_t req[MPA_FRAME_HDR_LEN + MPA_PD_MAX_RFC];

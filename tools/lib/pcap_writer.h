@@ -18,10 +18,10 @@
 
 struct pcapw {
 	FILE *f;
-	uint32_t ip[2];   /* host byte order: [0] client, [1] server */
+	uint32_t ip[2]; /* host byte order: [0] client, [1] server */
 	uint16_t port[2];
-	uint32_t seq[2];  /* next sequence number each direction sends */
-	uint64_t usec;    /* timestamp of the next packet */
+	uint32_t seq[2]; /* next sequence number each direction sends */
+	uint64_t usec;   /* timestamp of the next packet */
 	uint16_t ip_id;
 };
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint32_t sim_mem_add(struct sim_mem *m, void *addr, uint64_t to_base, uint64_t len,
-		     uint32_t rights, uint32_t pd, uint32_t qp, bool invalidatable)
+uint32_t sim_mem_add(struct sim_mem *m, void *addr, uint64_t to_base, uint64_t len, uint32_t rights,
+		     uint32_t pd, uint32_t qp, bool invalidatable)
 {
 	if (m->n >= SIM_MAX_REGIONS)
 		abort();
@@ -107,17 +107,16 @@ int sim_end_init(struct sim_end *e, const struct sim_cfg *cfg)
 		.recv_claim = sim_rq_claim,
 		.recv_ctx = &e->rq,
 	};
-	struct fpdu_rx_cfg rc = { .crc = cfg->crc, .markers = cfg->markers_rx,
-				  .hdr_len = rdmap_hdr_len, .arg = &e->conn };
+	struct fpdu_rx_cfg rc = { .crc = cfg->crc,
+				  .markers = cfg->markers_rx,
+				  .hdr_len = rdmap_hdr_len,
+				  .arg = &e->conn };
 	fpdu_rx_init(&e->rx, &rc);
 	fpdu_tx_init(&e->tx, cfg->crc, cfg->markers_tx);
 	return rdmap_conn_init(&e->conn, &cc);
 }
 
-void sim_end_fini(struct sim_end *e)
-{
-	rdmap_conn_fini(&e->conn);
-}
+void sim_end_fini(struct sim_end *e) { rdmap_conn_fini(&e->conn); }
 
 static int fail(struct sim_end *e, const struct rddp_error *err)
 {

@@ -33,8 +33,8 @@ struct sim_mem {
 };
 
 /* Register memory; returns its STag (index << 8 | key). */
-uint32_t sim_mem_add(struct sim_mem *m, void *addr, uint64_t to_base, uint64_t len,
-		     uint32_t rights, uint32_t pd, uint32_t qp, bool invalidatable);
+uint32_t sim_mem_add(struct sim_mem *m, void *addr, uint64_t to_base, uint64_t len, uint32_t rights,
+		     uint32_t pd, uint32_t qp, bool invalidatable);
 int sim_mem_lookup(void *ctx, uint32_t stag, struct ddp_region *out);
 int sim_mem_invalidate(void *ctx, uint32_t stag, uint32_t pd, uint32_t qp);
 
@@ -66,8 +66,8 @@ struct sim_end {
 	int nev;
 	struct rdmap_place pl;
 	uint32_t pl_off;
-	bool failed;            /* the stream ended: err or peer's Terminate */
-	struct rddp_error err;  /* what we found wrong (MPA or RDMAP) */
+	bool failed;           /* the stream ended: err or peer's Terminate */
+	struct rddp_error err; /* what we found wrong (MPA or RDMAP) */
 };
 
 struct sim_cfg {

@@ -32,7 +32,7 @@ int tool_opt_word(const char *prog, const char *opt, const char *arg, const char
 /* what no single value shows (two options that exclude each other, a
  * required one missing): says so, after the tool's name, and exits 2 */
 __attribute__((format(printf, 2, 3), noreturn)) void tool_opt_fail(const char *prog,
-								    const char *fmt, ...);
+								   const char *fmt, ...);
 
 /* an argument left after the options (argv[optind] on): refused by name */
 void tool_opt_no_more(const char *prog, int argc, char *const *argv, int optind);

@@ -12,20 +12,20 @@
 
 /* what a case changes in an otherwise valid Send or RDMA Write */
 enum nf_class {
-	NF_OPCODE,	/* the RDMAP opcode */
-	NF_QN,		/* the untagged queue number */
-	NF_MSN,		/* the message sequence number */
-	NF_MO,		/* the message offset */
-	NF_STAG,	/* a tagged segment's STag */
-	NF_TO,		/* a tagged segment's tagged offset */
-	NF_LENGTH,	/* ULPDU_Length against what follows (CRC kept right) */
-	NF_BITS,	/* the T and L bits */
-	NF_VERSION,	/* the DDP and RDMAP versions */
-	NF_TRUNCATE,	/* the FPDU cut short, then the connection closed */
-	NF_OVERSIZE,	/* a ULPDU longer than any peer's MULPDU */
-	NF_CRC,		/* a wrong CRC (with CRC negotiated) */
-	NF_RANDOM,	/* several fields at once */
-	NF_VALID,	/* nothing changed: the control, how the peer takes a good one */
+	NF_OPCODE,   /* the RDMAP opcode */
+	NF_QN,       /* the untagged queue number */
+	NF_MSN,      /* the message sequence number */
+	NF_MO,       /* the message offset */
+	NF_STAG,     /* a tagged segment's STag */
+	NF_TO,       /* a tagged segment's tagged offset */
+	NF_LENGTH,   /* ULPDU_Length against what follows (CRC kept right) */
+	NF_BITS,     /* the T and L bits */
+	NF_VERSION,  /* the DDP and RDMAP versions */
+	NF_TRUNCATE, /* the FPDU cut short, then the connection closed */
+	NF_OVERSIZE, /* a ULPDU longer than any peer's MULPDU */
+	NF_CRC,      /* a wrong CRC (with CRC negotiated) */
+	NF_RANDOM,   /* several fields at once */
+	NF_VALID,    /* nothing changed: the control, how the peer takes a good one */
 	NF_CLASSES
 };
 
@@ -35,8 +35,8 @@ int nf_class_parse(const char *name);
 /* how the peer reacted */
 enum nf_reaction {
 	NF_TERMINATE, /* a Terminate (codes below), then the close */
-	NF_FIN,	      /* it closed without a Terminate */
-	NF_RST,	      /* it reset the connection */
+	NF_FIN,       /* it closed without a Terminate */
+	NF_RST,       /* it reset the connection */
 	NF_SILENCE,   /* nothing within the timeout */
 	NF_REPLY,     /* it answered with FPDUs other than a Terminate */
 	NF_CRASH,     /* the watched peer process is gone */
@@ -52,19 +52,19 @@ struct nf_case {
 	uint8_t bytes[70000]; /* what goes on the wire after the MPA exchange */
 	size_t len;
 	bool close_after; /* send a FIN right after (truncation) */
-	bool crc;	  /* CRC was negotiated */
+	bool crc;         /* CRC was negotiated */
 	/* the reaction */
 	enum nf_reaction reaction;
 	uint8_t layer, etype, ecode; /* a Terminate's, RFC reading */
-	bool siw_layout;	     /* the peer's Terminate used siw's bit layout */
+	bool siw_layout;             /* the peer's Terminate used siw's bit layout */
 	char note[96];
 };
 
 struct nf_target {
-	bool crc;	      /* ask for CRC */
-	uint32_t stag;	      /* a tagged target, if known (0: a made-up one) */
+	bool crc;      /* ask for CRC */
+	uint32_t stag; /* a tagged target, if known (0: a made-up one) */
 	uint64_t to;
-	uint32_t payload;     /* bytes in the base message */
+	uint32_t payload; /* bytes in the base message */
 };
 
 /* Build case `index` of class cls from seed (the same three numbers give

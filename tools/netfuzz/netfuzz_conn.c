@@ -69,7 +69,8 @@ static int negotiate(int fd, bool initiator, bool crc, struct nf_case *c)
 	struct mpa_frame f;
 	/* revision 1, as siw's rping sends it by default: no private data a
 	 * peer's application would have to understand */
-	struct mpa_frame mine = { .type = initiator ? MPA_FRAME_REQUEST : MPA_FRAME_REPLY, .rev = 1,
+	struct mpa_frame mine = { .type = initiator ? MPA_FRAME_REQUEST : MPA_FRAME_REPLY,
+				  .rev = 1,
 				  .crc = crc };
 	int rc;
 	if (!initiator) {

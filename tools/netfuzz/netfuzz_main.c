@@ -43,7 +43,8 @@ static void usage(const char *a0)
 static int listen_on(int port)
 {
 	int fd = socket(AF_INET6, SOCK_STREAM, 0), one = 1;
-	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+				  .sin6_port = htons((uint16_t)port),
 				  .sin6_addr = IN6ADDR_ANY_INIT };
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16))
@@ -53,8 +54,8 @@ static int listen_on(int port)
 
 static void json_case(FILE *j, const struct nf_case *c, bool first)
 {
-	fprintf(j, "%s\n    {\"class\":\"%s\",\"case\":%u,\"crc\":%s,\"reaction\":\"%s\"", first ? "" : ",",
-		nf_class_name(c->cls), c->index, c->crc ? "true" : "false",
+	fprintf(j, "%s\n    {\"class\":\"%s\",\"case\":%u,\"crc\":%s,\"reaction\":\"%s\"",
+		first ? "" : ",", nf_class_name(c->cls), c->index, c->crc ? "true" : "false",
 		nf_reaction_name(c->reaction));
 	if (c->reaction == NF_TERMINATE)
 		fprintf(j, ",\"layer\":%u,\"etype\":%u,\"ecode\":%u,\"siw_layout\":%s", c->layer,
@@ -76,35 +77,67 @@ int main(int argc, char **argv)
 	uint64_t seed = 1;
 	struct nf_target t = { .payload = 64 };
 	static const struct option lo[] = {
-		{ "crc", required_argument, 0, 'C' },	   { "seed", required_argument, 0, 'e' },
-		{ "cases", required_argument, 0, 'n' },	   { "class", required_argument, 0, 'k' },
-		{ "case", required_argument, 0, 'i' },	   { "timeout", required_argument, 0, 't' },
-		{ "stag", required_argument, 0, 'S' },	   { "to", required_argument, 0, 'T' },
+		{ "crc", required_argument, 0, 'C' },     { "seed", required_argument, 0, 'e' },
+		{ "cases", required_argument, 0, 'n' },   { "class", required_argument, 0, 'k' },
+		{ "case", required_argument, 0, 'i' },    { "timeout", required_argument, 0, 't' },
+		{ "stag", required_argument, 0, 'S' },    { "to", required_argument, 0, 'T' },
 		{ "payload", required_argument, 0, 'P' }, { "watch", required_argument, 0, 'w' },
-		{ "json", required_argument, 0, 'j' },	   { "quiet", no_argument, 0, 'q' },
-		{ "help", no_argument, 0, 'h' },	   { 0, 0, 0, 0 },
+		{ "json", required_argument, 0, 'j' },    { "quiet", no_argument, 0, 'q' },
+		{ "help", no_argument, 0, 'h' },          { 0, 0, 0, 0 },
 	};
 	static const char *const off_on[] = { "off", "on", NULL };
 	const char *p = argv[0];
 	int o;
 	while ((o = getopt_long(argc, argv, "c:sp:h", lo, NULL)) != -1) {
 		switch (o) {
-		case 'c': host = optarg; break;
-		case 's': server = true; break;
-		case 'p': port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535); break;
-		case 'C': crc = tool_opt_word(p, "--crc", optarg, off_on); break;
-		case 'e': seed = tool_opt_uint(p, "--seed", optarg, 0, UINT64_MAX); break;
-		case 'n': cases = (int)tool_opt_uint(p, "--cases", optarg, 1, INT_MAX); break;
-		case 'k': classes = optarg; break;
-		case 'i': one_case = (int)tool_opt_uint(p, "--case", optarg, 0, INT_MAX); break;
-		case 't': timeout = (int)tool_opt_uint(p, "--timeout", optarg, 1, 3600000); break;
-		case 'S': t.stag = (uint32_t)tool_opt_uint(p, "--stag", optarg, 0, UINT32_MAX); break;
-		case 'T': t.to = tool_opt_uint(p, "--to", optarg, 0, UINT64_MAX); break;
-		case 'P': t.payload = (uint32_t)tool_opt_uint(p, "--payload", optarg, 0, 1024); break;
-		case 'w': watch = (int)tool_opt_uint(p, "--watch", optarg, 1, INT_MAX); break;
-		case 'j': json = optarg; break;
-		case 'q': quiet = true; break;
-		default: usage(argv[0]); return o == 'h' ? 0 : 2;
+		case 'c':
+			host = optarg;
+			break;
+		case 's':
+			server = true;
+			break;
+		case 'p':
+			port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535);
+			break;
+		case 'C':
+			crc = tool_opt_word(p, "--crc", optarg, off_on);
+			break;
+		case 'e':
+			seed = tool_opt_uint(p, "--seed", optarg, 0, UINT64_MAX);
+			break;
+		case 'n':
+			cases = (int)tool_opt_uint(p, "--cases", optarg, 1, INT_MAX);
+			break;
+		case 'k':
+			classes = optarg;
+			break;
+		case 'i':
+			one_case = (int)tool_opt_uint(p, "--case", optarg, 0, INT_MAX);
+			break;
+		case 't':
+			timeout = (int)tool_opt_uint(p, "--timeout", optarg, 1, 3600000);
+			break;
+		case 'S':
+			t.stag = (uint32_t)tool_opt_uint(p, "--stag", optarg, 0, UINT32_MAX);
+			break;
+		case 'T':
+			t.to = tool_opt_uint(p, "--to", optarg, 0, UINT64_MAX);
+			break;
+		case 'P':
+			t.payload = (uint32_t)tool_opt_uint(p, "--payload", optarg, 0, 1024);
+			break;
+		case 'w':
+			watch = (int)tool_opt_uint(p, "--watch", optarg, 1, INT_MAX);
+			break;
+		case 'j':
+			json = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		default:
+			usage(argv[0]);
+			return o == 'h' ? 0 : 2;
 		}
 	}
 	tool_opt_no_more(p, argc, argv, optind);
@@ -144,22 +177,24 @@ int main(int argc, char **argv)
 	}
 	if (j)
 		fprintf(j, "{\"peer\":\"%s:%d\",\"seed\":%llu,\"crc_asked\":%s,\"cases\":[",
-			host ? host : "(accepted)", port, (unsigned long long)seed, crc ? "true" : "false");
+			host ? host : "(accepted)", port, (unsigned long long)seed,
+			crc ? "true" : "false");
 	static struct nf_case c;
 	unsigned counts[NF_CLASSES][NF_REACTIONS] = { { 0 } };
 	int status = 0, first = 1;
 	for (int cls = 0; cls < NF_CLASSES && !status; cls++) {
 		if (!want[cls])
 			continue;
-		for (int i = one_case >= 0 ? one_case : 0; i < (one_case >= 0 ? one_case + 1 : cases);
-		     i++) {
+		for (int i = one_case >= 0 ? one_case : 0;
+		     i < (one_case >= 0 ? one_case + 1 : cases); i++) {
 			c.seed = seed;
 			c.index = (unsigned)i;
 			c.cls = (enum nf_class)cls;
 			int rc = nf_run(&c, &t, host, port, lfd, crc, timeout, watch);
 			if (rc) {
-				fprintf(stderr, "uwarp-fuzz: %s case %d: %s%s%s\n", nf_class_name(cls), i,
-					strerror(-rc), c.note[0] ? ": " : "", c.note);
+				fprintf(stderr, "uwarp-fuzz: %s case %d: %s%s%s\n",
+					nf_class_name(cls), i, strerror(-rc), c.note[0] ? ": " : "",
+					c.note);
 				status = 1;
 				break;
 			}
@@ -168,7 +203,8 @@ int main(int argc, char **argv)
 				json_case(j, &c, first);
 			first = 0;
 			if (!quiet) {
-				printf("%-9s %3d  %-9s", nf_class_name(cls), i, nf_reaction_name(c.reaction));
+				printf("%-9s %3d  %-9s", nf_class_name(cls), i,
+				       nf_reaction_name(c.reaction));
 				if (c.reaction == NF_TERMINATE)
 					printf(" %u/%u/0x%02x%s", c.layer, c.etype, c.ecode,
 					       c.siw_layout ? " (siw layout)" : "");
@@ -202,7 +238,8 @@ int main(int argc, char **argv)
 				continue;
 			fprintf(j, "%s\"%s\":{", fc ? "" : ",", nf_class_name(cls));
 			for (int r = 0; r < NF_REACTIONS; r++)
-				fprintf(j, "%s\"%s\":%u", r ? "," : "", nf_reaction_name(r), counts[cls][r]);
+				fprintf(j, "%s\"%s\":%u", r ? "," : "", nf_reaction_name(r),
+					counts[cls][r]);
 			fprintf(j, "}");
 			fc = 0;
 		}

@@ -13,8 +13,8 @@
 #include "netfuzz.h"
 
 static const char *const class_names[NF_CLASSES] = {
-	"opcode", "qn", "msn", "mo", "stag", "to", "length",
-	"bits", "version", "truncate", "oversize", "crc", "random", "valid",
+	"opcode", "qn",      "msn",      "mo",       "stag", "to",     "length",
+	"bits",   "version", "truncate", "oversize", "crc",  "random", "valid",
 };
 
 const char *nf_class_name(enum nf_class c) { return class_names[c]; }
@@ -45,8 +45,10 @@ static uint64_t next(uint64_t *s)
 static uint32_t pick32(uint64_t *s)
 {
 	/* the values that break parsers most often, then anything */
-	static const uint32_t edge[] = { 0, 1, 2, 3, 4, 5, 0x7f, 0x80, 0xff, 0x100, 0xffff,
-					 0x10000, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff };
+	static const uint32_t edge[] = { 0,          1,          2,          3,
+					 4,          5,          0x7f,       0x80,
+					 0xff,       0x100,      0xffff,     0x10000,
+					 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff };
 	uint64_t r = next(s);
 	return r & 1 ? edge[(r >> 1) % 16] : (uint32_t)(r >> 32);
 }
@@ -86,7 +88,9 @@ static void mutate_field(uint8_t *u, size_t ulen, enum nf_class cls, uint64_t *s
 {
 	bool tagged = u[0] & 0x80;
 	switch (cls) {
-	case NF_OPCODE: u[1] = (uint8_t)((u[1] & 0xF0) | (next(s) & 0x0F)); break;
+	case NF_OPCODE:
+		u[1] = (uint8_t)((u[1] & 0xF0) | (next(s) & 0x0F));
+		break;
 	case NF_QN:
 		if (!tagged)
 			be32_put(u + OFF_QN, 1 + pick32(s) % 0xfffffffe);
@@ -103,18 +107,22 @@ static void mutate_field(uint8_t *u, size_t ulen, enum nf_class cls, uint64_t *s
 		break;
 	case NF_STAG:
 		if (tagged)
-			be32_put(u + OFF_STAG, be32_get(u + OFF_STAG) ^ (1 + pick32(s) % 0xfffffffe));
+			be32_put(u + OFF_STAG,
+				 be32_get(u + OFF_STAG) ^ (1 + pick32(s) % 0xfffffffe));
 		break;
 	case NF_TO:
 		if (tagged)
 			be64_put(u + OFF_TO, ((uint64_t)pick32(s) << 32) | pick32(s));
 		break;
-	case NF_BITS: u[0] ^= (uint8_t)(0x40 << (next(s) % 2)) | (next(s) % 2 ? 0x80 : 0); break;
+	case NF_BITS:
+		u[0] ^= (uint8_t)(0x40 << (next(s) % 2)) | (next(s) % 2 ? 0x80 : 0);
+		break;
 	case NF_VERSION:
 		if (next(s) % 2)
 			u[0] = (uint8_t)((u[0] & 0xFC) | (2 + next(s) % 2) % 4);
 		else
-			u[1] = (uint8_t)((u[1] & 0x3F) | ((next(s) % 3) == 0 ? 0x00 : 0x80 | (next(s) % 2) << 6));
+			u[1] = (uint8_t)((u[1] & 0x3F) |
+					 ((next(s) % 3) == 0 ? 0x00 : 0x80 | (next(s) % 2) << 6));
 		break;
 	default: /* reserved bits: DDP's and RDMAP's */
 		u[0] |= (uint8_t)((1 + next(s) % 15) << 2);
@@ -143,9 +151,9 @@ void nf_build(struct nf_case *c, const struct nf_target *t, bool crc)
 {
 	uint64_t s = c->seed ^ ((uint64_t)c->index << 32) ^ ((uint64_t)c->cls << 56);
 	static uint8_t u[70000];
-	bool tagged = c->cls == NF_STAG || c->cls == NF_TO ? true
+	bool tagged = c->cls == NF_STAG || c->cls == NF_TO                     ? true
 		      : c->cls == NF_QN || c->cls == NF_MSN || c->cls == NF_MO ? false
-									      : next(&s) % 2;
+									       : next(&s) % 2;
 	size_t ulen = base_message(u, tagged, t, &s);
 	c->close_after = false;
 	c->note[0] = 0;
@@ -175,7 +183,9 @@ void nf_build(struct nf_case *c, const struct nf_target *t, bool crc)
 		for (int k = 1 + (int)(next(&s) % 3); k > 0; k--)
 			mutate_field(u, ulen, (enum nf_class)(next(&s) % (NF_VERSION + 2)), &s);
 		break;
-	default: mutate_field(u, ulen, c->cls, &s); break;
+	default:
+		mutate_field(u, ulen, c->cls, &s);
+		break;
 	}
 	c->len = frame(c->bytes, (uint16_t)ulen, u, ulen, crc);
 	if (c->cls == NF_CRC) {

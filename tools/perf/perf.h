@@ -65,8 +65,8 @@ struct perf_opts {
 	bool verify;
 	bool quiet;
 	/* server: peers ask, the server decides */
-	int max_conns;	   /* sessions at once; more are refused */
-	uint64_t max_mem;  /* bytes of buffers over all sessions */
+	int max_conns;    /* sessions at once; more are refused */
+	uint64_t max_mem; /* bytes of buffers over all sessions */
 };
 
 #define PERF_DEFAULT_MAX_CONNS 16384 /* four clients at the client's largest --qps */

@@ -18,7 +18,7 @@ struct qstate {
 	struct uw_qp *qp;
 	struct uw_cq *cq;
 	struct uw_mr *mr;
-	uint8_t *buf;       /* [source slots | sink/echo slots | atomic results] */
+	uint8_t *buf; /* [source slots | sink/echo slots | atomic results] */
 	uint64_t half;
 	uint32_t slots;
 	uint64_t raddr, rlen;
@@ -45,10 +45,7 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
-static uint8_t *src_slot(struct qstate *q, uint64_t i)
-{
-	return q->buf + (i % q->slots) * o->size;
-}
+static uint8_t *src_slot(struct qstate *q, uint64_t i) { return q->buf + (i % q->slots) * o->size; }
 
 static uint8_t *sink_slot(struct qstate *q, uint64_t i)
 {
@@ -149,8 +146,9 @@ static void completed(struct qstate *q, const struct uw_wc *wc)
 
 static int connect_one(struct qstate *q, const struct sockaddr *addr)
 {
-	struct uw_conn_param p = { .ird = 128, .ord = 128, .crc = o->crc, .markers = o->markers,
-				   .mpa_rev = o->rev };
+	struct uw_conn_param p = {
+		.ird = 128, .ord = 128, .crc = o->crc, .markers = o->markers, .mpa_rev = o->rev
+	};
 	struct perf_hello h;
 	q->slots = (uint32_t)(o->size ? PERF_MAX_BUF / 4 / o->size : 1);
 	if (q->slots > (uint32_t)o->depth)
@@ -172,14 +170,23 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 	for (uint32_t j = 0; j < q->slots; j++)
 		perf_fill(src_slot(q, j), o->size, j + (o->op == OP_WRITE ? 1000 : 0));
 	q->mr = uw_reg_mr(pd, q->buf, len, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
-	struct uw_qp_init_attr qa = { .qp_context = q, .send_cq = q->cq, .recv_cq = q->cq,
+	struct uw_qp_init_attr qa = { .qp_context = q,
+				      .send_cq = q->cq,
+				      .recv_cq = q->cq,
 				      .cap = { (uint32_t)o->depth + 8, (uint32_t)o->depth + 8,
 					       (uint32_t)o->sge, 1, 64 } };
 	if (!q->mr || !(q->qp = uw_cm_create_qp(q->id, pd, &qa)))
 		return fail("queue pair", errno);
-	h = (struct perf_hello){ htonl(PERF_MAGIC), PERF_VERSION, (uint8_t)o->op, (uint8_t)o->mode,
-				 o->verify, htobe64(o->size), htonl(q->slots), htonl((uint32_t)o->depth),
-				 htobe64((uintptr_t)(q->buf + q->half)), htonl(q->mr->rkey),
+	h = (struct perf_hello){ htonl(PERF_MAGIC),
+				 PERF_VERSION,
+				 (uint8_t)o->op,
+				 (uint8_t)o->mode,
+				 o->verify,
+				 htobe64(o->size),
+				 htonl(q->slots),
+				 htonl((uint32_t)o->depth),
+				 htobe64((uintptr_t)(q->buf + q->half)),
+				 htonl(q->mr->rkey),
 				 htonl(o->markers ? PERF_HELLO_MARKERS : 0) };
 	p.private_data = &h;
 	p.private_data_len = sizeof(h);
@@ -198,7 +205,8 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 			return fail("waiting for the server", rc);
 		enum uw_cm_event_type t = e->event;
 		int status = e->status;
-		if (t == UW_CM_EVENT_ESTABLISHED && e->private_data_len >= sizeof(struct perf_welcome)) {
+		if (t == UW_CM_EVENT_ESTABLISHED &&
+		    e->private_data_len >= sizeof(struct perf_welcome)) {
 			struct perf_welcome w;
 			memcpy(&w, e->private_data, sizeof(w));
 			q->raddr = be64toh(w.addr);
@@ -237,10 +245,7 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 	return 0;
 }
 
-static struct qstate *owner(const struct uw_wc *wc)
-{
-	return wc->qp->qp_context;
-}
+static struct qstate *owner(const struct uw_wc *wc) { return wc->qp->qp_context; }
 
 /* What the server sent on q: an empty Send is a credit ack (its receive
  * goes back); a 16-byte one is the final report, after our FIN. Returns
@@ -294,7 +299,8 @@ static int wait_reports(struct qstate *qs, int nq)
 		while (o->mode == MODE_BW && q->credits <= 0 && util_now_s() < deadline)
 			if (take_acks(10, &reports))
 				return 1;
-		struct uw_send_wr fin = { .wr_id = UINT64_MAX - 1, .opcode = UW_WR_SEND,
+		struct uw_send_wr fin = { .wr_id = UINT64_MAX - 1,
+					  .opcode = UW_WR_SEND,
 					  .send_flags = UW_SEND_SOLICITED | UW_SEND_SIGNALED };
 		if (o->mode == MODE_LAT && post_ack_recv(q, UINT64_MAX))
 			return fail("post receive", 0);
@@ -325,8 +331,8 @@ static int wait_reports(struct qstate *qs, int nq)
 	for (int k = 0, shown = 0; k < nq && shown < 4; k++)
 		if (!qs[k].got_report) {
 			fprintf(stderr, " [QP %d: %llu posted, %llu completed, %lld credits]", k,
-				(unsigned long long)qs[k].posted, (unsigned long long)qs[k].completed,
-				(long long)qs[k].credits);
+				(unsigned long long)qs[k].posted,
+				(unsigned long long)qs[k].completed, (long long)qs[k].credits);
 			shown++;
 		}
 	fprintf(stderr, "\n");
@@ -391,8 +397,11 @@ static int run_lat(struct qstate *q, double *elapsed)
 		uint8_t mark = (uint8_t)(i % 255 + 1);
 		bool echo = o->op == OP_SEND || o->op == OP_IMM;
 		if (echo) {
-			struct uw_sge s = { (uintptr_t)sink_slot(q, 0), (uint32_t)o->size, q->mr->lkey };
-			struct uw_recv_wr wr = { .wr_id = i, .sg_list = &s, .num_sge = o->size ? 1 : 0 };
+			struct uw_sge s = { (uintptr_t)sink_slot(q, 0), (uint32_t)o->size,
+					    q->mr->lkey };
+			struct uw_recv_wr wr = { .wr_id = i,
+						 .sg_list = &s,
+						 .num_sge = o->size ? 1 : 0 };
 			if (uw_post_recv(q->qp, &wr, NULL))
 				return fail("post receive", 0);
 		}
@@ -424,7 +433,8 @@ static int run_lat(struct qstate *q, double *elapsed)
 					q->errors++;
 			}
 			if (o->op == OP_WRITE && !answered &&
-			    __atomic_load_n(&sink_slot(q, 0)[o->size - 1], __ATOMIC_ACQUIRE) == mark)
+			    __atomic_load_n(&sink_slot(q, 0)[o->size - 1], __ATOMIC_ACQUIRE) ==
+				    mark)
 				answered = true;
 		}
 		if (q->nlat < q->cap_lat)
@@ -442,8 +452,11 @@ static int verify_writes(struct qstate *q)
 	uint64_t n = q->posted < q->rslots ? q->posted : q->rslots;
 	for (uint64_t j = 0; j < n; j++) {
 		struct uw_sge s = { (uintptr_t)sink_slot(q, 0), (uint32_t)o->size, q->mr->lkey };
-		struct uw_send_wr wr = { .wr_id = j, .sg_list = &s, .num_sge = o->size ? 1 : 0,
-					 .opcode = UW_WR_RDMA_READ, .send_flags = UW_SEND_SIGNALED,
+		struct uw_send_wr wr = { .wr_id = j,
+					 .sg_list = &s,
+					 .num_sge = o->size ? 1 : 0,
+					 .opcode = UW_WR_RDMA_READ,
+					 .send_flags = UW_SEND_SIGNALED,
 					 .rdma = { q->raddr + j * o->size, q->rkey } };
 		if (uw_post_send(q->qp, &wr, NULL))
 			return fail("read back", 0);
@@ -538,7 +551,8 @@ int perf_client(const struct perf_opts *opt)
 		return rc;
 
 	/* Immediate Data and atomics move 8 bytes each, whatever --size says */
-	double bytes = (double)ops * (o->op == OP_IMM || o->op == OP_ATOMIC ? 8.0 : (double)o->size);
+	double bytes =
+		(double)ops * (o->op == OP_IMM || o->op == OP_ATOMIC ? 8.0 : (double)o->size);
 	double gbps = elapsed > 0 ? bytes * 8 / elapsed / 1e9 : 0;
 	double p50 = 0, p99 = 0;
 	if (o->mode == MODE_LAT) {
@@ -556,9 +570,8 @@ int perf_client(const struct perf_opts *opt)
 		       "\"gbps\":%.3f,\"lat_us_p50\":%.2f,\"lat_us_p99\":%.2f,\"cpu_s\":%.3f,"
 		       "\"verified\":%s,\"errors\":%llu,\"rss_kib_per_qp\":%.1f",
 		       perf_op_name(o->op), lat ? "lat" : "bw", (unsigned long long)o->size,
-		       (unsigned long long)ops, o->qps, o->depth,
-		       qs[0].crc ? "true" : "false", qs[0].markers_tx ? "true" : "false",
-		       qs[0].markers_rx ? "true" : "false",
+		       (unsigned long long)ops, o->qps, o->depth, qs[0].crc ? "true" : "false",
+		       qs[0].markers_tx ? "true" : "false", qs[0].markers_rx ? "true" : "false",
 		       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual", gbps, p50, p99, cpu,
 		       o->verify ? "true" : "false", (unsigned long long)errors, rss_per_qp);
 		if (o->tcp)
@@ -572,8 +585,8 @@ int perf_client(const struct perf_opts *opt)
 		if (o->tcp)
 			printf(" %10s %10s %7s", "TCP Gb/s", "TCP p50", "ratio");
 		printf("\n%-7s %-4s %10llu %9llu %10.3f %10.2f %10.2f", perf_op_name(o->op),
-		       lat ? "lat" : "bw", (unsigned long long)o->size, (unsigned long long)ops, gbps,
-		       p50, p99);
+		       lat ? "lat" : "bw", (unsigned long long)o->size, (unsigned long long)ops,
+		       gbps, p50, p99);
 		if (o->tcp)
 			printf(" %10.3f %10.2f %7.3f", tcp.gbps, tcp.lat_p50_us, ratio);
 		printf("\n%s\n", errors ? "VERIFICATION FAILED" : o->verify ? "data verified" : "");

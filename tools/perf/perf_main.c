@@ -27,10 +27,12 @@
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s -s [-p PORT] [-a ADDR] [--loop] [--progress manual|auto] [--crc on|off] [--tcp]\n"
+		"usage: %s -s [-p PORT] [-a ADDR] [--loop] [--progress manual|auto] [--crc on|off] "
+		"[--tcp]\n"
 		"          [--max-conns N] [--max-mem BYTES]\n"
 		"       %s -c HOST [-p PORT] --op send|write|read|imm|atomic --size BYTES\n"
-		"          (--iters N | --time SECONDS) [--lat|--bw] [--crc on|off] [--markers on|off]\n"
+		"          (--iters N | --time SECONDS) [--lat|--bw] [--crc on|off] [--markers "
+		"on|off]\n"
 		"          [--progress manual|auto] [--qps N] [--depth N] [--sge N] [--rev 1|2]\n"
 		"          [--tcp] [--no-verify] [--json]\n"
 		"       %s --perftest TEST [-c HOST] [-p PORT] [--size BYTES] [--iters N] ...\n",
@@ -44,21 +46,40 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--perftest") || !strncmp(argv[i], "--perftest=", 11))
 			return perf_pt_main(argc, argv);
-	struct perf_opts o = { .port = 18515 + 1000, .op = OP_WRITE, .size = 65536, .mode = MODE_BW,
-			       .crc = UW_CRC_DEFAULT, .qps = 1, .depth = 16, .sge = 1, .verify = true,
-			       .max_conns = PERF_DEFAULT_MAX_CONNS, .max_mem = PERF_DEFAULT_MAX_MEM };
+	struct perf_opts o = { .port = 18515 + 1000,
+			       .op = OP_WRITE,
+			       .size = 65536,
+			       .mode = MODE_BW,
+			       .crc = UW_CRC_DEFAULT,
+			       .qps = 1,
+			       .depth = 16,
+			       .sge = 1,
+			       .verify = true,
+			       .max_conns = PERF_DEFAULT_MAX_CONNS,
+			       .max_mem = PERF_DEFAULT_MAX_MEM };
 	static const struct option longopts[] = {
-		{ "op", required_argument, 0, 'o' },	 { "size", required_argument, 0, 'S' },
-		{ "iters", required_argument, 0, 'n' },	 { "time", required_argument, 0, 't' },
-		{ "lat", no_argument, 0, 'L' },		 { "bw", no_argument, 0, 'B' },
-		{ "crc", required_argument, 0, 'C' },	 { "markers", required_argument, 0, 'M' },
-		{ "progress", required_argument, 0, 'P' }, { "qps", required_argument, 0, 'q' },
-		{ "depth", required_argument, 0, 'd' },	 { "sge", required_argument, 0, 'g' },
-		{ "rev", required_argument, 0, 'r' },	 { "tcp", no_argument, 0, 'T' },
-		{ "json", no_argument, 0, 'j' },	 { "loop", no_argument, 0, 'l' },
-		{ "no-verify", no_argument, 0, 'V' },	 { "quiet", no_argument, 0, 'Q' },
-		{ "max-conns", required_argument, 0, 'X' }, { "max-mem", required_argument, 0, 'Y' },
-		{ "help", no_argument, 0, 'h' },	 { 0, 0, 0, 0 },
+		{ "op", required_argument, 0, 'o' },
+		{ "size", required_argument, 0, 'S' },
+		{ "iters", required_argument, 0, 'n' },
+		{ "time", required_argument, 0, 't' },
+		{ "lat", no_argument, 0, 'L' },
+		{ "bw", no_argument, 0, 'B' },
+		{ "crc", required_argument, 0, 'C' },
+		{ "markers", required_argument, 0, 'M' },
+		{ "progress", required_argument, 0, 'P' },
+		{ "qps", required_argument, 0, 'q' },
+		{ "depth", required_argument, 0, 'd' },
+		{ "sge", required_argument, 0, 'g' },
+		{ "rev", required_argument, 0, 'r' },
+		{ "tcp", no_argument, 0, 'T' },
+		{ "json", no_argument, 0, 'j' },
+		{ "loop", no_argument, 0, 'l' },
+		{ "no-verify", no_argument, 0, 'V' },
+		{ "quiet", no_argument, 0, 'Q' },
+		{ "max-conns", required_argument, 0, 'X' },
+		{ "max-mem", required_argument, 0, 'Y' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
 	};
 	static const char *const ops[] = { "send", "write", "read", "imm", "atomic", NULL };
 	static const char *const off_on[] = { "off", "on", NULL };
@@ -67,37 +88,83 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "sc:p:a:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': o.server = true; break;
-		case 'c': o.host = optarg; break;
-		case 'p': o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535); break;
-		case 'a': o.bind = optarg; break;
-		case 'o': o.op = (enum perf_op)tool_opt_word(p, "--op", optarg, ops); break;
-		case 'S': o.size = tool_opt_size(p, "--size", optarg, 0, 1ull << 31); break;
-		case 'n': o.iters = tool_opt_uint(p, "--iters", optarg, 1, UINT64_MAX); break;
-		case 't': o.seconds = tool_opt_seconds(p, "--time", optarg, 86400); break;
-		case 'L': o.mode = MODE_LAT; break;
-		case 'B': o.mode = MODE_BW; break;
+		case 's':
+			o.server = true;
+			break;
+		case 'c':
+			o.host = optarg;
+			break;
+		case 'p':
+			o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535);
+			break;
+		case 'a':
+			o.bind = optarg;
+			break;
+		case 'o':
+			o.op = (enum perf_op)tool_opt_word(p, "--op", optarg, ops);
+			break;
+		case 'S':
+			o.size = tool_opt_size(p, "--size", optarg, 0, 1ull << 31);
+			break;
+		case 'n':
+			o.iters = tool_opt_uint(p, "--iters", optarg, 1, UINT64_MAX);
+			break;
+		case 't':
+			o.seconds = tool_opt_seconds(p, "--time", optarg, 86400);
+			break;
+		case 'L':
+			o.mode = MODE_LAT;
+			break;
+		case 'B':
+			o.mode = MODE_BW;
+			break;
 		case 'C':
 			o.crc = tool_opt_word(p, "--crc", optarg, off_on) ? UW_CRC_ON : UW_CRC_OFF;
 			break;
-		case 'M': o.markers = tool_opt_word(p, "--markers", optarg, off_on); break;
+		case 'M':
+			o.markers = tool_opt_word(p, "--markers", optarg, off_on);
+			break;
 		case 'P':
 			o.progress = tool_opt_word(p, "--progress", optarg, progress)
 					     ? UW_PROGRESS_AUTO
 					     : UW_PROGRESS_MANUAL;
 			break;
-		case 'q': o.qps = (int)tool_opt_uint(p, "--qps", optarg, 1, 4096); break;
-		case 'd': o.depth = (int)tool_opt_uint(p, "--depth", optarg, 1, 4096); break;
-		case 'g': o.sge = (int)tool_opt_uint(p, "--sge", optarg, 1, UW_MAX_SGE); break;
-		case 'r': o.rev = (int)tool_opt_uint(p, "--rev", optarg, 1, 2); break;
-		case 'T': o.tcp = true; break;
-		case 'j': o.json = true; break;
-		case 'l': o.loop = true; break;
-		case 'V': o.verify = false; break;
-		case 'Q': o.quiet = true; break;
-		case 'X': o.max_conns = (int)tool_opt_uint(p, "--max-conns", optarg, 1, 1 << 20); break;
-		case 'Y': o.max_mem = tool_opt_size(p, "--max-mem", optarg, 1, UINT64_MAX); break;
-		default: usage(argv[0]); return c == 'h' ? 0 : 2;
+		case 'q':
+			o.qps = (int)tool_opt_uint(p, "--qps", optarg, 1, 4096);
+			break;
+		case 'd':
+			o.depth = (int)tool_opt_uint(p, "--depth", optarg, 1, 4096);
+			break;
+		case 'g':
+			o.sge = (int)tool_opt_uint(p, "--sge", optarg, 1, UW_MAX_SGE);
+			break;
+		case 'r':
+			o.rev = (int)tool_opt_uint(p, "--rev", optarg, 1, 2);
+			break;
+		case 'T':
+			o.tcp = true;
+			break;
+		case 'j':
+			o.json = true;
+			break;
+		case 'l':
+			o.loop = true;
+			break;
+		case 'V':
+			o.verify = false;
+			break;
+		case 'Q':
+			o.quiet = true;
+			break;
+		case 'X':
+			o.max_conns = (int)tool_opt_uint(p, "--max-conns", optarg, 1, 1 << 20);
+			break;
+		case 'Y':
+			o.max_mem = tool_opt_size(p, "--max-mem", optarg, 1, UINT64_MAX);
+			break;
+		default:
+			usage(argv[0]);
+			return c == 'h' ? 0 : 2;
 		}
 	}
 	tool_opt_no_more(name, argc, argv, optind);
@@ -127,7 +194,8 @@ int main(int argc, char **argv)
 	}
 	if ((o.op == OP_SEND || o.op == OP_IMM) && o.size * 2 * (uint64_t)o.depth > PERF_MAX_BUF) {
 		/* the server posts 2 x depth receives, each its own buffer */
-		fprintf(stderr, "send: 2 x --depth x --size is at most %u MiB\n", PERF_MAX_BUF >> 20);
+		fprintf(stderr, "send: 2 x --depth x --size is at most %u MiB\n",
+			PERF_MAX_BUF >> 20);
 		return 2;
 	}
 	return perf_client(&o);

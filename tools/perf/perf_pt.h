@@ -114,8 +114,8 @@ struct pt_comm {
 	struct pt_link link;
 	struct uw_mr *mr;
 	bool client;
-	int timeout_ms;           /* per wait; -1 while the peer runs its test */
-	bool rx_ready, tx_done;   /* completions taken but not yet consumed */
+	int timeout_ms;         /* per wait; -1 while the peer runs its test */
+	bool rx_ready, tx_done; /* completions taken but not yet consumed */
 	uint32_t rx_len;
 	uint8_t msg[2 * PT_MSG_MAX]; /* [receive | send] */
 };
@@ -140,7 +140,7 @@ struct pt_run {
 	struct uw_pd *pd;
 	struct uw_cm_channel *listen_ch; /* server: one listener serves both connections */
 	struct uw_cm_id *listener;
-	struct sockaddr_storage peer;    /* client */
+	struct sockaddr_storage peer; /* client */
 	struct pt_comm comm;
 	struct pt_link test;
 	/* perftest's buffer: [local area | remote area], each `area` bytes;

@@ -23,13 +23,21 @@
 int pt_post_op(struct pt_run *r, uint64_t wr_id, uint64_t off)
 {
 	struct uw_sge s = { (uintptr_t)(r->buf + off), (uint32_t)r->o->size, r->mr->lkey };
-	struct uw_send_wr wr = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1,
+	struct uw_send_wr wr = { .wr_id = wr_id,
+				 .sg_list = &s,
+				 .num_sge = 1,
 				 .send_flags = UW_SEND_SIGNALED,
 				 .rdma = { r->theirs.vaddr + off, r->theirs.rkey } };
 	switch (r->o->test->verb) {
-	case PT_WRITE: wr.opcode = UW_WR_RDMA_WRITE; break;
-	case PT_READ: wr.opcode = UW_WR_RDMA_READ; break;
-	case PT_SEND: wr.opcode = UW_WR_SEND; break;
+	case PT_WRITE:
+		wr.opcode = UW_WR_RDMA_WRITE;
+		break;
+	case PT_READ:
+		wr.opcode = UW_WR_RDMA_READ;
+		break;
+	case PT_SEND:
+		wr.opcode = UW_WR_SEND;
+		break;
 	}
 	return -uw_post_send(r->test.qp, &wr, NULL);
 }
@@ -51,8 +59,9 @@ int pt_post_recvs(struct pt_run *r, uint64_t n)
 static int wc_failed(struct pt_run *r, const struct uw_wc *wc)
 {
 	fprintf(stderr, "uwarp-perf: %s %llu completed with %s\n",
-		wc->wr_id & PT_RECV_TAG ? "receive" : wc->wr_id & PT_CREDIT_TAG ? "credit write"
-										  : "operation",
+		wc->wr_id & PT_RECV_TAG     ? "receive"
+		: wc->wr_id & PT_CREDIT_TAG ? "credit write"
+					    : "operation",
 		(unsigned long long)(wc->wr_id & ~(PT_RECV_TAG | PT_CREDIT_TAG)),
 		uw_wc_status_str(wc->status));
 	pt_link_explain(&r->test);
@@ -100,8 +109,9 @@ int pt_bw_client(struct pt_run *r, struct pt_bw_report *rep)
 			last_credit = send ? credit_in(r) : 0;
 		} else if (!rc && now > stall) {
 			bool starved = send && !may_send(r, sent);
-			fprintf(stderr, "uwarp-perf: nothing completed for %d s (%llu posted, "
-					"%llu done%s)\n",
+			fprintf(stderr,
+				"uwarp-perf: nothing completed for %d s (%llu posted, "
+				"%llu done%s)\n",
 				PT_STALL_MS / 1000, (unsigned long long)sent,
 				(unsigned long long)done,
 				starved ? ", waiting for the receiver's credit" : "");
@@ -125,7 +135,9 @@ static int post_credit(struct pt_run *r, uint64_t received)
 {
 	r->credit[0] = htole32((uint32_t)received);
 	struct uw_sge s = { (uintptr_t)&r->credit[0], sizeof(uint32_t), r->credit_mr->lkey };
-	struct uw_send_wr wr = { .wr_id = PT_CREDIT_TAG | received, .sg_list = &s, .num_sge = 1,
+	struct uw_send_wr wr = { .wr_id = PT_CREDIT_TAG | received,
+				 .sg_list = &s,
+				 .num_sge = 1,
 				 .opcode = UW_WR_RDMA_WRITE,
 				 .send_flags = UW_SEND_SIGNALED | UW_SEND_INLINE,
 				 .rdma = { r->theirs.vaddr, r->theirs.rkey } };
@@ -166,9 +178,10 @@ int pt_send_bw_server(struct pt_run *r, struct pt_bw_report *rep)
 		if (n > 0) {
 			stall = now + PT_STALL_MS / 1000.0;
 		} else if (!rc && now > stall) {
-			fprintf(stderr, "uwarp-perf: nothing arrived for %d s "
-					"(%llu of %llu messages)\n", PT_STALL_MS / 1000,
-				(unsigned long long)received,
+			fprintf(stderr,
+				"uwarp-perf: nothing arrived for %d s "
+				"(%llu of %llu messages)\n",
+				PT_STALL_MS / 1000, (unsigned long long)received,
 				(unsigned long long)iters);
 			rc = -ETIMEDOUT;
 		} else if (!rc) {

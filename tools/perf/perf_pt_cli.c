@@ -25,7 +25,7 @@
 
 static const struct pt_test tests[] = {
 	{ "write_bw", PT_WRITE, PT_BW }, { "read_bw", PT_READ, PT_BW },
-	{ "send_bw", PT_SEND, PT_BW },	 { "write_lat", PT_WRITE, PT_LAT },
+	{ "send_bw", PT_SEND, PT_BW },   { "write_lat", PT_WRITE, PT_LAT },
 	{ "read_lat", PT_READ, PT_LAT }, { "send_lat", PT_SEND, PT_LAT },
 };
 
@@ -58,10 +58,18 @@ int perf_pt_main(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "c:p:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'T': o.test = &tests[tool_opt_word(p, "--perftest", optarg, names)]; break;
-		case 'c': o.host = optarg; break;
-		case 'p': o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535); break;
-		case 'S': o.size = tool_opt_size(p, "--size", optarg, 1, PERF_MAX_BUF / 2); break;
+		case 'T':
+			o.test = &tests[tool_opt_word(p, "--perftest", optarg, names)];
+			break;
+		case 'c':
+			o.host = optarg;
+			break;
+		case 'p':
+			o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535);
+			break;
+		case 'S':
+			o.size = tool_opt_size(p, "--size", optarg, 1, PERF_MAX_BUF / 2);
+			break;
 		case 'n':
 			/* perftest's limits on -n */
 			o.iters = tool_opt_uint(p, "--iters", optarg, PT_MIN_ITERS, PT_MAX_ITERS);
@@ -69,8 +77,12 @@ int perf_pt_main(int argc, char **argv)
 		case 'C':
 			o.crc = tool_opt_word(p, "--crc", optarg, off_on) ? UW_CRC_ON : UW_CRC_OFF;
 			break;
-		case 'j': o.json = true; break;
-		default: usage(argv[0]); return c == 'h' ? 0 : 2;
+		case 'j':
+			o.json = true;
+			break;
+		default:
+			usage(argv[0]);
+			return c == 'h' ? 0 : 2;
 		}
 	}
 	tool_opt_no_more(p, argc, argv, optind);

@@ -14,8 +14,11 @@
 
 int pt_comm_open(struct pt_comm *c, struct uw_context *ctx, struct uw_pd *pd, bool client)
 {
-	struct uw_qp_cap cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1,
-				 .max_recv_sge = 1, .max_inline_data = 0 };
+	struct uw_qp_cap cap = { .max_send_wr = 2,
+				 .max_recv_wr = 2,
+				 .max_send_sge = 1,
+				 .max_recv_sge = 1,
+				 .max_inline_data = 0 };
 	memset(c, 0, sizeof(*c));
 	c->client = client;
 	c->timeout_ms = PT_STEP_MS;
@@ -57,8 +60,11 @@ static int comm_send(struct pt_comm *c, const void *data, size_t len)
 	uint8_t *tx = c->msg + PT_MSG_MAX;
 	memcpy(tx, data, len);
 	struct uw_sge s = { (uintptr_t)tx, (uint32_t)len, c->mr->lkey };
-	struct uw_send_wr wr = { .wr_id = COMM_SEND_ID, .sg_list = &s, .num_sge = 1,
-				 .opcode = UW_WR_SEND, .send_flags = UW_SEND_SIGNALED };
+	struct uw_send_wr wr = { .wr_id = COMM_SEND_ID,
+				 .sg_list = &s,
+				 .num_sge = 1,
+				 .opcode = UW_WR_SEND,
+				 .send_flags = UW_SEND_SIGNALED };
 	c->tx_done = false;
 	int rc = -uw_post_send(c->link.qp, &wr, NULL);
 	while (!rc && !c->tx_done)

@@ -61,8 +61,10 @@ static int wait_byte(struct pt_run *r, const uint8_t *p, uint8_t want, uint64_t 
 		if (spins % 1024)
 			continue;
 		if (uw_qp_get_state(r->test.qp) == UW_QPS_ERR) {
-			fprintf(stderr, "uwarp-perf: the connection failed while waiting for the "
-					"peer's Write %llu\n", (unsigned long long)i);
+			fprintf(stderr,
+				"uwarp-perf: the connection failed while waiting for the "
+				"peer's Write %llu\n",
+				(unsigned long long)i);
 			return -ECONNRESET;
 		}
 		if (util_now_s() > give_up)

@@ -68,11 +68,16 @@ static int wait_established(struct pt_link *l, int timeout_ms)
 			l->peer_uwarp = e->rfc7306;
 		uw_cm_ack_event(e);
 		switch (t) {
-		case UW_CM_EVENT_ESTABLISHED: return 0;
-		case UW_CM_EVENT_REJECTED: return -ECONNREFUSED;
-		case UW_CM_EVENT_CONNECT_ERROR: return -(status ? status : EPROTO);
-		case UW_CM_EVENT_DISCONNECTED: return -ECONNRESET;
-		case UW_CM_EVENT_CONNECT_REQUEST: break;
+		case UW_CM_EVENT_ESTABLISHED:
+			return 0;
+		case UW_CM_EVENT_REJECTED:
+			return -ECONNREFUSED;
+		case UW_CM_EVENT_CONNECT_ERROR:
+			return -(status ? status : EPROTO);
+		case UW_CM_EVENT_DISCONNECTED:
+			return -ECONNRESET;
+		case UW_CM_EVENT_CONNECT_REQUEST:
+			break;
 		}
 	}
 }
@@ -167,8 +172,9 @@ static int wait_disconnected(struct pt_link *l, int ms)
 		if (e->event == UW_CM_EVENT_DISCONNECTED) {
 			l->down = true;
 			if (e->terminated)
-				fprintf(stderr, "uwarp-perf: Terminate %s: layer %u type %u "
-						"code 0x%02x\n",
+				fprintf(stderr,
+					"uwarp-perf: Terminate %s: layer %u type %u "
+					"code 0x%02x\n",
 					e->term_remote ? "from the peer" : "sent to the peer",
 					e->term_layer, e->term_etype, e->term_ecode);
 		}
@@ -177,10 +183,7 @@ static int wait_disconnected(struct pt_link *l, int ms)
 	return l->down ? 0 : -ETIMEDOUT;
 }
 
-void pt_link_explain(struct pt_link *l)
-{
-	wait_disconnected(l, 500);
-}
+void pt_link_explain(struct pt_link *l) { wait_disconnected(l, 500); }
 
 int pt_link_close(struct pt_link *l, int grace_ms)
 {

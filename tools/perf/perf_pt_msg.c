@@ -80,8 +80,18 @@ static uint64_t get64(const uint8_t *p)
 
 /* struct pingpong_dest on x86_64: five ints, 4 bytes of padding, the
  * 64-bit address, the 16-byte GID, two more ints */
-enum { D_LID = 0, D_OUT_READS = 4, D_QPN = 8, D_PSN = 12, D_RKEY = 16, D_VADDR = 24,
-       D_GID = 32, D_SRQN = 48, D_GID_INDEX = 52, D_LEN = 56 };
+enum {
+	D_LID = 0,
+	D_OUT_READS = 4,
+	D_QPN = 8,
+	D_PSN = 12,
+	D_RKEY = 16,
+	D_VADDR = 24,
+	D_GID = 32,
+	D_SRQN = 48,
+	D_GID_INDEX = 52,
+	D_LEN = 56
+};
 
 int pt_handshake(struct pt_comm *c, const struct pt_dest *mine, struct pt_dest *theirs)
 {

@@ -118,8 +118,9 @@ static void json_head(const struct pt_opts *o, bool client, uint64_t size, uint6
 	       (unsigned long long)iters);
 }
 
-#define LINE "-----------------------------------------------------------------------------" \
-	     "----------\n"
+#define LINE                                                                            \
+	"-----------------------------------------------------------------------------" \
+	"----------\n"
 
 void pt_print_bw(const struct pt_opts *o, bool client, const struct pt_bw_report *rep)
 {
@@ -159,9 +160,10 @@ void pt_print_lat(const struct pt_opts *o, bool client, const struct pt_lat_repo
 		printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "
 		       "t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   "
 		       "99.9%% percentile[usec]\n");
-		printf(" %-7llu %-14llu %-14.2f %-12.2f %-18.2f %-14.2f %-15.2f %-22.2f %.2f\n"
-		       LINE, (unsigned long long)rep->size, (unsigned long long)rep->iters,
-		       rep->t_min, rep->t_max, rep->t_typical, rep->t_avg, rep->t_stdev, rep->t_p99,
+		printf(" %-7llu %-14llu %-14.2f %-12.2f %-18.2f %-14.2f %-15.2f %-22.2f "
+		       "%.2f\n" LINE,
+		       (unsigned long long)rep->size, (unsigned long long)rep->iters, rep->t_min,
+		       rep->t_max, rep->t_typical, rep->t_avg, rep->t_stdev, rep->t_p99,
 		       rep->t_p999);
 	}
 	fflush(stdout);

@@ -64,9 +64,11 @@ static int resolve_peer(struct pt_run *r)
 static int start_listener(struct pt_run *r)
 {
 	uint16_t port = htons((uint16_t)r->o->port);
-	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = port,
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+				   .sin6_port = port,
 				   .sin6_addr = IN6ADDR_ANY_INIT };
-	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = port,
+	struct sockaddr_in a4 = { .sin_family = AF_INET,
+				  .sin_port = port,
 				  .sin_addr = { htonl(INADDR_ANY) } };
 	r->listen_ch = uw_cm_create_channel(r->ctx);
 	r->listener = r->listen_ch ? uw_cm_create_id(r->listen_ch, NULL) : NULL;
@@ -167,8 +169,11 @@ static int connect_all(struct pt_run *r)
 	set_depths(r);
 	if ((rc = alloc_memory(r)))
 		return fail(r, "test memory", rc);
-	struct uw_qp_cap cap = { .max_send_wr = r->tx_depth + 8, .max_recv_wr = r->rx_depth + 1,
-				 .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 64 };
+	struct uw_qp_cap cap = { .max_send_wr = r->tx_depth + 8,
+				 .max_recv_wr = r->rx_depth + 1,
+				 .max_send_sge = 1,
+				 .max_recv_sge = 1,
+				 .max_inline_data = 64 };
 	int cqe = (int)(2 * (cap.max_send_wr + cap.max_recv_wr));
 	if ((rc = pt_link_open(&r->test, r->ctx, cqe, &cap)))
 		return fail(r, "test connection", rc);

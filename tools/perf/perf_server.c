@@ -64,7 +64,8 @@ static const struct perf_opts *opts;
 static int post_recv(struct session *s)
 {
 	uint64_t slot = s->posted % s->nrecv;
-	struct uw_sge sge = { (uintptr_t)(s->rbuf + slot * s->size), (uint32_t)s->size, s->mr->lkey };
+	struct uw_sge sge = { (uintptr_t)(s->rbuf + slot * s->size), (uint32_t)s->size,
+			      s->mr->lkey };
 	struct uw_recv_wr wr = { .wr_id = s->posted, .sg_list = &sge, .num_sge = s->size ? 1 : 0 };
 	int rc = uw_post_recv(s->qp, &wr, NULL);
 	if (!rc)
@@ -77,8 +78,11 @@ static int send_ctl(struct session *s, uint64_t wr_id, const void *data, uint32_
 	if (len)
 		memcpy(s->ctl, data, len);
 	struct uw_sge sge = { (uintptr_t)s->ctl, len, s->ctl_mr->lkey };
-	struct uw_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = len ? 1 : 0,
-				 .opcode = UW_WR_SEND, .send_flags = flags };
+	struct uw_send_wr wr = { .wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = len ? 1 : 0,
+				 .opcode = UW_WR_SEND,
+				 .send_flags = flags };
 	return uw_post_send(s->qp, &wr, NULL);
 }
 
@@ -107,7 +111,8 @@ static void session_free(struct session *s)
 static struct session *session_new(struct uw_cm_event *e, char *why, size_t whylen)
 {
 	if (nsessions >= opts->max_conns) {
-		snprintf(why, whylen, "uwarp-perf server: at its limit of %d connections (--max-conns)",
+		snprintf(why, whylen,
+			 "uwarp-perf server: at its limit of %d connections (--max-conns)",
 			 opts->max_conns);
 		return NULL;
 	}
@@ -171,7 +176,9 @@ static struct session *session_new(struct uw_cm_event *e, char *why, size_t whyl
 			  UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ |
 				  UW_ACCESS_REMOTE_ATOMIC);
 	s->ctl_mr = uw_reg_mr(s->pd, s->ctl, sizeof(s->ctl), UW_ACCESS_LOCAL_WRITE);
-	struct uw_qp_init_attr qa = { .qp_context = s, .send_cq = s->cq, .recv_cq = s->cq,
+	struct uw_qp_init_attr qa = { .qp_context = s,
+				      .send_cq = s->cq,
+				      .recv_cq = s->cq,
 				      .cap = { 2 * s->depth + 8, s->nrecv + 4, 1, 1, 64 } };
 	if (!s->mr || !s->ctl_mr || !(s->qp = uw_cm_create_qp(s->id, s->pd, &qa)))
 		goto fail;
@@ -190,12 +197,14 @@ static void session_wc(struct session *s, const struct uw_wc *wc)
 {
 	if (wc->status != UW_WC_SUCCESS) {
 		if (wc->status != UW_WC_WR_FLUSH_ERR && !opts->quiet)
-			fprintf(stderr, "server: completion error: %s\n", uw_wc_status_str(wc->status));
+			fprintf(stderr, "server: completion error: %s\n",
+				uw_wc_status_str(wc->status));
 		return;
 	}
 	if (wc->opcode != UW_WC_RECV && wc->opcode != UW_WC_RECV_IMM)
 		return;
-	bool fin = (wc->wc_flags & UW_WC_SOLICITED) && wc->opcode == UW_WC_RECV && wc->byte_len == 0;
+	bool fin =
+		(wc->wc_flags & UW_WC_SOLICITED) && wc->opcode == UW_WC_RECV && wc->byte_len == 0;
 	uint64_t n = s->recvs;
 	if (fin) {
 		/* the report: how many messages, how many wrong */
@@ -212,8 +221,8 @@ static void session_wc(struct session *s, const struct uw_wc *wc)
 	if (s->ours && s->h.verify) {
 		uint8_t op = s->h.op;
 		if (op == OP_SEND && (wc->byte_len != s->size ||
-				      perf_check(s->rbuf + (wc->wr_id % s->nrecv) * s->size, s->size,
-						 n % s->slots) != s->size))
+				      perf_check(s->rbuf + (wc->wr_id % s->nrecv) * s->size,
+						 s->size, n % s->slots) != s->size))
 			s->errors++;
 		if (op == OP_IMM && wc->imm_data != n)
 			s->errors++;
@@ -222,9 +231,13 @@ static void session_wc(struct session *s, const struct uw_wc *wc)
 	if (s->ours && s->h.mode == MODE_LAT) {
 		/* echo: the same bytes back, or the same Immediate Data */
 		uint64_t slot = wc->wr_id % s->nrecv;
-		struct uw_sge sge = { (uintptr_t)(s->rbuf + slot * s->size), (uint32_t)s->size, s->mr->lkey };
-		struct uw_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = s->size ? 1 : 0,
-					 .opcode = wc->opcode == UW_WC_RECV_IMM ? UW_WR_IMM : UW_WR_SEND,
+		struct uw_sge sge = { (uintptr_t)(s->rbuf + slot * s->size), (uint32_t)s->size,
+				      s->mr->lkey };
+		struct uw_send_wr wr = { .wr_id = 2,
+					 .sg_list = &sge,
+					 .num_sge = s->size ? 1 : 0,
+					 .opcode = wc->opcode == UW_WC_RECV_IMM ? UW_WR_IMM
+										: UW_WR_SEND,
 					 .imm_data = wc->imm_data };
 		uw_post_send(s->qp, &wr, NULL);
 	} else if (s->ours && ++s->since_ack == s->depth) {
@@ -247,7 +260,9 @@ static bool session_poll_memory(struct session *s)
 		return false;
 	s->last_mark = m;
 	struct uw_sge sge = { (uintptr_t)s->buf, (uint32_t)s->size, s->mr->lkey };
-	struct uw_send_wr wr = { .wr_id = 4, .sg_list = &sge, .num_sge = 1,
+	struct uw_send_wr wr = { .wr_id = 4,
+				 .sg_list = &sge,
+				 .num_sge = 1,
 				 .opcode = UW_WR_RDMA_WRITE,
 				 .rdma = { be64toh(s->h.client_addr), ntohl(s->h.client_rkey) } };
 	uw_post_send(s->qp, &wr, NULL);
@@ -259,7 +274,8 @@ static void report(struct session *s)
 	if (opts->quiet)
 		return;
 	double dt = util_now_s() - s->t0;
-	printf("server: connection done: %llu receives, %llu bytes, %llu errors, %.3f s, cpu %.3f s\n",
+	printf("server: connection done: %llu receives, %llu bytes, %llu errors, %.3f s, cpu %.3f "
+	       "s\n",
 	       (unsigned long long)s->recvs, (unsigned long long)s->bytes,
 	       (unsigned long long)s->errors, dt, cpu_now() - s->cpu0);
 	fflush(stdout);
@@ -268,8 +284,10 @@ static void report(struct session *s)
 int perf_server(const struct perf_opts *o)
 {
 	struct uw_context_attr ca = { .progress = o->progress };
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE }, *ai;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE },
+			*ai;
 	char port[16];
 	struct session *sessions = NULL;
 	int served = 0;
@@ -340,12 +358,17 @@ int perf_server(const struct perf_opts *o)
 						printf("server: refused a connection: %s\n", why);
 					break;
 				}
-				struct perf_welcome w = { htonl(PERF_MAGIC), htonl(s->mr->rkey),
-							  htobe64((uintptr_t)s->buf), htobe64(s->len),
-							  htonl(s->slots), 0 };
+				struct perf_welcome w = { htonl(PERF_MAGIC),
+							  htonl(s->mr->rkey),
+							  htobe64((uintptr_t)s->buf),
+							  htobe64(s->len),
+							  htonl(s->slots),
+							  0 };
 				struct uw_conn_param p = { .private_data = &w,
 							   .private_data_len = sizeof(w),
-							   .ird = 128, .ord = 128, .crc = o->crc,
+							   .ird = 128,
+							   .ord = 128,
+							   .crc = o->crc,
 							   /* markers both ways if the client
 							    * wants them (--markers on) */
 							   .markers = s->ours &&
@@ -383,7 +406,8 @@ int perf_server(const struct perf_opts *o)
 					while ((n = uw_poll_cq(cq, 16, wc)) > 0)
 						for (int i = 0; i < n; i++)
 							if (wc[i].qp)
-								session_wc(wc[i].qp->qp_context, &wc[i]);
+								session_wc(wc[i].qp->qp_context,
+									   &wc[i]);
 					report(s);
 					uw_cm_ack_event(e);
 					e = NULL;

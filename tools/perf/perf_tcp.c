@@ -102,8 +102,10 @@ static void *acceptor(void *arg)
 
 int perf_tcp_server_start(const struct perf_opts *o, int tcp_port)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE }, *ai;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE },
+			*ai;
 	char port[16];
 	int one = 1;
 	snprintf(port, sizeof(port), "%d", tcp_port);
@@ -151,8 +153,9 @@ int perf_tcp_client(const struct perf_opts *o, struct perf_result *r)
 	uint64_t slots = o->mode == MODE_LAT ? 1 : (uint64_t)o->depth;
 	if (slots * size > PERF_MAX_BUF / 4)
 		slots = PERF_MAX_BUF / 4 / size ? PERF_MAX_BUF / 4 / size : 1;
-	struct tcp_hello h = { (uint8_t)o->op, (uint8_t)o->mode, { 0 }, htonl((uint32_t)slots),
-			       htobe64(size) };
+	struct tcp_hello h = {
+		(uint8_t)o->op, (uint8_t)o->mode, { 0 }, htonl((uint32_t)slots), htobe64(size)
+	};
 	uint8_t *mem = malloc(size * slots), *buf = mem;
 	if (!mem || io_all(fd, &h, sizeof(h), true)) {
 		free(mem);

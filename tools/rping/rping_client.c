@@ -91,7 +91,8 @@ static int run(struct rping_conn *c, const struct rping_opts *o)
 		if (rc || (rc = wait_go(c)))
 			return rc ? rc : EIO;
 		/* it Writes the echo into our rdma buffer, then says go */
-		if ((rc = rping_send_info(c, c->rdma_buf, c->rdma_mr->rkey, size)) || (rc = wait_go(c)))
+		if ((rc = rping_send_info(c, c->rdma_buf, c->rdma_mr->rkey, size)) ||
+		    (rc = wait_go(c)))
 			return rc;
 		if (o->validate && memcmp(c->start_buf, c->rdma_buf, size)) {
 			fprintf(stderr, "uwarp-rping: data mismatch in ping %ld\n", ping);

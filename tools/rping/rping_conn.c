@@ -68,7 +68,10 @@ int rping_send_info(struct rping_conn *c, const void *buf, uint32_t rkey, uint32
 		memset(&c->send_buf, 0, sizeof(c->send_buf)); /* the server's "go" */
 	}
 	struct uw_sge s = { (uintptr_t)&c->send_buf, sizeof(c->send_buf), c->send_mr->lkey };
-	struct uw_send_wr wr = { .wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = UW_WR_SEND,
+	struct uw_send_wr wr = { .wr_id = 2,
+				 .sg_list = &s,
+				 .num_sge = 1,
+				 .opcode = UW_WR_SEND,
 				 .send_flags = UW_SEND_SIGNALED | UW_SEND_INLINE };
 	return uw_post_send(c->qp, &wr, NULL);
 }
@@ -102,8 +105,9 @@ int rping_next_wc(struct rping_conn *c, struct uw_wc *wc)
 struct uw_conn_param rping_param(const struct rping_opts *o)
 {
 	/* rping's client asks IRD = ORD = 1; the server takes the peer's */
-	struct uw_conn_param p = { .ird = 1, .ord = 1, .crc = o->crc, .markers = o->markers,
-				   .mpa_rev = o->mpa_rev };
+	struct uw_conn_param p = {
+		.ird = 1, .ord = 1, .crc = o->crc, .markers = o->markers, .mpa_rev = o->mpa_rev
+	};
 	return p;
 }
 

@@ -32,15 +32,14 @@ static void usage(const char *argv0)
 
 int main(int argc, char **argv)
 {
-	struct rping_opts o = { .port = RPING_PORT, .size = RPING_DEFAULT_SIZE, .crc = UW_CRC_DEFAULT };
+	struct rping_opts o = { .port = RPING_PORT,
+				.size = RPING_DEFAULT_SIZE,
+				.crc = UW_CRC_DEFAULT };
 	bool client = false;
 	static const struct option longopts[] = {
-		{ "crc", required_argument, 0, 'R' },
-		{ "markers", required_argument, 0, 'M' },
-		{ "rev", required_argument, 0, 'r' },
-		{ "fault", required_argument, 0, 'F' },
-		{ "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
+		{ "crc", required_argument, 0, 'R' }, { "markers", required_argument, 0, 'M' },
+		{ "rev", required_argument, 0, 'r' }, { "fault", required_argument, 0, 'F' },
+		{ "help", no_argument, 0, 'h' },      { 0, 0, 0, 0 },
 	};
 	static const char *const off_on[] = { "off", "on", NULL };
 	static const char *const faults[] = { "bad-rkey", NULL };
@@ -48,24 +47,54 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "sca:p:C:S:PvVqdh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': o.server = true; break;
-		case 'c': client = true; break;
-		case 'a': o.addr = optarg; break;
-		case 'p': o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535); break;
-		case 'C': o.count = (long)tool_opt_uint(p, "-C", optarg, 0, LONG_MAX); break;
-		case 'S': o.size = (uint32_t)tool_opt_size(p, "-S", optarg, 1, RPING_MAX_SIZE); break;
-		case 'P': o.persistent = true; break;
-		case 'v': o.verbose = true; break;
-		case 'V': o.validate = true; break;
-		case 'q': o.quiet = true; break;
-		case 'd': o.debug = true; break; /* what MPA negotiated */
+		case 's':
+			o.server = true;
+			break;
+		case 'c':
+			client = true;
+			break;
+		case 'a':
+			o.addr = optarg;
+			break;
+		case 'p':
+			o.port = (int)tool_opt_uint(p, "-p", optarg, 0, 65535);
+			break;
+		case 'C':
+			o.count = (long)tool_opt_uint(p, "-C", optarg, 0, LONG_MAX);
+			break;
+		case 'S':
+			o.size = (uint32_t)tool_opt_size(p, "-S", optarg, 1, RPING_MAX_SIZE);
+			break;
+		case 'P':
+			o.persistent = true;
+			break;
+		case 'v':
+			o.verbose = true;
+			break;
+		case 'V':
+			o.validate = true;
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'd':
+			o.debug = true;
+			break; /* what MPA negotiated */
 		case 'R':
 			o.crc = tool_opt_word(p, "--crc", optarg, off_on) ? UW_CRC_ON : UW_CRC_OFF;
 			break;
-		case 'M': o.markers = tool_opt_word(p, "--markers", optarg, off_on); break;
-		case 'r': o.mpa_rev = (int)tool_opt_uint(p, "--rev", optarg, 1, 2); break;
-		case 'F': o.fault_bad_rkey = !tool_opt_word(p, "--fault", optarg, faults); break;
-		default: usage(argv[0]); return c == 'h' ? 0 : 2;
+		case 'M':
+			o.markers = tool_opt_word(p, "--markers", optarg, off_on);
+			break;
+		case 'r':
+			o.mpa_rev = (int)tool_opt_uint(p, "--rev", optarg, 1, 2);
+			break;
+		case 'F':
+			o.fault_bad_rkey = !tool_opt_word(p, "--fault", optarg, faults);
+			break;
+		default:
+			usage(argv[0]);
+			return c == 'h' ? 0 : 2;
 		}
 	}
 	tool_opt_no_more(p, argc, argv, optind);

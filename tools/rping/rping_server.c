@@ -61,11 +61,16 @@ static int fit(struct rping_conn *c, uint32_t len)
 	return c->rdma_mr ? 0 : ENOMEM;
 }
 
-static int rdma(struct rping_conn *c, enum uw_wr_opcode op, uint32_t len, uint64_t addr, uint32_t rkey)
+static int rdma(struct rping_conn *c, enum uw_wr_opcode op, uint32_t len, uint64_t addr,
+		uint32_t rkey)
 {
 	struct uw_sge s = { (uintptr_t)c->rdma_buf, len, c->rdma_mr->lkey };
-	struct uw_send_wr wr = { .wr_id = 3, .sg_list = &s, .num_sge = 1, .opcode = op,
-				 .send_flags = UW_SEND_SIGNALED, .rdma = { addr, rkey } };
+	struct uw_send_wr wr = { .wr_id = 3,
+				 .sg_list = &s,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = UW_SEND_SIGNALED,
+				 .rdma = { addr, rkey } };
 	int rc = uw_post_send(c->qp, &wr, NULL);
 	struct uw_wc wc;
 	return rc ? rc : expect(c, op == UW_WR_RDMA_READ ? UW_WC_RDMA_READ : UW_WC_RDMA_WRITE, &wc);
@@ -84,7 +89,8 @@ static int serve(struct rping_conn *c, const struct rping_opts *o)
 			return rc;
 		if (o->verbose)
 			printf("server ping data: %.*s\n", (int)len, (char *)c->rdma_buf);
-		if ((rc = rping_send_info(c, NULL, 0, 0)) || (rc = take_info(c, &addr, &rkey, &len)))
+		if ((rc = rping_send_info(c, NULL, 0, 0)) ||
+		    (rc = take_info(c, &addr, &rkey, &len)))
 			return rc;
 		/* the echo is the string read, with its NUL, as rping writes it */
 		uint32_t n = (uint32_t)strnlen((char *)c->rdma_buf, c->rdma_len) + 1;
@@ -192,8 +198,10 @@ static int spawn(struct uw_context *ctx, struct uw_cm_channel *home, struct uw_c
 
 int rping_server(const struct rping_opts *o)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE }, *ai;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE },
+			*ai;
 	char port[16];
 	snprintf(port, sizeof(port), "%d", o->port);
 	if (getaddrinfo(o->addr, port, &hints, &ai)) {
@@ -207,7 +215,7 @@ int rping_server(const struct rping_opts *o)
 	/* -P serves clients on threads of their own: the engine's thread moves
 	 * every connection's data, each waits only for its own */
 	struct uw_context_attr ca = { .progress = o->persistent ? UW_PROGRESS_AUTO
-							     : UW_PROGRESS_MANUAL };
+								: UW_PROGRESS_MANUAL };
 	struct uw_context *ctx = uw_open(&ca);
 	struct uw_cm_channel *ch = ctx ? uw_cm_create_channel(ctx) : NULL;
 	struct uw_cm_id *lid = ch ? uw_cm_create_id(ch, NULL) : NULL;

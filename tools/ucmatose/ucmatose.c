@@ -52,8 +52,12 @@ static int nnodes;
 static int init_node(struct node *n, struct uw_cm_id *id)
 {
 	n->id = id;
-	struct uw_qp_init_attr qa = { .qp_context = n, .send_cq = cq, .recv_cq = cq, .sq_sig_all = 1,
-				      .cap = { (uint32_t)o.count + 1, (uint32_t)o.count + 1, 1, 1, 0 } };
+	struct uw_qp_init_attr qa = { .qp_context = n,
+				      .send_cq = cq,
+				      .recv_cq = cq,
+				      .sq_sig_all = 1,
+				      .cap = { (uint32_t)o.count + 1, (uint32_t)o.count + 1, 1, 1,
+					       0 } };
 	if (!(n->qp = uw_cm_create_qp(id, pd, &qa)))
 		return errno;
 	n->mem = calloc(1, (size_t)o.size + 1);
@@ -75,8 +79,9 @@ static int post_sends(struct node *n)
 {
 	for (int i = 0; i < o.count; i++) {
 		struct uw_sge s = { (uintptr_t)n->mem, (uint32_t)o.size, n->mr->lkey };
-		struct uw_send_wr w = { .wr_id = (uintptr_t)n, .sg_list = &s, .num_sge = 1,
-					.opcode = UW_WR_SEND };
+		struct uw_send_wr w = {
+			.wr_id = (uintptr_t)n, .sg_list = &s, .num_sge = 1, .opcode = UW_WR_SEND
+		};
 		int rc = uw_post_send(n->qp, &w, NULL);
 		if (rc)
 			return rc;
@@ -98,7 +103,8 @@ static int connect_events(bool server)
 		struct uw_cm_event *e;
 		int rc = uw_cm_get_event_timeout(ch, &e, 30000);
 		if (rc) {
-			fprintf(stderr, "uwarp-ucmatose: waiting for connections: %s\n", strerror(rc));
+			fprintf(stderr, "uwarp-ucmatose: waiting for connections: %s\n",
+				strerror(rc));
 			return rc;
 		}
 		if (e->event == UW_CM_EVENT_CONNECT_REQUEST && server) {
@@ -122,7 +128,8 @@ static int connect_events(bool server)
 		if (e->event == UW_CM_EVENT_ESTABLISHED) {
 			left--;
 		} else if (e->event != UW_CM_EVENT_DISCONNECTED) {
-			printf("cmatose: event: %s, error: %d\n", uw_cm_event_str(e->event), e->status);
+			printf("cmatose: event: %s, error: %d\n", uw_cm_event_str(e->event),
+			       e->status);
 			left--, failed++;
 		}
 		uw_cm_ack_event(e);
@@ -136,7 +143,8 @@ static int drain(bool recvs)
 	for (;;) {
 		bool done = true;
 		for (int i = 0; i < nnodes; i++)
-			if (nodes[i].connected && (recvs ? nodes[i].recvd : nodes[i].sent) < o.count)
+			if (nodes[i].connected &&
+			    (recvs ? nodes[i].recvd : nodes[i].sent) < o.count)
 				done = false;
 		if (done)
 			return 0;
@@ -178,8 +186,10 @@ static int disconnect_events(int expect)
 
 static struct addrinfo *resolve(const char *host, bool passive)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = passive ? AI_PASSIVE : 0 }, *ai;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = passive ? AI_PASSIVE : 0 },
+			*ai;
 	if (getaddrinfo(host, o.port, &hints, &ai)) {
 		fprintf(stderr, "uwarp-ucmatose: cannot resolve %s\n", host ? host : "*");
 		return NULL;
@@ -280,11 +290,21 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "s:b:c:C:S:p:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': o.dst = optarg; break;
-		case 'b': o.src = optarg; break;
-		case 'c': o.connections = (int)tool_opt_uint(p, "-c", optarg, 1, 1024); break;
-		case 'C': o.count = (int)tool_opt_uint(p, "-C", optarg, 0, INT_MAX); break;
-		case 'S': o.size = (int)tool_opt_size(p, "-S", optarg, 0, 64 << 20); break;
+		case 's':
+			o.dst = optarg;
+			break;
+		case 'b':
+			o.src = optarg;
+			break;
+		case 'c':
+			o.connections = (int)tool_opt_uint(p, "-c", optarg, 1, 1024);
+			break;
+		case 'C':
+			o.count = (int)tool_opt_uint(p, "-C", optarg, 0, INT_MAX);
+			break;
+		case 'S':
+			o.size = (int)tool_opt_size(p, "-S", optarg, 0, 64 << 20);
+			break;
 		case 'p':
 			/* a number (written out in decimal for getaddrinfo, which
 			 * takes no 0x), or a service name as ucmatose's takes */
@@ -299,11 +319,14 @@ int main(int argc, char **argv)
 		case 'R':
 			o.crc = tool_opt_word(p, "--crc", optarg, off_on) ? UW_CRC_ON : UW_CRC_OFF;
 			break;
-		case 'M': o.markers = tool_opt_word(p, "--markers", optarg, off_on); break;
+		case 'M':
+			o.markers = tool_opt_word(p, "--markers", optarg, off_on);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-s server_address] [-b bind_address] [-c connections]\n"
-					"\t[-C message_count] [-S message_size] [-p port_number]\n"
-					"\t[--crc on|off] [--markers on|off]\n",
+			fprintf(stderr,
+				"usage: %s [-s server_address] [-b bind_address] [-c connections]\n"
+				"\t[-C message_count] [-S message_size] [-p port_number]\n"
+				"\t[--crc on|off] [--markers on|off]\n",
 				argv[0]);
 			return c == 'h' ? 0 : 2;
 		}
