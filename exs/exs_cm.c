@@ -38,8 +38,7 @@ static struct exs_sock *accepted_socket(struct exs_sock *l, struct uw_cm_event *
 	s->listener = l;
 	memcpy(&s->local, &e->id->local_addr, sizeof(s->local));
 	memcpy(&s->peer, &e->id->peer_addr, sizeof(s->peer));
-	s->next = exs_rt.socks;
-	exs_rt.socks = s;
+	util_list_add_head(&exs_rt.socks, &s->link);
 	if (s->type == SOCK_STREAM)
 		exs__stream_init(s, s->mode);
 	exs__take_hello(s, h);
@@ -129,10 +128,7 @@ static void on_established(struct exs_sock *s, struct uw_cm_event *e)
 		exs__complete_accept(op, s);
 	} else {
 		/* waits for exs_accept, in arrival order */
-		struct exs_sock **pp = &l->ready;
-		while (*pp)
-			pp = &(*pp)->next_ready;
-		*pp = s;
+		util_list_add_tail(&l->ready, &s->ready_link);
 		s->listener = l;
 		l->nready++;
 	}
@@ -192,10 +188,12 @@ void exs__on_cm(struct uw_cm_event *e)
 		exs__drain_cq();
 		exs__progress_pending();
 	}
-	struct exs_sock *s = NULL;
-	for (struct exs_sock *o = exs_rt.socks; o && !s; o = o->next)
-		if (o->id && o->id == ev.id)
+	struct exs_sock *s = NULL, *o;
+	util_list_for_each(o, &exs_rt.socks, link)
+		if (o->id && o->id == ev.id) {
 			s = o;
+			break;
+		}
 	if (!s)
 		return;
 	if (exs__tracing() && ev.event != UW_CM_EVENT_ESTABLISHED)

@@ -199,10 +199,9 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 void exs__progress_pending(void)
 {
 	/* a socket's progress frees at most that socket (it leaves the table
-	 * and its next pointer goes to the graveyard): take next first */
-	struct exs_sock *next;
-	for (struct exs_sock *s = exs_rt.socks; s; s = next) {
-		next = s->next;
+	 * for the graveyard): the next one is taken first */
+	struct exs_sock *s, *next;
+	util_list_for_each_safe(s, next, &exs_rt.socks, link) {
 		if (s->pending) {
 			s->pending = false;
 			exs__progress(s);

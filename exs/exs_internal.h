@@ -164,10 +164,10 @@ struct exs_sock {
 
 	/* listener */
 	int backlog;
-	struct exs_sock *ready;    /* connected sockets waiting for exs_accept */
+	struct util_list ready;    /* connected sockets waiting for exs_accept (ready_link) */
 	int nready, nhalf;         /* waiting, and still negotiating */
 	struct exs_sock *listener; /* S_PENDING: whose backlog it is on */
-	struct exs_sock *next_ready;
+	struct util_list ready_link;
 
 	/* control receives and credits */
 	uint8_t *ctl_buf;
@@ -213,7 +213,7 @@ struct exs_sock {
 
 	struct util_list windows; /* exs_expose's (struct exs_window) */
 
-	struct exs_sock *next; /* every socket */
+	struct util_list link; /* on exs_rt.socks, or its graveyard once freed */
 };
 
 struct exs_rt {
@@ -228,8 +228,8 @@ struct exs_rt {
 	struct uw_comp_channel *cc;
 	struct uw_cq *cq;
 	struct uw_cm_channel *cm;
-	struct exs_sock *socks;
-	struct exs_sock *graveyard; /* freed sockets, reaped between rounds */
+	struct util_list socks;     /* every socket (struct exs_sock) */
+	struct util_list graveyard; /* freed sockets, reaped between rounds */
 	int nconns;                 /* QPs on the shared CQ */
 	struct util_list queues;    /* struct exs_queue */
 	/* exs_poll callers waiting for a change: their eventfds */
@@ -328,6 +328,9 @@ static inline void exs__sock_init(struct exs_sock *s)
 	util_list_init(&s->recvs);
 	util_list_init(&s->accepts);
 	util_list_init(&s->windows);
+	util_list_init(&s->ready);
+	util_list_init(&s->ready_link);
+	util_list_init(&s->link);
 }
 
 /* the first, taken off the list (NULL: it is empty) */

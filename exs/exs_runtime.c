@@ -15,6 +15,8 @@
 struct exs_rt exs_rt = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			 .sync_cv = PTHREAD_COND_INITIALIZER,
 			 .queues = UTIL_LIST_INIT(exs_rt.queues),
+			 .socks = UTIL_LIST_INIT(exs_rt.socks),
+			 .graveyard = UTIL_LIST_INIT(exs_rt.graveyard),
 			 .wake_fd = -1 };
 
 /* Room for every connected socket's send and control completions. */
@@ -48,9 +50,9 @@ bool exs__tx_may_run(const struct exs_sock *s)
 
 void exs__app_progress(void)
 {
-	struct exs_sock *next;
-	for (struct exs_sock *s = exs_rt.socks; s; s = next) {
-		next = s->next; /* progress may free s */
+	struct exs_sock *s, *next;
+	/* (progress may free s, and no other socket) */
+	util_list_for_each_safe(s, next, &exs_rt.socks, link) {
 		if (s->flow == EXS_FLOW_RDMA && s->type == SOCK_STREAM && s->st == S_CONNECTED &&
 		    !util_list_empty(&s->sends) && !exs__op_last(&s->sends)->posted)
 			exs__progress(s);
@@ -67,7 +69,8 @@ void exs__changed(void)
 
 struct exs_sock *exs__sock(int fd)
 {
-	for (struct exs_sock *s = exs_rt.socks; s; s = s->next)
+	struct exs_sock *s;
+	util_list_for_each(s, &exs_rt.socks, link)
 		if (s->fd == fd && !s->closing)
 			return s;
 	return NULL;
@@ -79,16 +82,12 @@ struct exs_sock *exs__sock(int fd)
  * still be looking at it, and so may the completions taken with it. */
 void exs__sock_free(struct exs_sock *s)
 {
-	for (struct exs_sock **pp = &exs_rt.socks; *pp; pp = &(*pp)->next)
-		if (*pp == s) {
-			*pp = s->next;
-			break;
-		}
+	util_list_del(&s->link);
+	util_list_del(&s->ready_link); /* (a listener's ready one, closed with it) */
 	s->dead = true;
 	if (s->id)
 		s->id->context_ptr = NULL; /* events still queued for it find no socket */
-	s->next = exs_rt.graveyard;
-	exs_rt.graveyard = s;
+	util_list_add_head(&exs_rt.graveyard, &s->link);
 	exs__changed();
 	exs__wake();
 }
@@ -96,8 +95,8 @@ void exs__sock_free(struct exs_sock *s)
 static void reap(void)
 {
 	struct exs_sock *s;
-	while ((s = exs_rt.graveyard)) {
-		exs_rt.graveyard = s->next;
+	while ((s = util_list_first(&exs_rt.graveyard, struct exs_sock, link))) {
+		util_list_del(&s->link);
 		exs__windows_free(s); /* (bound to its QP) */
 		if (s->ring_mw)
 			uw_dealloc_mw(s->ring_mw); /* before the region under it */
@@ -143,7 +142,8 @@ void exs__drain_cq(void)
 static int linger_timeout(void)
 {
 	uint64_t now = util_now_ms(), first = UINT64_MAX;
-	for (struct exs_sock *s = exs_rt.socks; s; s = s->next) {
+	struct exs_sock *s;
+	util_list_for_each(s, &exs_rt.socks, link) {
 		if (!s->linger_deadline)
 			continue;
 		if (s->linger_deadline <= now) {

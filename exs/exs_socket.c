@@ -110,8 +110,7 @@ int exs_socket(int domain, int type, int protocol)
 	s->crc = true;
 	s->st = S_NEW;
 	pthread_mutex_lock(&exs_rt.lock);
-	s->next = exs_rt.socks;
-	exs_rt.socks = s;
+	util_list_add_head(&exs_rt.socks, &s->link);
 	pthread_mutex_unlock(&exs_rt.lock);
 	return s->fd;
 }
@@ -238,7 +237,7 @@ int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t 
 		return -1;
 	if (l->st != S_LISTENING)
 		return unlock_err(EINVAL);
-	struct exs_sock *ready = l->ready;
+	struct exs_sock *ready = util_list_first(&l->ready, struct exs_sock, ready_link);
 	if (ready && util_list_empty(&l->accepts)) {
 		/* one is waiting: no need to queue */
 		struct exs_op *op = NULL;
@@ -246,10 +245,9 @@ int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t 
 		if (qh != EXS_QHANDLE_INVALID &&
 		    !(op = exs__op_new(fd, OP_ACCEPT, qh, ahandle, &w)))
 			return unlock_err(errno);
-		l->ready = ready->next_ready;
+		util_list_del(&ready->ready_link);
 		l->nready--;
 		ready->listener = NULL;
-		ready->next_ready = NULL;
 		if (!op) {
 			fill_addr(&ready->peer, addr, addrlen);
 			pthread_mutex_unlock(&exs_rt.lock);
@@ -387,16 +385,13 @@ int exs_close(int fd, exs_qhandle_t qh, void *ahandle)
 		exs__op_complete(r, ECANCELED, -1);
 	if (s->st == S_LISTENING) {
 		/* connections nobody accepted go with it */
-		for (struct exs_sock *o = exs_rt.socks; o;) {
-			struct exs_sock *next = o->next;
+		struct exs_sock *o, *next;
+		util_list_for_each_safe(o, next, &exs_rt.socks, link)
 			if (o->listener == s) {
 				if (o->st == S_CONNECTED && o->id)
 					uw_cm_disconnect(o->id);
-				exs__sock_free(o);
-				next = exs_rt.socks; /* the list changed */
+				exs__sock_free(o); /* (o alone leaves the list) */
 			}
-			o = next;
-		}
 		s->st = S_CLOSED;
 	} else if (s->st == S_CONNECTING) {
 		exs__fail_ops(s, ECANCELED);

@@ -6,7 +6,8 @@
  * list, and an entry on no list, point at themselves, so removing an entry
  * twice, or one never added, is harmless. Every queue in the project is
  * one: the runtime's connections and fired CQs, the ES-API's pending
- * operations (a FIFO whose head may be partly done), esock's handshakes
+ * operations (a FIFO whose head may be partly done), its sockets, their
+ * graveyard and a listener's ready ones, esock's handshakes
  * in progress, uDAPL's objects of an interface adapter.
  */
 #ifndef UWARP_UTIL_LIST_H
