@@ -49,13 +49,23 @@ struct exs_queue {
 			   * has (exs_poll answers from count, not from it) */
 	exs_event_t *ev;
 	int cap, head, count;
-	int reserved; /* slots promised to outstanding operations */
-	int waiters;  /* threads in exs_qdequeue on it */
-	pthread_cond_t cv;
-	exs_qnotify_fn notify; /* exs_qnotify's: run on the progress thread */
+	int reserved;             /* slots promised to outstanding operations */
+	struct util_list waiters; /* threads in exs_qdequeue on it (struct exs_qwaiter) */
+	exs_qnotify_fn notify;    /* exs_qnotify's: run on the progress thread */
 	void *notify_arg;
 	bool notify_due;       /* events came since it last ran */
 	struct util_list link; /* on the runtime's queues */
+};
+
+/* A thread waiting in exs_qdequeue, woken through its own eventfd once the
+ * queue holds what it waits for: a descriptor rather than a condition
+ * variable, so that a signal handler ends the wait (EINTR) as it ends a
+ * blocking recv(2)'s. */
+struct exs_qwaiter {
+	int fd;     /* the thread's eventfd */
+	int want;   /* events it waits for */
+	bool woken; /* raised since it last looked */
+	struct util_list link;
 };
 
 struct exs_mem {

@@ -2,6 +2,9 @@
  * exs_queue.c: event queues, completing operations, exs_poll.
  */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,7 +47,7 @@ exs_qhandle_t exs_qcreate(int depth)
 		return EXS_QHANDLE_INVALID;
 	}
 	q->cap = depth;
-	util_cond_init(&q->cv);
+	util_list_init(&q->waiters);
 	pthread_mutex_lock(&exs_rt.lock);
 	util_list_add_head(&exs_rt.queues, &q->link);
 	pthread_mutex_unlock(&exs_rt.lock);
@@ -88,7 +91,9 @@ int exs_qdelete(exs_qhandle_t qh)
 {
 	pthread_mutex_lock(&exs_rt.lock);
 	struct exs_queue *q = exs__queue(qh);
-	int err = !q ? EBADF : q->reserved || q->waiters || q->notify ? EBUSY : 0;
+	int err = !q                                                          ? EBADF
+		  : q->reserved || !util_list_empty(&q->waiters) || q->notify ? EBUSY
+									      : 0;
 	if (!err)
 		util_list_del(&q->link);
 	pthread_mutex_unlock(&exs_rt.lock);
@@ -96,7 +101,6 @@ int exs_qdelete(exs_qhandle_t qh)
 		errno = err;
 		return -1;
 	}
-	pthread_cond_destroy(&q->cv);
 	util_sys_close(q->qh);
 	free(q->ev);
 	free(q);
@@ -169,7 +173,12 @@ void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev)
 		q->ev[(q->head + q->count) % q->cap] = *ev;
 		q->count++;
 		q->reserved--;
-		pthread_cond_broadcast(&q->cv);
+		struct exs_qwaiter *w;
+		util_list_for_each(w, &q->waiters, link)
+			if (!w->woken && q->count >= w->want) {
+				w->woken = true;
+				util_evfd_raise(w->fd);
+			}
 		exs__changed();
 		if (q->notify && !q->notify_due) {
 			q->notify_due = true;
@@ -235,9 +244,67 @@ void exs__sync_wait(struct exs_sync *w)
 	app_leave();
 }
 
+/* this thread's eventfd for waiting in exs_qdequeue: made at its first
+ * wait, closed when the thread ends */
+static pthread_key_t waitfd_key;
+static pthread_once_t waitfd_once = PTHREAD_ONCE_INIT;
+static __thread int waitfd = -1;
+
+static void waitfd_close(void *v) { util_sys_close((int)(intptr_t)v - 1); }
+static void waitfd_key_make(void) { pthread_key_create(&waitfd_key, waitfd_close); }
+
+static int thread_waitfd(void)
+{
+	if (waitfd < 0) {
+		pthread_once(&waitfd_once, waitfd_key_make);
+		waitfd = exs__eventfd();
+		if (waitfd >= 0)
+			pthread_setspecific(waitfd_key, (void *)(intptr_t)(waitfd + 1));
+	}
+	return waitfd;
+}
+
+/* Wait (exs_rt.lock held, let go meanwhile) until @q holds @want events,
+ * @deadline_ms passes (0: none) or a signal handler runs: 0, or EINTR. */
+static int queue_wait(struct exs_queue *q, int want, uint64_t deadline_ms)
+{
+	struct exs_qwaiter w = { .fd = thread_waitfd(), .want = want };
+	if (w.fd < 0)
+		return errno;
+	util_list_add_tail(&q->waiters, &w.link);
+	int err = 0;
+	app_enter();
+	while (q->count < want) {
+		int ms = -1;
+		if (deadline_ms) {
+			uint64_t now = util_now_ms();
+			if (now >= deadline_ms)
+				break;
+			ms = deadline_ms - now > INT32_MAX ? INT32_MAX : (int)(deadline_ms - now);
+		}
+		w.woken = false;
+		pthread_mutex_unlock(&exs_rt.lock);
+		struct pollfd p = { w.fd, POLLIN, 0 };
+		int n = util_sys_poll(&p, 1, ms);
+		err = n < 0 ? errno : 0;
+		pthread_mutex_lock(&exs_rt.lock);
+		if (n > 0)
+			util_evfd_lower(w.fd);
+		if (err == EINTR)
+			break;
+		err = 0;
+	}
+	app_leave();
+	util_list_del(&w.link);
+	/* what came meanwhile is taken, as recv(2) returns data that beat
+	 * the signal */
+	return err && q->count < want ? err : 0;
+}
+
 int exs_qdequeue(exs_qhandle_t qh, exs_event_t *events, int count, const struct timespec *timeout)
 {
-	if (!events || !count) {
+	if ((!events && count) || (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
+					       timeout->tv_nsec >= 1000000000))) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -254,19 +321,19 @@ int exs_qdequeue(exs_qhandle_t qh, exs_event_t *events, int count, const struct 
 		errno = EINVAL;
 		return -1;
 	}
-	struct timespec dl = { 0, 0 };
-	if (want && timeout)
-		dl = util_deadline(timeout->tv_sec, timeout->tv_nsec);
-	q->waiters++; /* exs_qdelete leaves it alone meanwhile */
-	app_enter();
-	while (q->count < want) {
-		if (!timeout)
-			pthread_cond_wait(&q->cv, &exs_rt.lock);
-		else if (pthread_cond_timedwait(&q->cv, &exs_rt.lock, &dl) == ETIMEDOUT)
-			break;
+	if (q->count < want) {
+		/* (a timeout is rounded up to whole milliseconds: no spinning;
+		 * a zero one looks without waiting) */
+		uint64_t ms = timeout ? (uint64_t)timeout->tv_sec * 1000 +
+						((uint64_t)timeout->tv_nsec + 999999) / 1000000
+				      : 0;
+		int err = timeout && !ms ? 0 : queue_wait(q, want, ms ? util_now_ms() + ms : 0);
+		if (err) {
+			pthread_mutex_unlock(&exs_rt.lock);
+			errno = err;
+			return -1;
+		}
 	}
-	app_leave();
-	q->waiters--;
 	int n = count < 0 ? (q->count < want ? q->count : want)
 			  : (q->count < count ? q->count : count);
 	for (int i = 0; i < n; i++) {

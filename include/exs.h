@@ -144,12 +144,20 @@ EXS_EXTERN int exs_qresize(exs_qhandle_t qhandle, int depth);
  * exs_qdequeue - take events from a queue, oldest first.
  * @count: > 0: take up to @count events that are there now, not waiting;
  *         < 0: wait until -@count events are there (or @timeout passes)
- *         and take them.
- * @timeout: the longest wait, or NULL to wait for ever.
+ *         and take them;
+ *         0: take nothing and return 0 at once (@events may be NULL), so
+ *         that a program may ask for half of what it has outstanding.
+ * @timeout: the longest wait (rounded up to whole milliseconds; zero:
+ *         look without waiting), or NULL to wait for ever.
  *
- * Returns the number of events taken (0 when a wait timed out with none),
- * or -1 with errno: EBADF (not a queue), EINVAL (@count 0, or -@count more
- * than the queue can ever hold).
+ * A signal handler that runs during the wait ends it, as it ends a
+ * blocking recv(2), whether or not the handler has SA_RESTART: -1 with
+ * EINTR, unless the events came meanwhile; nothing is taken then.
+ *
+ * Returns the number of events taken (after a timeout, the ones that
+ * came, perhaps 0), or -1 with errno: EBADF (not a queue), EINVAL
+ * (-@count more than the queue can ever hold, a bad @timeout, @events
+ * NULL), EINTR, or EMFILE (no descriptor for this thread's first wait).
  */
 EXS_EXTERN int exs_qdequeue(exs_qhandle_t qhandle, exs_event_t *events, int count,
 			    const struct timespec *timeout);

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -137,7 +139,12 @@ static void bad_arguments_get_an_errno(void **state)
 	assert_int_equal(exs_close(fd, EXS_QHANDLE_INVALID, NULL), -1);
 	assert_int_equal(errno, EBADF);
 	exs_event_t e;
-	assert_int_equal(exs_qdequeue(Q, &e, 0, NULL), -1);
+	/* a count of 0 takes nothing and waits for nothing (ES-API programs
+	 * ask for half of what is outstanding, which may be none) */
+	assert_int_equal(exs_qdequeue(Q, &e, 0, NULL), 0);
+	assert_int_equal(exs_qdequeue(Q, NULL, 0, NULL), 0);
+	struct timespec bad_ts = { 0, 1000000000 };
+	assert_int_equal(exs_qdequeue(Q, &e, -1, &bad_ts), -1);
 	assert_int_equal(errno, EINVAL);
 	assert_int_equal(exs_qdequeue(Q, &e, -1000, NULL), -1);
 	assert_int_equal(errno, EINVAL); /* more than it can ever hold */
@@ -662,6 +669,69 @@ static void an_idle_limit_ends_a_silent_connection(void **state)
 	assert_int_equal(ev.exs_evt_errno, ETIMEDOUT);
 	close_pair(c, s);
 	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
+static volatile sig_atomic_t signals_seen;
+static void count_signal(int sig)
+{
+	(void)sig;
+	signals_seen++;
+}
+
+struct nagger {
+	pthread_t target;
+	atomic_bool stop;
+};
+
+/* signals the waiting thread every 10 ms until told to stop: the test never
+ * guesses when the wait has begun */
+static void *nag(void *arg)
+{
+	struct nagger *n = arg;
+	while (!atomic_load(&n->stop)) {
+		pthread_kill(n->target, SIGUSR1);
+		usleep(10000);
+	}
+	return NULL;
+}
+
+/* A blocking exs_qdequeue ends with EINTR when a signal handler runs, as a
+ * blocking recv(2) does, even with SA_RESTART (which glibc's signal() and
+ * so alarm()-timed programs set); nothing queued is lost. A plain wait on a
+ * condition variable went on waiting (here: until its 5 s timeout). */
+static void a_signal_interrupts_a_blocking_dequeue(void **state)
+{
+	(void)state;
+	struct sigaction sa = { .sa_handler = count_signal, .sa_flags = SA_RESTART }, old;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	exs_qhandle_t q = exs_qcreate(4);
+	assert_true(q != EXS_QHANDLE_INVALID);
+	struct nagger n = { .target = pthread_self() };
+	pthread_t t;
+	signals_seen = 0;
+	assert_int_equal(pthread_create(&t, NULL, nag, &n), 0);
+	exs_event_t ev;
+	struct timespec five = { 5, 0 };
+	errno = 0;
+	int rc = exs_qdequeue(q, &ev, -1, &five);
+	int err = errno;
+	atomic_store(&n.stop, true);
+	pthread_join(t, NULL);
+	assert_int_equal(rc, -1);
+	assert_int_equal(err, EINTR);
+	assert_true(signals_seen > 0);
+	/* the queue still works: an event that comes is taken */
+	int c, s;
+	pair(SOCK_STREAM, &c, &s);
+	assert_int_equal(exs_send(c, "x", 1, 0, q, (void *)5, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_qdequeue(q, &ev, -1, &five), 1);
+	assert_ptr_equal(ev.exs_evt_ahandle, (void *)5);
+	char b;
+	assert_int_equal(exs_recv(s, &b, 1, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), 1);
+	close_pair(c, s);
+	assert_int_equal(exs_qdelete(q), 0);
+	sigaction(SIGUSR1, &old, NULL);
 }
 
 /* EXS_SO_IDLE_MS set on a running connection that had none: the limit
@@ -1308,6 +1378,7 @@ int main(void)
 		cmocka_unit_test(more_connections_than_the_first_cq_holds),
 		cmocka_unit_test(an_idle_limit_ends_a_silent_connection),
 		cmocka_unit_test(an_idle_limit_set_on_a_connection_holds_from_then),
+		cmocka_unit_test(a_signal_interrupts_a_blocking_dequeue),
 		cmocka_unit_test(a_finished_send_survives_the_peer_closing),
 		cmocka_unit_test(connect_to_a_silent_peer_times_out),
 		cmocka_unit_test(a_receive_whose_window_fails_is_refused_at_its_post),
