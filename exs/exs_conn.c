@@ -175,7 +175,7 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 			if (op->done == op->len && op == exs__op_first(&s->sends) && op->posted) {
 				util_list_del(&op->link);
 				s->nsends--;
-				exs__op_complete(op, 0, (ssize_t)op->len);
+				exs__send_finished(s, op, 0, (ssize_t)op->len);
 			}
 		}
 	}

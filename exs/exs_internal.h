@@ -29,6 +29,10 @@
 #define EXS_RING_DEFAULT (1u << 20)
 #define EXS_CREDIT_DEFAULT 8192u     /* EXS_FLOW_CREDIT's slot */
 #define EXS_COALESCE_MAX (16u << 10) /* a send copied into a coalescing buffer */
+/* A send this small is copied even into an idle pipe (it goes at once all
+ * the same): copying it costs less than its zero-copy transfer's
+ * bookkeeping, and its event need not wait for the transfer. */
+#define EXS_COPY_SMALL 1024
 /* Coalescing buffers: two, each half the peer's ring but at most this
  * (the sender holds back no more than the receiver could take) */
 #define EXS_COALESCE_BUF (256u << 10)
@@ -92,7 +96,7 @@ struct exs_op {
 	enum exs_op_kind kind;
 	int fd;
 	struct exs_queue *q;
-	void *ahandle;
+	exs_ahandle_t ahandle;
 	struct exs_sync *sync;
 	/* SEND, RECV */
 	struct iovec iov[EXS_IOV_MAX];
@@ -111,6 +115,12 @@ struct exs_op {
 	int flags;       /* RECV: MSG_WAITALL; result MSG_TRUNC */
 	uint32_t rid;    /* RECV: the protocol's receive id */
 	bool *coal_busy; /* a coalescing buffer's send (no event): frees it */
+	/* SEND on a stream: on its socket's send_order until its event goes
+	 * (exs__send_finished), with the result it finished with */
+	struct util_list order;
+	bool finished;
+	int fin_status;
+	ssize_t fin_bytes;
 };
 
 struct exs_sync {
@@ -222,6 +232,9 @@ struct exs_sock {
 	struct exs_op *adv_next; /* first receive not yet advertised */
 
 	struct util_list windows; /* exs_expose's (struct exs_window) */
+	/* a stream's sends in the order they were made, until their events go
+	 * (struct exs_op, order) */
+	struct util_list send_order;
 
 	struct util_list link; /* on exs_rt.socks, or its graveyard once freed */
 };
@@ -275,6 +288,13 @@ struct exs_queue *exs__queue(exs_qhandle_t qh);
 /* Reserve the event of a new operation; -1 EAGAIN when the queue is full. */
 int exs__op_reserve(struct exs_queue *q);
 void exs__op_complete(struct exs_op *op, int status, ssize_t bytes);
+/* A send finished with @status and @bytes; its event goes now if every
+ * send made before it on a stream has gone, else after them. A stream's
+ * sends complete in the order they were made even when a later one is
+ * copied (coalesced) and done at once: programs hand their buffers round
+ * in turn and take a completion to mean that every earlier buffer is
+ * theirs again. */
+void exs__send_finished(struct exs_sock *s, struct exs_op *op, int status, ssize_t bytes);
 void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev);
 /* wait for a synchronous operation (the lock held) */
 void exs__sync_wait(struct exs_sync *w);
@@ -285,7 +305,7 @@ void exs__run_notifies(void);
 
 /* exs_socket.c */
 struct exs_sock *exs__lock_sock(int fd); /* locked, or NULL with errno */
-struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void *ahandle,
+struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, exs_ahandle_t ahandle,
 			   struct exs_sync *sync);
 void exs__op_drop(struct exs_op *op);
 /* to the end of a socket's list of sends, receives or accepts */
@@ -338,6 +358,7 @@ static inline void exs__sock_init(struct exs_sock *s)
 	util_list_init(&s->recvs);
 	util_list_init(&s->accepts);
 	util_list_init(&s->windows);
+	util_list_init(&s->send_order);
 	util_list_init(&s->ready);
 	util_list_init(&s->ready_link);
 	util_list_init(&s->link);

@@ -57,7 +57,7 @@ static int check_iov(const struct iovec *iov, int iovcnt, const exs_mhandle_t *m
 }
 
 ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qhandle_t qh,
-		  void *ahandle, const exs_mhandle_t *mh)
+		  exs_ahandle_t ahandle, const exs_mhandle_t *mh)
 {
 	size_t total;
 	int err = check_iov(iov, iovcnt, mh, &total);
@@ -92,20 +92,29 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		exs__op_drop(op);
 		return fail(-rc);
 	}
+	if (s->type == SOCK_STREAM)
+		util_list_add_tail(&s->send_order, &op->order);
 	if (!total && s->type == SOCK_STREAM) {
 		/* nothing to move: a byte stream has no empty messages */
-		exs__op_complete(op, 0, 0);
+		exs__send_finished(s, op, 0, 0);
 		return finish(&w, qh);
 	}
 	if (s->type == SOCK_STREAM && exs__stream_coalesce(s, iov, iovcnt, total)) {
-		exs__op_complete(op, 0, (ssize_t)total);
-		/* nothing can go before a completion or room comes, which the
-		 * progress thread handles; without it, a call is the chance */
-		if (s->flow == EXS_FLOW_RDMA)
+		exs__send_finished(s, op, 0, (ssize_t)total);
+		/* behind transfers in flight a copy waits for their
+		 * completions, which the progress thread handles; into an idle
+		 * pipe the thread takes it, with the copies made meanwhile
+		 * (EXS_FLOW_RDMA: without the thread, a call is the chance) */
+		if (s->flow == EXS_FLOW_RDMA) {
 			exs__progress(s);
+		} else if (s->fl_count < EXS_COALESCE_INFLIGHT && !s->pending) {
+			s->pending = true;
+			exs__wake();
+		}
 		return finish(&w, qh);
 	}
 	if (!mh && (rc = exs__op_mem(op, NULL, EXS_ACCESS_READ))) {
+		util_list_del(&op->order);
 		exs__op_drop(op);
 		return fail(-rc);
 	}
@@ -115,15 +124,15 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	return finish(&w, qh);
 }
 
-ssize_t exs_send(int fd, const void *buf, size_t len, int flags, exs_qhandle_t qh, void *ahandle,
-		 exs_mhandle_t mh)
+ssize_t exs_send(int fd, const void *buf, size_t len, int flags, exs_qhandle_t qh,
+		 exs_ahandle_t ahandle, exs_mhandle_t mh)
 {
 	struct iovec v = { (void *)buf, len };
 	return exs_sendv(fd, &v, 1, flags, qh, ahandle, mh ? &mh : NULL);
 }
 
 ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qhandle_t qh,
-		  void *ahandle, const exs_mhandle_t *mh)
+		  exs_ahandle_t ahandle, const exs_mhandle_t *mh)
 {
 	size_t total;
 	int err = check_iov(iov, iovcnt, mh, &total);
@@ -205,7 +214,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	return finish(&w, qh);
 }
 
-ssize_t exs_recv(int fd, void *buf, size_t len, int flags, exs_qhandle_t qh, void *ahandle,
+ssize_t exs_recv(int fd, void *buf, size_t len, int flags, exs_qhandle_t qh, exs_ahandle_t ahandle,
 		 exs_mhandle_t mh)
 {
 	struct iovec v = { buf, len };

@@ -21,7 +21,9 @@ exs_mhandle_t exs_mregister(const void *addr, size_t len, int access)
 {
 	if (exs__ready())
 		return EXS_MHANDLE_INVALID;
-	if (!addr || !len || !access || (access & ~(EXS_ACCESS_READ | EXS_ACCESS_WRITE))) {
+	if (!access) /* the ES-API's flags 0: for sends and receives alike */
+		access = EXS_ACCESS_READ | EXS_ACCESS_WRITE;
+	if (!addr || !len || (access & ~(EXS_ACCESS_READ | EXS_ACCESS_WRITE))) {
 		errno = EINVAL;
 		return EXS_MHANDLE_INVALID;
 	}

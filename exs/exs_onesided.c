@@ -92,7 +92,8 @@ void exs__windows_free(struct exs_sock *s)
 }
 
 static ssize_t one_sided(int fd, bool write, void *buf, size_t len, exs_mhandle_t mh,
-			 const struct exs_remote *r, uint64_t off, exs_qhandle_t qh, void *ahandle)
+			 const struct exs_remote *r, uint64_t off, exs_qhandle_t qh,
+			 exs_ahandle_t ahandle)
 {
 	if (!buf || !len || len > UINT32_MAX || !r || off > r->len || len > r->len - off) {
 		errno = !buf || !r ? EFAULT : EINVAL;
@@ -144,13 +145,15 @@ static ssize_t one_sided(int fd, bool write, void *buf, size_t len, exs_mhandle_
 }
 
 ssize_t exs_rdma_write(int fd, const void *buf, size_t len, exs_mhandle_t mh,
-		       const struct exs_remote *to, uint64_t off, exs_qhandle_t qh, void *ahandle)
+		       const struct exs_remote *to, uint64_t off, exs_qhandle_t qh,
+		       exs_ahandle_t ahandle)
 {
 	return one_sided(fd, true, (void *)buf, len, mh, to, off, qh, ahandle);
 }
 
 ssize_t exs_rdma_read(int fd, void *buf, size_t len, exs_mhandle_t mh,
-		      const struct exs_remote *from, uint64_t off, exs_qhandle_t qh, void *ahandle)
+		      const struct exs_remote *from, uint64_t off, exs_qhandle_t qh,
+		      exs_ahandle_t ahandle)
 {
 	return one_sided(fd, false, buf, len, mh, from, off, qh, ahandle);
 }

@@ -218,6 +218,22 @@ void exs__op_complete(struct exs_op *op, int status, ssize_t bytes)
 	exs__op_complete_ev(op, &ev);
 }
 
+void exs__send_finished(struct exs_sock *s, struct exs_op *op, int status, ssize_t bytes)
+{
+	if (util_list_empty(&op->order)) { /* not in a stream's order */
+		exs__op_complete(op, status, bytes);
+		return;
+	}
+	op->finished = true;
+	op->fin_status = status;
+	op->fin_bytes = bytes;
+	struct exs_op *h;
+	while ((h = util_list_first(&s->send_order, struct exs_op, order)) && h->finished) {
+		util_list_del(&h->order);
+		exs__op_complete(h, h->fin_status, h->fin_bytes);
+	}
+}
+
 void exs__op_free(struct exs_op *op)
 {
 	if (op->coal_busy)

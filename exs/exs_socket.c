@@ -38,7 +38,7 @@ static int unlock_err(int err)
 
 /* A new operation completing on @qh, or (EXS_QHANDLE_INVALID) waited for
  * through @sync. Under the lock. NULL with errno. */
-struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void *ahandle,
+struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, exs_ahandle_t ahandle,
 			   struct exs_sync *sync)
 {
 	struct exs_queue *q = NULL;
@@ -62,6 +62,7 @@ struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, void
 		.kind = kind, .fd = fd, .q = q, .ahandle = ahandle, .sync = q ? NULL : sync
 	};
 	util_list_init(&op->link);
+	util_list_init(&op->order);
 	memset(sync, 0, sizeof(*sync));
 	return op;
 }
@@ -230,7 +231,8 @@ static int sync_result(struct exs_sync *w)
 	return 0;
 }
 
-int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t qh, void *ahandle)
+int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t qh,
+	       exs_ahandle_t ahandle)
 {
 	struct exs_sock *l = exs__lock_sock(fd);
 	if (!l)
@@ -283,7 +285,7 @@ int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t 
 
 /* exs_connect, or exs_connect_fd over @tcp_fd (>= 0) */
 static int connect_common(int fd, int tcp_fd, const struct sockaddr *addr, socklen_t addrlen,
-			  exs_qhandle_t qh, void *ahandle)
+			  exs_qhandle_t qh, exs_ahandle_t ahandle)
 {
 	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)
@@ -318,7 +320,7 @@ static int connect_common(int fd, int tcp_fd, const struct sockaddr *addr, sockl
 }
 
 int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhandle_t qh,
-		void *ahandle)
+		exs_ahandle_t ahandle)
 {
 	if (!addr) {
 		errno = EINVAL;
@@ -327,7 +329,7 @@ int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhan
 	return connect_common(fd, -1, addr, addrlen, qh, ahandle);
 }
 
-int exs_connect_fd(int fd, int tcp_fd, exs_qhandle_t qh, void *ahandle)
+int exs_connect_fd(int fd, int tcp_fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 {
 	if (tcp_fd < 0) {
 		errno = EINVAL;
@@ -336,7 +338,7 @@ int exs_connect_fd(int fd, int tcp_fd, exs_qhandle_t qh, void *ahandle)
 	return connect_common(fd, tcp_fd, NULL, 0, qh, ahandle);
 }
 
-int exs_shutdown(int fd, int how, exs_qhandle_t qh, void *ahandle)
+int exs_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle)
 {
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
 		errno = EINVAL;
@@ -367,7 +369,7 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, void *ahandle)
 	return finish_call(&w, qh);
 }
 
-int exs_close(int fd, exs_qhandle_t qh, void *ahandle)
+int exs_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 {
 	struct exs_sock *s = exs__lock_sock(fd);
 	if (!s)

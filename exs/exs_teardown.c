@@ -23,7 +23,9 @@ void exs__fail_ops(struct exs_sock *s, int err)
 {
 	for (unsigned i = 0; i < s->fl_count; i++)
 		s->fl[(s->fl_head + i) % EXS_SQ_DEPTH].op = NULL;
-	complete_list(&s->sends, err);
+	struct exs_op *op;
+	while ((op = exs__op_pop(&s->sends)))
+		exs__send_finished(s, op, err, -1);
 	s->nsends = 0;
 	complete_list(&s->accepts, err);
 	if (s->connect_op) {

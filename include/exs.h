@@ -60,13 +60,18 @@ extern "C" {
 #endif
 
 /* The ES-API version this header describes: exs_init(EXS_VERSION). */
-#define EXS_VERSION 1
+#define EXS_VERSION1 1
+#define EXS_VERSION EXS_VERSION1
 
 typedef int exs_qhandle_t;
 #define EXS_QHANDLE_INVALID (-1)
 
 typedef struct exs_mem *exs_mhandle_t;
 #define EXS_MHANDLE_INVALID ((exs_mhandle_t)0)
+
+/* The application's handle of an operation, given back in its event: any
+ * pointer, or an integer cast to it (programs pass (exs_ahandle_t)-1). */
+typedef void *exs_ahandle_t;
 
 /* exs_mregister access flags: what the peer may do to the memory. */
 #define EXS_ACCESS_READ 0x1  /* the memory is only sent from */
@@ -83,10 +88,10 @@ enum exs_evt_type {
 };
 
 typedef struct exs_event {
-	int exs_evt_type;      /* enum exs_evt_type */
-	int exs_evt_errno;     /* 0, or why the operation failed */
-	void *exs_evt_ahandle; /* the application's handle given to the call */
-	int exs_evt_fd;        /* the socket the operation was made on */
+	int exs_evt_type;              /* enum exs_evt_type */
+	int exs_evt_errno;             /* 0, or why the operation failed */
+	exs_ahandle_t exs_evt_ahandle; /* the application's handle given to the call */
+	int exs_evt_fd;                /* the socket the operation was made on */
 	union {
 		struct {
 			int fd; /* the new connected socket */
@@ -192,7 +197,8 @@ EXS_EXTERN int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
 /*
  * exs_mregister - register memory for sends and receives.
  * @access: EXS_ACCESS_READ for send buffers, EXS_ACCESS_WRITE (or both)
- *          for receive buffers, which the peer writes into directly.
+ *          for receive buffers, which the peer writes into directly; 0 (the
+ *          ES-API's flags 0) is both.
  *
  * A handle works with every socket of the process. Memory given without a
  * handle (EXS_MHANDLE_INVALID) is registered for the operation and
@@ -244,7 +250,7 @@ EXS_EXTERN int exs_listen(int fd, int backlog);
  * connection.
  */
 EXS_EXTERN int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs_qhandle_t qhandle,
-			  void *ahandle);
+			  exs_ahandle_t ahandle);
 
 /*
  * exs_connect - connect to a listening ES-API socket (TCP, then the MPA
@@ -257,7 +263,7 @@ EXS_EXTERN int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs
  * ENOBUFS (EXS_MAX_CONNECTIONS connections in this process).
  */
 EXS_EXTERN int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen,
-			   exs_qhandle_t qhandle, void *ahandle);
+			   exs_qhandle_t qhandle, exs_ahandle_t ahandle);
 
 /*
  * uwarp extensions: ES-API connections over TCP sockets the program made
@@ -282,7 +288,7 @@ EXS_EXTERN int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrle
  * the caller keeps it. Errors: EBADF, EINVAL (not listening, or not a TCP
  * socket).
  */
-EXS_EXTERN int exs_connect_fd(int fd, int tcp_fd, exs_qhandle_t qhandle, void *ahandle);
+EXS_EXTERN int exs_connect_fd(int fd, int tcp_fd, exs_qhandle_t qhandle, exs_ahandle_t ahandle);
 EXS_EXTERN int exs_listen_handoff(int fd, int backlog);
 EXS_EXTERN int exs_accept_fd(int fd, int tcp_fd);
 
@@ -321,10 +327,10 @@ EXS_EXTERN int exs_expose(int fd, exs_mhandle_t mh, const void *addr, size_t len
 EXS_EXTERN int exs_unexpose(int fd, const struct exs_remote *r);
 EXS_EXTERN ssize_t exs_rdma_write(int fd, const void *buf, size_t len, exs_mhandle_t mh,
 				  const struct exs_remote *to, uint64_t off, exs_qhandle_t qhandle,
-				  void *ahandle);
+				  exs_ahandle_t ahandle);
 EXS_EXTERN ssize_t exs_rdma_read(int fd, void *buf, size_t len, exs_mhandle_t mh,
 				 const struct exs_remote *from, uint64_t off, exs_qhandle_t qhandle,
-				 void *ahandle);
+				 exs_ahandle_t ahandle);
 
 /*
  * exs_set_fd_floor - descriptors the ES-API opens from now on (its sockets,
@@ -356,7 +362,7 @@ EXS_EXTERN void exs_set_fd_floor(int floor);
  * socket closed first), EPROTO (the peer broke the protocol).
  */
 EXS_EXTERN ssize_t exs_send(int fd, const void *buf, size_t len, int flags, exs_qhandle_t qhandle,
-			    void *ahandle, exs_mhandle_t mhandle);
+			    exs_ahandle_t ahandle, exs_mhandle_t mhandle);
 
 /*
  * exs_recv - receive into @buf (@len bytes at most).
@@ -374,7 +380,7 @@ EXS_EXTERN ssize_t exs_send(int fd, const void *buf, size_t len, int flags, exs_
  * are outstanding.
  */
 EXS_EXTERN ssize_t exs_recv(int fd, void *buf, size_t len, int flags, exs_qhandle_t qhandle,
-			    void *ahandle, exs_mhandle_t mhandle);
+			    exs_ahandle_t ahandle, exs_mhandle_t mhandle);
 
 /*
  * exs_sendv, exs_recvv - as exs_send and exs_recv over @iovcnt buffers
@@ -383,9 +389,9 @@ EXS_EXTERN ssize_t exs_recv(int fd, void *buf, size_t len, int flags, exs_qhandl
  * received contiguously and scattered by one copy on completion.
  */
 EXS_EXTERN ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags,
-			     exs_qhandle_t qhandle, void *ahandle, const exs_mhandle_t *mh);
+			     exs_qhandle_t qhandle, exs_ahandle_t ahandle, const exs_mhandle_t *mh);
 EXS_EXTERN ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags,
-			     exs_qhandle_t qhandle, void *ahandle, const exs_mhandle_t *mh);
+			     exs_qhandle_t qhandle, exs_ahandle_t ahandle, const exs_mhandle_t *mh);
 
 /*
  * exs_shutdown - SHUT_WR: after the sends already posted, the stream ends
@@ -398,7 +404,7 @@ EXS_EXTERN ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int fl
  * (EBADF, ENOTCONN, EINVAL, EALREADY: a SHUT_WR is already under way, or
  * done and asked for again with a queue).
  */
-EXS_EXTERN int exs_shutdown(int fd, int how, exs_qhandle_t qhandle, void *ahandle);
+EXS_EXTERN int exs_shutdown(int fd, int how, exs_qhandle_t qhandle, exs_ahandle_t ahandle);
 
 /*
  * exs_close - close the socket: its descriptor is free at once.
@@ -413,7 +419,7 @@ EXS_EXTERN int exs_shutdown(int fd, int how, exs_qhandle_t qhandle, void *ahandl
  * leaves the socket open, with EBADF (not a socket, or not a queue) or
  * EAGAIN (the queue is full).
  */
-EXS_EXTERN int exs_close(int fd, exs_qhandle_t qhandle, void *ahandle);
+EXS_EXTERN int exs_close(int fd, exs_qhandle_t qhandle, exs_ahandle_t ahandle);
 
 /* exs_getsockname, exs_getpeername - as getsockname(2), getpeername(2). */
 EXS_EXTERN int exs_getsockname(int fd, struct sockaddr *addr, socklen_t *addrlen);

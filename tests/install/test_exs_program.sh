@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# test_exs_program.sh SOURCE_DIR BUILD_DIR: ES-API programs written to the
+# published interface build against an installed uwarp with nothing but
+# `#include <sys/exs.h>` and `pkg-config exs` (-lexs), shared and static,
+# and move a stream intact: exs_sender (a ring of 16 outstanding sends, an
+# alarm()-timed run that ends on EINTR) to exs_receiver, for message sizes
+# 1, 64, 4096, 65536, 65537 and 4 MiB from buffers at odd offsets; the same
+# byte count and FNV-1a hash on both ends. A receiver killed mid-stream ends
+# the sender with an error, never a hang.
+set -euo pipefail
+src=$1
+build=$2
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	local rc=$?
+	for p in "${pids[@]}"; do
+		kill -9 "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" || fail "cmake --install"
+for f in include/sys/exs.h include/exs.h; do
+	[ -e "$work/prefix/$f" ] || fail "not installed: $f"
+done
+pc=$(find "$work/prefix" -name exs.pc)
+[ -n "$pc" ] || fail "no exs.pc installed"
+libdir=$(dirname "$(dirname "$pc")")
+for f in libexs.so libexs.a; do
+	[ -e "$libdir/$f" ] || fail "not installed: $libdir/$f"
+done
+export PKG_CONFIG_PATH=$(dirname "$pc")
+cc=${CC:-cc}
+for p in exs_sender exs_receiver; do
+	# shellcheck disable=SC2046
+	$cc -Wall -Wextra -Werror -o "$work/$p" "$src/tests/install/$p.c" \
+		$(pkg-config --cflags --libs exs) || fail "$p does not build with pkg-config exs"
+done
+grep -q "libuwarp-exs.so.0" <(readelf -d "$work/exs_sender") ||
+	fail "-lexs did not link the ES-API library"
+# shellcheck disable=SC2046
+$cc -Wall -Wextra -Werror -o "$work/exs_sender_static" "$src/tests/install/exs_sender.c" \
+	$(pkg-config --cflags exs) -Wl,-Bstatic -lexs -luwarp -Wl,-Bdynamic \
+	$(pkg-config --static --libs exs | sed 's/-lexs//; s/-luwarp//') ||
+	fail "exs_sender does not link statically with -lexs"
+readelf -d "$work/exs_sender_static" | grep -q "libuwarp" &&
+	fail "the static sender still needs a uwarp shared library"
+export LD_LIBRARY_PATH=$libdir
+
+# start_receiver SIZE OFFSET: its port in $port, its pid in $rpid
+start_receiver() {
+	"$work/exs_receiver" "$1" "$2" >"$work/recv.out" 2>&1 &
+	rpid=$!
+	pids+=("$rpid")
+	port=
+	for _ in $(seq 200); do
+		port=$(sed -n 's/^port \([0-9]*\)$/\1/p' "$work/recv.out")
+		[ -n "$port" ] && return 0
+		kill -0 "$rpid" 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$work/recv.out"
+	fail "exs_receiver did not start"
+}
+
+# run SENDER SIZE SEND_OFFSET RECV_SIZE RECV_OFFSET
+run() {
+	local sender=$1 size=$2 so=$3 rsize=$4 ro=$5
+	start_receiver "$rsize" "$ro"
+	timeout 60 "$sender" 127.0.0.1 "$port" "$size" 1 "$so" >"$work/send.out" 2>&1 ||
+		{ cat "$work/send.out" "$work/recv.out"; fail "sender of $size-byte messages failed"; }
+	wait "$rpid" || { cat "$work/recv.out"; fail "receiver of $size-byte messages failed"; }
+	local s r
+	s=$(sed -n 's/^sent \([0-9]*\) bytes hash \([0-9a-f]*\).*/\1 \2/p' "$work/send.out")
+	r=$(sed -n 's/^received \([0-9]*\) bytes hash \([0-9a-f]*\)$/\1 \2/p' "$work/recv.out")
+	echo "size $size (offset $so) into $rsize (offset $ro): sent ${s% *}, received ${r% *}"
+	[ -n "$s" ] && [ "${s% *}" != 0 ] || fail "nothing was sent: $(cat "$work/send.out")"
+	[ "$s" = "$r" ] || fail "sent '$s' but received '$r' (bytes hash)"
+}
+
+run "$work/exs_sender" 1 1 65536 3
+run "$work/exs_sender" 64 3 64 5
+run "$work/exs_sender" 4096 7 1000 1
+run "$work/exs_sender" 65536 1 65536 7
+run "$work/exs_sender" 65537 5 4096 0
+run "$work/exs_sender" 4194304 3 65536 1
+run "$work/exs_sender_static" 65537 1 65536 3
+
+# a receiver killed mid-stream: the sender ends with an error
+start_receiver 65536 0
+timeout 60 "$work/exs_sender" 127.0.0.1 "$port" 65536 30 0 >"$work/send.out" 2>&1 &
+spid=$!
+pids+=("$spid")
+for _ in $(seq 400); do
+	grep -q receiving "$work/recv.out" && break
+	sleep 0.05
+done
+grep -q receiving "$work/recv.out" || fail "the receiver never got its first MiB"
+kill -9 "$rpid"
+rc=0
+wait "$spid" || rc=$?
+cat "$work/send.out"
+[ "$rc" -ne 124 ] || fail "the sender hung after its peer was killed"
+[ "$rc" -ne 0 ] || fail "the sender reported success after its peer was killed"
+grep -q "exs_sender: " "$work/send.out" || fail "the sender failed without saying why"
+echo "PASS: ES-API programs built with <sys/exs.h> and -lexs (shared and static) move every byte"
