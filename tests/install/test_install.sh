@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # test_install.sh SOURCE_DIR BUILD_DIR: what a user of an installed uwarp
-# does. `cmake --install` into a fresh prefix; the example program shown in
-# README.md (the same as examples/hello_send.c) built with pkg-config,
-# against the shared and the static library; both run against the installed
-# uwarp-perf server, which must count each message: 17 bytes received.
+# does. `cmake --install` into a fresh prefix, where every file README names
+# must be; the example program shown in README.md (the same as
+# examples/hello_send.c) built with pkg-config, against the shared and the
+# static library; both run against the installed uwarp-perf server, which
+# must count each message: 17 bytes received. Then an esock program built
+# with pkg-config esock, and a DAT program that opens the installed uDAPL
+# provider through Debian's registry and the installed dat.conf.
 set -euo pipefail
 src=$1
 build=$2
@@ -26,14 +29,26 @@ fail() {
 }
 
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" || fail "cmake --install"
-for f in include/uwarp/verbs.h include/uwarp/ep.h include/uwarp/wire.h bin/uwarp-perf \
-	lib/libuwarp.a; do
+# every file README names (the libraries, headers, tools, pkg-config files)
+for f in include/uwarp/verbs.h include/uwarp/ep.h include/uwarp/wire.h include/exs.h \
+	include/sys/exs.h include/esock.h bin/uwarp-perf bin/exs-pump bin/uwarp-rping \
+	bin/uwarp-ucmatose bin/uwarp-fuzz bin/uwarp-delayline bin/uwarp-demo bin/uwarp-crcbench; do
 	[ -e "$work/prefix/$f" ] || fail "not installed: $f"
 done
 pc=$(find "$work/prefix" -name uwarp.pc)
 [ -n "$pc" ] || fail "no uwarp.pc installed"
 libdir=$(dirname "$(dirname "$pc")")
-ls "$libdir"/libuwarp.so.0 >/dev/null || fail "no libuwarp.so.0 in $libdir"
+for f in libuwarp.so.0 libuwarp.a libuwarp-exs.so.0 libexs.so libexs.a libesock.so \
+	libesock-preload.so pkgconfig/uwarp.pc pkgconfig/exs.pc pkgconfig/esock.pc; do
+	[ -e "$libdir/$f" ] || fail "not installed: $libdir/$f"
+done
+dapl=
+if [ -e "$build/lib/libuwarp-dapl.so.2" ]; then # (built when libdapl-dev is there)
+	dapl=$work/prefix/share/uwarp/dat.conf
+	[ -e "$libdir/libuwarp-dapl.so.2" ] || fail "not installed: libuwarp-dapl.so.2"
+	grep -q "^uwarp u2.0 .* $libdir/libuwarp-dapl.so.2 " "$dapl" ||
+		fail "the installed dat.conf does not name the installed provider: $(cat "$dapl")"
+fi
 
 # the program in README.md, exactly
 sed -n '/^```c example/,/^```$/p' "$src/README.md" | sed '1d;$d' >"$work/hello.c"
@@ -70,4 +85,20 @@ done
 cat "$work/server.out"
 [ "$(grep -c 'connection done: 1 receives, 17 bytes, 0 errors' "$work/server.out")" -eq 2 ] ||
 	fail "the server did not receive both messages"
-echo "PASS: installed, built with pkg-config (shared and static), ran against uwarp-perf"
+
+# one program per library besides: esock (linked with pkg-config esock), the
+# preload on an installed tool, and the uDAPL provider through Debian's
+# registry with the installed dat.conf
+# shellcheck disable=SC2046
+$cc -Wall -Wextra -Werror -o "$work/esock_pair" "$src/tests/install/esock_pair.c" \
+	$(pkg-config --cflags --libs esock) || fail "esock_pair does not build with pkg-config esock"
+LD_LIBRARY_PATH=$libdir "$work/esock_pair" || fail "esock_pair failed"
+preload=$(pkg-config --variable=preload esock)
+[ -e "$preload" ] || fail "esock.pc names no preload library: '$preload'"
+if [ -n "$dapl" ]; then
+	$cc -Wall -Wextra -Werror -o "$work/dat_open" "$src/tests/install/dat_open.c" -ldat2 ||
+		fail "dat_open does not build against libdat2"
+	DAT_OVERRIDE=$dapl "$work/dat_open" || fail "the installed uDAPL provider does not open"
+fi
+echo "PASS: installed, built with pkg-config (shared and static), ran against uwarp-perf;" \
+	"esock and uDAPL programs ran from the installed tree"
