@@ -87,6 +87,22 @@ refused_by uwarp-fuzz "-p PORT is needed" -c 127.0.0.1
 refused_by uwarp-delayline "--delay-ms 'soon': not a number" --delay-ms soon tun0 tun1
 refused_by uwarp-delayline "--mtu '100': out of range" --mtu 100 tun0 tun1
 
+# uwarp-demo: an --emss below what a DDP header needs corrupted its heap
+# (0 to 19) or divided by zero (20 to 24); every value it takes now runs,
+# with and without markers
+refused_by uwarp-demo "--emss 'abc': not a whole number" --pcap /dev/null --emss abc
+refused_by uwarp-demo "--emss '20': out of range (88 to 65535)" --pcap /dev/null --emss 20
+refused_by uwarp-demo "'--bogus': not an option" --pcap /dev/null --bogus
+for e in 88 89 90 91 100 511 512 513 1460 9000 65535; do
+	for m in "" --markers; do
+		# shellcheck disable=SC2086
+		if ! timeout 10 "$bin/uwarp-demo" --pcap /dev/null --emss "$e" $m >/dev/null 2>&1; then
+			echo "FAIL uwarp-demo --emss $e $m did not run"
+			fails=$((fails + 1))
+		fi
+	done
+done
+
 # a port in hexadecimal is the port it says (exs-pump read it with atoi:
 # "0x1d4c" was port 0, free ports of the kernel's choosing), in a network
 # namespace of its own, where every port is free
@@ -104,7 +120,7 @@ if unshare -n true 2>/dev/null; then
 fi
 
 # and what is right still runs: --help, and sizes with a suffix
-for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz; do
+for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-demo; do
 	if ! timeout 10 "$bin/$t" --help >/dev/null 2>&1; then
 		echo "FAIL $t --help did not exit 0"
 		fails=$((fails + 1))

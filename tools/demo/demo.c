@@ -14,6 +14,19 @@
 
 #include "mpa/crc32c.h"
 #include "tools/lib/mpa_session.h"
+#include "tools/lib/tool_opt.h"
+
+static void usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"usage: %s [--pcap PATH] [--markers] [--no-crc] [--emss N]\n"
+		"  --pcap PATH  where the capture goes (default uwarp-demo.pcap)\n"
+		"  --markers    both ends ask for MPA markers\n"
+		"  --no-crc     both ends ask for no CRC32c\n"
+		"  --emss N     TCP's effective MSS the FPDUs are cut for, 88 to 65535\n"
+		"               (default 1460)\n",
+		prog);
+}
 
 static void hexdump(const char *what, const uint8_t *p, size_t n)
 {
@@ -38,18 +51,26 @@ int main(int argc, char **argv)
 	struct mpa_session s;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--pcap") && i + 1 < argc)
+		if (!strcmp(argv[i], "--pcap") && i + 1 < argc) {
 			pcap = argv[++i];
-		else if (!strcmp(argv[i], "--markers"))
+		} else if (!strcmp(argv[i], "--markers")) {
 			markers = true;
-		else if (!strcmp(argv[i], "--no-crc"))
+		} else if (!strcmp(argv[i], "--no-crc")) {
 			crc = false;
-		else if (!strcmp(argv[i], "--emss") && i + 1 < argc)
-			emss = (uint32_t)strtoul(argv[++i], NULL, 0);
-		else {
-			fprintf(stderr,
-				"usage: %s [--pcap PATH] [--markers] [--no-crc] [--emss N]\n",
-				argv[0]);
+		} else if (!strcmp(argv[i], "--emss") && i + 1 < argc) {
+			/* TCP's effective MSS: Linux's least is 88 (its
+			 * TCP_MIN_MSS), and an FPDU is at most 64 KiB; below
+			 * some 30 bytes not even a DDP header fits */
+			emss = (uint32_t)tool_opt_uint(argv[0], "--emss", argv[++i], 88, 65535);
+		} else if (!strcmp(argv[i], "--help")) {
+			usage(stdout, argv[0]);
+			return 0;
+		} else {
+			const char *prog =
+				strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+			fprintf(stderr, "%s: '%s': not an option, or its value is missing\n", prog,
+				argv[i]);
+			usage(stderr, prog);
 			return 2;
 		}
 	}
