@@ -5,34 +5,38 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "esock_env.h"
 #include "esock_internal.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static bool all;
-static uint16_t ports[64];
-static int nports;
+static struct esock_ddpmode mode;
 static unsigned peek_ms = ESOCK_PEEK_MS_DEFAULT;
 
 static void parse(void)
 {
 #ifdef ESOCK_PRELOAD
 	const char *v = getenv("ESOCK_DDPMODE");
-	if (v && !strcmp(v, "all")) {
-		all = true;
-	} else if (v) {
-		/* a list of ports; anything else in it selects nothing */
-		char *copy = strdup(v), *save = NULL;
-		for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && nports < 64;
-		     t = strtok_r(NULL, ",", &save)) {
-			char *end;
-			long p = strtol(t, &end, 10);
-			if (*end == '\0' && p > 0 && p < 65536)
-				ports[nports++] = (uint16_t)p;
-		}
-		free(copy);
+	char why[128];
+	if (!esock_env_ddpmode(v, &mode, why, sizeof(why)))
+		fprintf(stderr, "esock: ESOCK_DDPMODE='%s' ignored (no socket selected): %s\n", v,
+			why);
+	const char *verbose = getenv("ESOCK_VERBOSE");
+	if (verbose && *verbose && strcmp(verbose, "0")) {
+		/* one line: what the environment selects */
+		char list[ESOCK_ENV_PORTS_MAX * 7 + 1] = "";
+		for (int i = 0, at = 0; i < mode.nports; i++)
+			at += snprintf(list + at, sizeof(list) - (size_t)at, "%s%u", i ? "," : "",
+				       mode.ports[i]);
+		fprintf(stderr, "esock: pid %d: DDP for %s%s\n", (int)getpid(),
+			mode.all      ? "every TCP socket"
+			: mode.nports ? "TCP sockets with local or remote port "
+				      : "no socket (ESOCK_DDPMODE selects none)",
+			list);
 	}
 #endif
 	const char *pm = getenv("ESOCK_PEEK_MS");
@@ -41,6 +45,10 @@ static void parse(void)
 		long v2 = strtol(pm, &end, 10);
 		if (*end == '\0' && v2 >= 0 && v2 <= 60000)
 			peek_ms = (unsigned)v2;
+		else
+			fprintf(stderr,
+				"esock: ESOCK_PEEK_MS='%s' ignored: milliseconds, 0 to 60000\n",
+				pm);
 	}
 }
 
@@ -57,8 +65,8 @@ static int port_of(const struct sockaddr *sa)
 
 static bool listed(int port)
 {
-	for (int i = 0; i < nports; i++)
-		if (ports[i] == port)
+	for (int i = 0; i < mode.nports; i++)
+		if (mode.ports[i] == port)
 			return true;
 	return false;
 }
@@ -66,9 +74,9 @@ static bool listed(int port)
 bool esock__env_selects(int fd, const struct sockaddr *peer)
 {
 	pthread_once(&once, parse);
-	if (all)
+	if (mode.all)
 		return true;
-	if (!nports)
+	if (!mode.nports)
 		return false;
 	if (listed(port_of(peer)))
 		return true;

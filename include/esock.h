@@ -13,10 +13,13 @@
  *                        setsockopt(SOL_ESOCK, ESOCK_DDPMODE);
  *   libesock-preload.so  for LD_PRELOAD: also selects sockets through the
  *                        environment variable ESOCK_DDPMODE:
- *                          all            every TCP socket;
+ *                          all            every TCP socket (any case);
  *                          PORT[,PORT...] a socket whose local or remote
- *                                         port is listed;
+ *                                         port is listed (up to 64, with
+ *                                         commas and/or spaces between);
  *                          unset, empty   none.
+ *                        A value it cannot read selects none and is said
+ *                        in one line on stderr.
  * Sockets not in DDP mode go straight to the C library.
  *
  * ENVIRONMENT
@@ -41,6 +44,9 @@
  *                   and acts on the connection underneath.
  *   ESOCK_DEBUG     set: each DDP connection's transfer counters are
  *                   printed to stderr when the program closes it.
+ *   ESOCK_VERBOSE   1: one line on stderr, at the process's first socket
+ *                   decision, says which sockets ESOCK_DDPMODE selects
+ *                   (libesock-preload.so only).
  *
  * SEMANTICS
  *   Connecting: connect(2) on a DDP-mode socket makes the TCP connection,
