@@ -126,6 +126,16 @@ for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-demo; d
 		fails=$((fails + 1))
 	fi
 done
+# --version: every tool says the project's version (CMakeLists.txt) and exits 0
+version=$(sed -n 's/^project(uwarp VERSION \([0-9.]*\).*/\1/p' "$(dirname "$0")/../../CMakeLists.txt")
+for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-delayline uwarp-demo \
+	uwarp-crcbench; do
+	out=$(timeout 10 "$bin/$t" --version 2>&1)
+	if [ $? -ne 0 ] || [ "$out" != "$t (uwarp) $version" ]; then
+		echo "FAIL $t --version: '$out' (wanted '$t (uwarp) $version', exit 0)"
+		fails=$((fails + 1))
+	fi
+done
 out=$(timeout 10 "$perf" -c 127.0.0.1 -p 9 --op write --size 64K --iters 1 2>&1)
 if grep -q "size" <<<"$out" && grep -qE "not a size|out of range" <<<"$out"; then
 	echo "FAIL uwarp-perf --size 64K was refused: $out"

@@ -16,6 +16,7 @@
 
 #include "mpa/crc32c.h"
 #include "crcbench.h"
+#include "tools/lib/tool_opt.h"
 
 typedef uint32_t (*engine_fn)(uint32_t, const void *, size_t);
 
@@ -42,6 +43,7 @@ static double measure(engine_fn fn, const uint8_t *buf, size_t size, double seco
 
 int main(int argc, char **argv)
 {
+	tool_opt_version(argc, argv);
 	static const size_t sizes[] = { 64, 1024, 65536, 1048576 };
 	static const struct {
 		const char *name;

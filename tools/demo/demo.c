@@ -45,6 +45,7 @@ static void show_params(const char *who, const struct mpa_params *p)
 
 int main(int argc, char **argv)
 {
+	tool_opt_version(argc, argv);
 	const char *pcap = "uwarp-demo.pcap";
 	bool markers = false, crc = true;
 	uint32_t emss = 1460;

@@ -115,6 +115,7 @@ static int64_t give(struct way *w)
 
 int main(int argc, char **argv)
 {
+	tool_opt_version(argc, argv);
 	double delay_ms = 24;
 	int mtu = 9000;
 	size_t limit = 100000;

@@ -583,6 +583,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+	tool_opt_version(argc, argv);
 	struct opts o = { .port = 7480,
 			  .type = SOCK_STREAM,
 			  .sends = 8,

@@ -155,3 +155,14 @@ int tool_opt_word(const char *prog, const char *opt, const char *arg, const char
 	bad(prog, opt, arg ? arg : "", why);
 	return -1;
 }
+
+void tool_opt_version(int argc, char *const *argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (strcmp(argv[i], "--version"))
+			continue;
+		const char *slash = strrchr(argv[0], '/');
+		printf("%s (uwarp) %s\n", slash ? slash + 1 : argv[0], UWARP_VERSION);
+		exit(0);
+	}
+}

@@ -34,6 +34,11 @@ int tool_opt_word(const char *prog, const char *opt, const char *arg, const char
 __attribute__((format(printf, 2, 3), noreturn)) void tool_opt_fail(const char *prog,
 								   const char *fmt, ...);
 
+/* --version anywhere among the arguments (before a "--"): prints the
+ * tool's name and uwarp's version ("uwarp-perf (uwarp) 0.1.0") and exits
+ * 0. Called first thing in main. */
+void tool_opt_version(int argc, char *const *argv);
+
 /* an argument left after the options (argv[optind] on): refused by name */
 void tool_opt_no_more(const char *prog, int argc, char *const *argv, int optind);
 

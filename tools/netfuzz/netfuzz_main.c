@@ -71,6 +71,7 @@ static void json_case(FILE *j, const struct nf_case *c, bool first)
 
 int main(int argc, char **argv)
 {
+	tool_opt_version(argc, argv);
 	const char *host = NULL, *json = NULL, *classes = NULL;
 	int port = -1, cases = 20, one_case = -1, timeout = 2000, watch = 0, crc = 1;
 	bool server = false, quiet = false;

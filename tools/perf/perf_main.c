@@ -42,6 +42,7 @@ static void usage(const char *argv0)
 /* on|off (or two other words): 1, 0, or -1 for anything else */
 int main(int argc, char **argv)
 {
+	tool_opt_version(argc, argv);
 	/* perftest's protocol has a command line of its own */
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--perftest") || !strncmp(argv[i], "--perftest=", 11))

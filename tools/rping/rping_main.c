@@ -32,6 +32,7 @@ static void usage(const char *argv0)
 
 int main(int argc, char **argv)
 {
+	tool_opt_version(argc, argv);
 	struct rping_opts o = { .port = RPING_PORT,
 				.size = RPING_DEFAULT_SIZE,
 				.crc = UW_CRC_DEFAULT };

@@ -278,6 +278,7 @@ static int run_client(void)
 
 int main(int argc, char **argv)
 {
+	tool_opt_version(argc, argv);
 	static const struct option longopts[] = {
 		{ "crc", required_argument, 0, 'R' },
 		{ "markers", required_argument, 0, 'M' },
