@@ -119,6 +119,28 @@ if unshare -n true 2>/dev/null; then
 	fi
 fi
 
+# uwarp-ucmatose -p 0: the server says the port the kernel chose, and a
+# client reaches it there (before, it said nothing: the port was unknown)
+log=$(mktemp)
+timeout 30 "$bin/uwarp-ucmatose" -b 127.0.0.1 -p 0 -C 2 >"$log" 2>&1 &
+ucs=$!
+port=
+for _ in $(seq 100); do
+	port=$(sed -n 's/^cmatose: listening on port \([0-9]*\)$/\1/p' "$log")
+	[ -n "$port" ] && break
+	sleep 0.05
+done
+if [ -n "$port" ] && [ "$port" != 0 ] &&
+	timeout 20 "$bin/uwarp-ucmatose" -s 127.0.0.1 -p "$port" -C 2 >/dev/null 2>&1 &&
+	wait "$ucs"; then
+	echo "ok   uwarp-ucmatose -p 0: $(grep listening "$log")"
+else
+	kill "$ucs" 2>/dev/null
+	echo "FAIL uwarp-ucmatose -p 0 did not say its port, or no client reached it: $(cat "$log")"
+	fails=$((fails + 1))
+fi
+rm -f "$log"
+
 # and what is right still runs: --help, and sizes with a suffix
 for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-demo; do
 	if ! timeout 10 "$bin/$t" --help >/dev/null 2>&1; then

@@ -13,6 +13,7 @@
  * Sends its COUNT replies. The server disconnects; the client answers.
  * Exit status 0 when every message went and came.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -212,6 +213,13 @@ static int run_server(void)
 	if (rc) {
 		fprintf(stderr, "uwarp-ucmatose: listen: %s\n", strerror(rc));
 		return rc;
+	}
+	if (!strcmp(o.port, "0")) { /* the kernel chose: say which */
+		const struct sockaddr_storage *la = &lid->local_addr;
+		unsigned port = la->ss_family == AF_INET6
+					? ntohs(((const struct sockaddr_in6 *)la)->sin6_port)
+					: ntohs(((const struct sockaddr_in *)la)->sin_port);
+		printf("cmatose: listening on port %u\n", port);
 	}
 	fflush(stdout);
 	rc = connect_events(true);
