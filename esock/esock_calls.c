@@ -292,8 +292,10 @@ static int set_ddpmode(int fd, const void *val, socklen_t len)
  * listener's, for the clients it gives from now on */
 static int set_idle(int fd, const void *val, socklen_t len)
 {
-	int v;
-	if (!val || len != (socklen_t)sizeof(int) || (memcpy(&v, val, sizeof(v)), v < 0)) {
+	int v = -1;
+	if (val && len == (socklen_t)sizeof(int))
+		memcpy(&v, val, sizeof(v));
+	if (v < 0) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -221,30 +221,10 @@ bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcn
 	 * the buffer as well, and the application has its buffer back */
 	if (!behind && s->fl_count < EXS_COALESCE_INFLIGHT && len > EXS_COPY_SMALL)
 		return false;
-	if (!behind || !t->coal_busy || t->len + len > s->coal_size) {
-		/* a small send that waits as it is (it found the pipe idle) is
-		 * copied in too: events go in order, and the copies behind it
-		 * would otherwise wait for its transfer */
-		struct exs_op *zc = behind && !t->coal_busy && !t->assigned &&
-						    t->len <= EXS_COALESCE_MAX &&
-						    t->len + len <= s->coal_size
-					    ? t
-					    : NULL;
+	if (!behind || !t->coal_busy || t->len + len > s->coal_size)
 		t = coal_op(s);
-		if (!t)
-			return false;
-		if (zc) {
-			uint8_t *to = t->iov[0].iov_base;
-			for (int i = 0; i < zc->iovcnt; i++) {
-				memcpy(to + t->len, zc->iov[i].iov_base, zc->iov[i].iov_len);
-				t->len += zc->iov[i].iov_len;
-			}
-			util_list_del(&zc->link); /* (the copy takes its place: it was last) */
-			s->nsends--;
-			s->coalesced++;
-			exs__send_finished(s, zc, 0, (ssize_t)zc->len);
-		}
-	}
+	if (!t)
+		return false;
 	uint8_t *at = (uint8_t *)t->iov[0].iov_base + t->len;
 	for (int i = 0; i < iovcnt; i++) {
 		memcpy(at, iov[i].iov_base, iov[i].iov_len);
