@@ -10,6 +10,7 @@
 #ifndef UWARP_EXS_INTERNAL_H
 #define UWARP_EXS_INTERNAL_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -255,6 +256,7 @@ struct exs_rt {
 	struct util_list graveyard; /* freed sockets, reaped between rounds */
 	int nconns;                 /* QPs on the shared CQ */
 	struct util_list queues;    /* struct exs_queue */
+	struct util_list plains;    /* system sockets with operations (exs_plain.c) */
 	/* exs_poll callers waiting for a change: their eventfds */
 	int pollers[64];
 	int npollers;
@@ -265,8 +267,9 @@ struct exs_rt {
 extern struct exs_rt exs_rt;
 
 /* exs_runtime.c */
-int exs__ready(void);   /* 0, or -1 EINVAL before exs_init */
-int exs__eventfd(void); /* non-blocking, close-on-exec, above the floor */
+int exs__ready(void);         /* 0, or -1 EINVAL before exs_init */
+int exs__eventfd(void);       /* non-blocking, close-on-exec, above the floor */
+bool exs__fd_claimed(int fd); /* carried by a library above (exs_set_fd_claim) */
 void exs__wake(void);
 /* After posting from an application thread: send it now, and let the
  * progress thread know. */
@@ -296,6 +299,10 @@ void exs__op_complete(struct exs_op *op, int status, ssize_t bytes);
  * theirs again. */
 void exs__send_finished(struct exs_sock *s, struct exs_op *op, int status, ssize_t bytes);
 void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev);
+/* Return from a call that took the lock and made an operation: 0 at once
+ * with a queue; else wait for it and return its count (0 for other than
+ * sends and receives), or -1 with its errno. Unlocks. */
+ssize_t exs__finish(struct exs_sync *w, exs_qhandle_t qh);
 /* wait for a synchronous operation (the lock held) */
 void exs__sync_wait(struct exs_sync *w);
 void exs__op_free(struct exs_op *op);
@@ -304,7 +311,11 @@ void exs__op_free(struct exs_op *op);
 void exs__run_notifies(void);
 
 /* exs_socket.c */
-struct exs_sock *exs__lock_sock(int fd); /* locked, or NULL with errno */
+/* The socket, locked; or NULL with errno: EBADF (closed, never open),
+ * ENOTSOCK (not a socket), EOPNOTSUPP (a socket the system made, which
+ * only the calls of exs_plain.c take: *plain is then true, when asked). */
+struct exs_sock *exs__lock_sock(int fd);
+struct exs_sock *exs__lock_sock_or_plain(int fd, bool *plain);
 struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, exs_ahandle_t ahandle,
 			   struct exs_sync *sync);
 void exs__op_drop(struct exs_op *op);
@@ -413,6 +424,24 @@ void exs__progress(struct exs_sock *s); /* run the socket's protocol */
 void exs__progress_pending(void);       /* ...for each socket with new completions */
 /* uw_cm_connect to s->peer, or over @tcp_fd (>= 0): 0 or -errno */
 int exs__connect_setup(struct exs_sock *s, int tcp_fd);
+
+/* exs_plain.c: the calls on a system's stream socket in plain TCP (each
+ * takes the lock itself; @total is the vector's, checked) */
+int exs__fd_kind(int fd);      /* 0: a stream socket; else EBADF, ENOTSOCK or EOPNOTSUPP */
+bool exs__plain_known(int fd); /* it has operations outstanding (the lock held) */
+ssize_t exs__plain_sendv(int fd, const struct iovec *iov, int iovcnt, size_t total,
+			 exs_qhandle_t qh, exs_ahandle_t ahandle, const exs_mhandle_t *mh);
+ssize_t exs__plain_recvv(int fd, const struct iovec *iov, int iovcnt, size_t total, int flags,
+			 exs_qhandle_t qh, exs_ahandle_t ahandle, const exs_mhandle_t *mh);
+int exs__plain_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle);
+int exs__plain_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle);
+/* the progress thread (the lock held): the descriptors to wait for, at
+ * most @room; the sockets that came ready; lingering closes that are due
+ * (the time to the next deadline, or -1) */
+int exs__plain_count(void);
+int exs__plain_pollfds(struct pollfd *pf, int room);
+void exs__plain_ready(const struct pollfd *pf, int n);
+int exs__plain_linger(uint64_t now);
 
 /* exs_stream.c */
 void exs__stream_init(struct exs_sock *s, int mode);

@@ -9,7 +9,7 @@
 #include "exs_internal.h"
 #include "util/mem_range.h"
 
-static ssize_t finish(struct exs_sync *w, exs_qhandle_t qh)
+ssize_t exs__finish(struct exs_sync *w, exs_qhandle_t qh)
 {
 	if (qh != EXS_QHANDLE_INVALID) {
 		pthread_mutex_unlock(&exs_rt.lock);
@@ -65,9 +65,10 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		errno = err ? err : EINVAL;
 		return -1;
 	}
-	struct exs_sock *s = exs__lock_sock(fd);
+	bool plain;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
 	if (!s)
-		return -1;
+		return plain ? exs__plain_sendv(fd, iov, iovcnt, total, qh, ahandle, mh) : -1;
 	if (exs_fin_wr_shut(&s->fin) || (s->st == S_CLOSED && !s->error))
 		return fail(EPIPE);
 	if (s->st == S_CLOSED)
@@ -97,7 +98,7 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	if (!total && s->type == SOCK_STREAM) {
 		/* nothing to move: a byte stream has no empty messages */
 		exs__send_finished(s, op, 0, 0);
-		return finish(&w, qh);
+		return exs__finish(&w, qh);
 	}
 	if (s->type == SOCK_STREAM && exs__stream_coalesce(s, iov, iovcnt, total)) {
 		exs__send_finished(s, op, 0, (ssize_t)total);
@@ -111,7 +112,7 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 			s->pending = true;
 			exs__wake();
 		}
-		return finish(&w, qh);
+		return exs__finish(&w, qh);
 	}
 	if (!mh && (rc = exs__op_mem(op, NULL, EXS_ACCESS_READ))) {
 		util_list_del(&op->order);
@@ -121,7 +122,7 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	util_list_add_tail(&s->sends, &op->link);
 	s->nsends++;
 	exs__progress(s);
-	return finish(&w, qh);
+	return exs__finish(&w, qh);
 }
 
 ssize_t exs_send(int fd, const void *buf, size_t len, int flags, exs_qhandle_t qh,
@@ -140,9 +141,11 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		errno = err ? err : EINVAL;
 		return -1;
 	}
-	struct exs_sock *s = exs__lock_sock(fd);
+	bool plain;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
 	if (!s)
-		return -1;
+		return plain ? exs__plain_recvv(fd, iov, iovcnt, total, flags, qh, ahandle, mh)
+			     : -1;
 	if (s->st != S_CONNECTED && s->st != S_CLOSED)
 		return fail(ENOTCONN);
 	if (s->nrecvs >= EXS_MAX_RECVS)
@@ -168,7 +171,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 			return fail(s->error);
 		}
 		exs__op_complete(op, 0, 0);
-		return finish(&w, qh);
+		return exs__finish(&w, qh);
 	}
 	int rc = 0;
 	if (iovcnt > 1 && total) {
@@ -186,7 +189,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	if (!rc && s->type == SOCK_STREAM && !total) {
 		/* as recv(2) with no room: 0 at once */
 		exs__op_complete(op, 0, 0);
-		return finish(&w, qh);
+		return exs__finish(&w, qh);
 	}
 	/* a receive the peer may write into gets its own window (before the
 	 * protocol knows of it: nothing to undo there when this fails); a
@@ -211,7 +214,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	} else {
 		exs__progress(s);
 	}
-	return finish(&w, qh);
+	return exs__finish(&w, qh);
 }
 
 ssize_t exs_recv(int fd, void *buf, size_t len, int flags, exs_qhandle_t qh, exs_ahandle_t ahandle,

@@ -17,6 +17,7 @@ struct exs_rt exs_rt = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			 .queues = UTIL_LIST_INIT(exs_rt.queues),
 			 .socks = UTIL_LIST_INIT(exs_rt.socks),
 			 .graveyard = UTIL_LIST_INIT(exs_rt.graveyard),
+			 .plains = UTIL_LIST_INIT(exs_rt.plains),
 			 .wake_fd = -1 };
 
 /* Room for every connected socket's send and control completions. */
@@ -154,6 +155,9 @@ static int linger_timeout(void)
 		if (s->linger_deadline < first)
 			first = s->linger_deadline;
 	}
+	int plain = exs__plain_linger(now);
+	if (plain >= 0 && now + (uint64_t)plain < first)
+		first = now + (uint64_t)plain;
 	return first == UINT64_MAX ? -1 : (int)(first - now);
 }
 
@@ -161,6 +165,8 @@ static void *progress_thread(void *arg)
 {
 	on_progress_thread = true;
 	uint64_t next_linger_check = 0;
+	struct pollfd fixed[3], *pf = fixed;
+	int npf = 3;
 	pthread_mutex_lock(&exs_rt.lock);
 	for (;;) {
 		bool work = false;
@@ -194,12 +200,26 @@ static void *progress_thread(void *arg)
 		int timeout = linger_timeout();
 		if (timeout < 0 || timeout > 200)
 			timeout = 200;
+		/* and the system sockets with operations waiting */
+		int want = 3 + exs__plain_count();
+		if (want > npf) {
+			/* (without the memory, the sockets that do not fit
+			 * move when the program calls) */
+			struct pollfd *more = malloc((size_t)want * 2 * sizeof(*pf));
+			if (more) {
+				if (pf != fixed)
+					free(pf);
+				pf = more;
+				npf = want * 2;
+			}
+		}
+		pf[0] = (struct pollfd){ exs_rt.cc->fd, POLLIN, 0 };
+		pf[1] = (struct pollfd){ exs_rt.cm->fd, POLLIN, 0 };
+		pf[2] = (struct pollfd){ exs_rt.wake_fd, POLLIN, 0 };
+		int nplain = exs__plain_pollfds(pf + 3, npf - 3);
 		exs_rt.sleeping = true;
 		pthread_mutex_unlock(&exs_rt.lock);
-		struct pollfd pf[3] = { { exs_rt.cc->fd, POLLIN, 0 },
-					{ exs_rt.cm->fd, POLLIN, 0 },
-					{ exs_rt.wake_fd, POLLIN, 0 } };
-		util_sys_poll(pf, 3, timeout);
+		util_sys_poll(pf, (nfds_t)(3 + nplain), timeout);
 		pthread_mutex_lock(&exs_rt.lock);
 		exs_rt.sleeping = false;
 		struct uw_cq *fired;
@@ -207,6 +227,7 @@ static void *progress_thread(void *arg)
 			uw_ack_cq_events(fired, 1);
 		if (pf[2].revents)
 			util_evfd_lower(exs_rt.wake_fd);
+		exs__plain_ready(pf + 3, nplain);
 	}
 	return NULL;
 }
@@ -267,6 +288,16 @@ fail:
 	pthread_mutex_unlock(&exs_rt.lock);
 	errno = err;
 	return -1;
+}
+
+static int (*_Atomic fd_claim)(int fd);
+
+void exs_set_fd_claim(int (*claimed)(int fd)) { fd_claim = claimed; }
+
+bool exs__fd_claimed(int fd)
+{
+	int (*claimed)(int) = fd_claim;
+	return claimed && claimed(fd) > 0;
 }
 
 static _Atomic int fd_floor;

@@ -12,18 +12,38 @@
 #include "exs_internal.h"
 #include "util/clock.h"
 
-/* Take the lock and find the socket; on failure errno is set. */
-struct exs_sock *exs__lock_sock(int fd)
+struct exs_sock *exs__lock_sock_or_plain(int fd, bool *plain)
 {
+	*plain = false;
 	if (exs__ready())
 		return NULL;
 	pthread_mutex_lock(&exs_rt.lock);
 	struct exs_sock *s = exs__sock(fd);
-	if (!s) {
-		pthread_mutex_unlock(&exs_rt.lock);
-		errno = EBADF;
-	}
-	return s;
+	if (s)
+		return s;
+	/* an ES-API socket closed already still holds its number for a
+	 * while: it is closed to the caller all the same */
+	bool closed = false, known = exs__plain_known(fd);
+	util_list_for_each(s, &exs_rt.socks, link)
+		closed |= s->fd == fd;
+	util_list_for_each(s, &exs_rt.graveyard, link)
+		closed |= s->fd == fd;
+	pthread_mutex_unlock(&exs_rt.lock);
+	int err = closed ? EBADF : known ? 0 : exs__fd_kind(fd);
+	/* a socket esock carries over DDP is not a plain TCP stream: its
+	 * descriptor is one end of esock's socket pair (issue 19 will route
+	 * these calls through esock) */
+	if (!err && !known && exs__fd_claimed(fd))
+		err = EOPNOTSUPP;
+	*plain = !err;
+	errno = err ? err : EOPNOTSUPP;
+	return NULL;
+}
+
+struct exs_sock *exs__lock_sock(int fd)
+{
+	bool plain;
+	return exs__lock_sock_or_plain(fd, &plain);
 }
 
 static int unlock_err(int err)
@@ -344,9 +364,10 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle)
 		errno = EINVAL;
 		return -1;
 	}
-	struct exs_sock *s = exs__lock_sock(fd);
+	bool plain;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
 	if (!s)
-		return -1;
+		return plain ? exs__plain_shutdown(fd, how, qh, ahandle) : -1;
 	if (s->st != S_CONNECTED && s->st != S_CLOSED)
 		return unlock_err(ENOTCONN);
 	if (how != SHUT_WR && !exs_fin_shut_rd(&s->fin))
@@ -371,9 +392,10 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle)
 
 int exs_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 {
-	struct exs_sock *s = exs__lock_sock(fd);
+	bool plain;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
 	if (!s)
-		return -1;
+		return plain ? exs__plain_close(fd, qh, ahandle) : -1;
 	struct exs_sync w;
 	struct exs_op *op = exs__op_new(fd, OP_CLOSE, qh, ahandle, &w);
 	if (!op)
@@ -415,9 +437,10 @@ int exs_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 
 int exs_getsockname(int fd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	struct exs_sock *s = exs__lock_sock(fd);
+	bool plain;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
 	if (!s)
-		return -1;
+		return plain ? util_sys_getsockname(fd, addr, addrlen) : -1;
 	if (!addr || !addrlen)
 		return unlock_err(EFAULT);
 	fill_addr(&s->local, addr, addrlen);
@@ -426,9 +449,10 @@ int exs_getsockname(int fd, struct sockaddr *addr, socklen_t *addrlen)
 
 int exs_getpeername(int fd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	struct exs_sock *s = exs__lock_sock(fd);
+	bool plain;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
 	if (!s)
-		return -1;
+		return plain ? util_sys_getpeername(fd, addr, addrlen) : -1;
 	if (!addr || !addrlen)
 		return unlock_err(EFAULT);
 	if (s->st != S_CONNECTED && s->st != S_CLOSED)
@@ -445,11 +469,21 @@ static int get_int(const void *v, socklen_t len, int *out)
 	return 0;
 }
 
+/* a system socket's options are the system's; SOL_EXS has none there */
+static int plain_opt(int fd, int level)
+{
+	errno = level == SOL_EXS ? ENOPROTOOPT : 0;
+	return level == SOL_EXS ? -1 : 0;
+}
+
 int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t optlen)
 {
-	struct exs_sock *s = exs__lock_sock(fd);
+	bool plain;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
 	if (!s)
-		return -1;
+		return !plain || plain_opt(fd, level)
+			       ? -1
+			       : util_sys_setsockopt(fd, level, optname, optval, optlen);
 	int v, err;
 	if (level == SOL_SOCKET && optname == SO_SNDTIMEO) {
 		struct timeval tv;
@@ -537,9 +571,12 @@ static int put_out(void *optval, socklen_t *optlen, const void *v, socklen_t len
 
 int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optlen)
 {
-	struct exs_sock *s = exs__lock_sock(fd);
+	bool plain;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
 	if (!s)
-		return -1;
+		return !plain || plain_opt(fd, level)
+			       ? -1
+			       : util_sys_getsockopt(fd, level, optname, optval, optlen);
 	int v;
 	if (level == SOL_SOCKET) {
 		switch (optname) {

@@ -34,6 +34,19 @@
  * completes exactly once, with success or an error status, also when its
  * socket closes or its connection fails.
  *
+ * Sockets the system made: exs_send, exs_sendv, exs_recv, exs_recvv,
+ * exs_shutdown, exs_close, exs_poll, exs_getsockopt, exs_setsockopt,
+ * exs_getsockname and exs_getpeername also take a SOCK_STREAM descriptor
+ * made by socket(2), accept(2) or accept4(2) (connected by connect(2)).
+ * On it the operations run as asynchronous I/O on the plain TCP stream,
+ * so the peer is any TCP program: sends go out in the order made and
+ * complete once the kernel has taken every byte; receives fill in order
+ * (each with what has come; MSG_WAITALL: all of it); the program's own
+ * send(2), recv(2), shutdown(2) and close(2) may come before and after
+ * them, not while some are outstanding. The socket's options are the
+ * system's (SOL_EXS: ENOPROTOOPT). A descriptor that is not a socket gets
+ * ENOTSOCK, a datagram socket EOPNOTSUPP, a closed one EBADF.
+ *
  * Threads: every call may be made from any thread. A progress thread
  * started by exs_init moves data and runs the protocol, so transfers go on
  * while the application computes.
@@ -342,6 +355,14 @@ EXS_EXTERN ssize_t exs_rdma_read(int fd, void *buf, size_t len, exs_mhandle_t mh
 EXS_EXTERN void exs_set_fd_floor(int floor);
 
 /*
+ * exs_set_fd_claim - @claimed(fd) says whether a library above the ES-API
+ * (esock) carries that descriptor itself, over DDP: the ES-API's calls
+ * then leave it alone (EOPNOTSUPP) rather than take it for a plain TCP
+ * socket. NULL: none does (the default).
+ */
+EXS_EXTERN void exs_set_fd_claim(int (*claimed)(int fd));
+
+/*
  * exs_send - send @len bytes from @buf.
  * @flags: 0 (MSG_NOSIGNAL and MSG_DONTWAIT are accepted and change nothing:
  *         ES-API calls never raise SIGPIPE and never block with a queue).
@@ -416,8 +437,8 @@ EXS_EXTERN int exs_shutdown(int fd, int how, exs_qhandle_t qhandle, exs_ahandle_
  * ECONNRESET when sends posted before the close were lost with the
  * connection), or the call waits for it without one and returns that
  * status (-1 with errno; the descriptor is gone either way). Fails, and
- * leaves the socket open, with EBADF (not a socket, or not a queue) or
- * EAGAIN (the queue is full).
+ * leaves the socket open, with EBADF (closed already, or @qhandle not a
+ * queue), ENOTSOCK (not a socket) or EAGAIN (the queue is full).
  */
 EXS_EXTERN int exs_close(int fd, exs_qhandle_t qhandle, exs_ahandle_t ahandle);
 

@@ -35,6 +35,7 @@ static struct {
 	__typeof__(recv) *recv;
 	__typeof__(send) *send;
 	__typeof__(sendmsg) *sendmsg;
+	__typeof__(recvmsg) *recvmsg;
 	__typeof__(fcntl) *fcntl;
 	__typeof__(ioctl) *ioctl;
 	__typeof__(poll) *poll;
@@ -81,6 +82,7 @@ static void find(void)
 	FIND(recv);
 	FIND(send);
 	FIND(sendmsg);
+	FIND(recvmsg);
 	FIND(fcntl);
 	FIND(ioctl);
 	FIND(poll);
@@ -127,6 +129,8 @@ ssize_t util_sys_sendmsg(int fd, const struct msghdr *m, int f)
 {
 	return LIBC()->sendmsg(fd, m, f);
 }
+
+ssize_t util_sys_recvmsg(int fd, struct msghdr *m, int f) { return LIBC()->recvmsg(fd, m, f); }
 int util_sys_fcntl(int fd, int cmd, long arg) { return LIBC()->fcntl(fd, cmd, arg); }
 int util_sys_ioctl(int fd, unsigned long req, void *arg) { return LIBC()->ioctl(fd, req, arg); }
 int util_sys_poll(struct pollfd *p, nfds_t n, int t) { return LIBC()->poll(p, n, t); }

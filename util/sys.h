@@ -38,6 +38,7 @@ ssize_t util_sys_readv(int fd, const struct iovec *iov, int cnt);
 ssize_t util_sys_recv(int fd, void *buf, size_t n, int flags);
 ssize_t util_sys_send(int fd, const void *buf, size_t n, int flags);
 ssize_t util_sys_sendmsg(int fd, const struct msghdr *m, int flags);
+ssize_t util_sys_recvmsg(int fd, struct msghdr *m, int flags);
 int util_sys_fcntl(int fd, int cmd, long arg);
 int util_sys_ioctl(int fd, unsigned long req, void *arg);
 int util_sys_poll(struct pollfd *p, nfds_t n, int timeout);
