@@ -243,4 +243,7 @@ __attribute__((constructor)) static void esock_table_init(void)
 	 * initialiser covers a signal from a constructor that runs before */
 	util_cond_init(&live_cv);
 	pthread_atfork(before_fork, after_fork, after_fork_child);
+	/* the program's own ES-API calls must not take a DDP socket's
+	 * descriptor for a plain TCP one */
+	exs_set_fd_claim(esock_is_ddp);
 }

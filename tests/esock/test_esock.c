@@ -35,6 +35,7 @@
 #include <cmocka.h>
 
 #include <esock.h>
+#include <exs.h>
 
 struct pair {
 	bool ddp;
@@ -1362,6 +1363,33 @@ static void extended_calls_need_a_ddp_socket(void **state)
 	close_pair(&d);
 }
 
+/* The program's own ES-API calls: on a plain TCP socket they run on its
+ * stream; a socket esock carries over DDP is not taken for a plain one
+ * (its descriptor is one end of esock's socket pair, and bytes written
+ * there would never reach the peer): EOPNOTSUPP, nothing lost. */
+static void es_api_calls_leave_a_ddp_socket_to_esock(void **state)
+{
+	(void)state;
+	assert_int_equal(exs_init(EXS_VERSION), 0);
+	struct pair p = make_pair(false), d = make_pair(true);
+	char b[4];
+	assert_int_equal(exs_send(p.c, "ab", 2, 0, EXS_QHANDLE_INVALID, NULL, NULL), 2);
+	read_all(p.s, b, 2);
+	assert_memory_equal(b, "ab", 2);
+	errno = 0;
+	assert_int_equal(exs_send(d.c, "ab", 2, 0, EXS_QHANDLE_INVALID, NULL, NULL), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(exs_recv(d.s, b, 2, 0, EXS_QHANDLE_INVALID, NULL, NULL), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	/* the DDP connection is whole */
+	write_all(d.c, "cd", 2);
+	read_all(d.s, b, 2);
+	assert_memory_equal(b, "cd", 2);
+	close_pair(&p);
+	close_pair(&d);
+}
+
 /* a blocking read that the connection's idle limit ends: -1 ETIMEDOUT
  * (SO_RCVTIMEO only keeps a broken limit from hanging the test) */
 static void read_ends_by_idle_limit(int fd)
@@ -1465,6 +1493,7 @@ int main(void)
 		cmocka_unit_test(async_send_and_receive_complete_on_a_queue),
 		cmocka_unit_test(one_sided_write_and_read_through_the_socket),
 		cmocka_unit_test(extended_calls_need_a_ddp_socket),
+		cmocka_unit_test(es_api_calls_leave_a_ddp_socket_to_esock),
 		cmocka_unit_test(an_idle_limit_is_set_per_socket_and_per_listener),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
