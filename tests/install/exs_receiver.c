@@ -4,11 +4,16 @@
  * application handles are their slot numbers, each buffer read and posted
  * again as its event comes, until the stream ends.
  *
- * exs_receiver SIZE OFFSET
+ * exs_receiver [-k] SIZE OFFSET
  * Listens on a free port of 127.0.0.1 and prints "port N"; receives into
  * SIZE-byte buffers OFFSET bytes past a page boundary; prints "receiving"
  * once a MiB has come, and at the end "received BYTES bytes hash HASH"
- * (FNV-1a over the stream, in order). Exit 0, or 1 with a message.
+ * (CRC-32 over the stream, in order). Exit 0, or 1 with a message.
+ *
+ * -k: the sockets are the system's (socket(2), listen(2), accept(2)) and
+ * the peer any TCP program; the first bytes are read with the program's
+ * own recv(2), the rest with exs_recv, and exs_close closes it. Without
+ * -k: exs_socket, exs_listen and exs_accept (a uwarp peer).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -18,7 +23,10 @@
 #include <string.h>
 #include <sys/exs.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include "stream_crc.h"
 
 #define RECVS 16
 
@@ -30,26 +38,53 @@ static void die(const char *what)
 
 int main(int argc, char **argv)
 {
+	int kernel = argc > 1 && !strcmp(argv[1], "-k");
+	argv += kernel;
+	argc -= kernel;
 	if (argc != 3) {
-		fprintf(stderr, "usage: exs_receiver SIZE OFFSET\n");
+		fprintf(stderr, "usage: exs_receiver [-k] SIZE OFFSET\n");
 		return 2;
 	}
+	stream_crc_init();
 	size_t size = strtoul(argv[1], NULL, 10);
 	size_t offset = strtoul(argv[2], NULL, 10);
 	if (exs_init(EXS_VERSION) == -1)
 		die("exs_init");
-	int l = exs_socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t al = sizeof(a);
-	if (l < 0 || exs_bind(l, (struct sockaddr *)&a, sizeof(a)) || exs_listen(l, 1) ||
-	    exs_getsockname(l, (struct sockaddr *)&a, &al))
-		die("listening");
+	int l, s;
+	if (kernel) {
+		l = socket(AF_INET, SOCK_STREAM, 0);
+		if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+		    getsockname(l, (struct sockaddr *)&a, &al))
+			die("listening");
+	} else {
+		l = exs_socket(AF_INET, SOCK_STREAM, 0);
+		if (l < 0 || exs_bind(l, (struct sockaddr *)&a, sizeof(a)) || exs_listen(l, 1) ||
+		    exs_getsockname(l, (struct sockaddr *)&a, &al))
+			die("listening");
+	}
 	printf("port %d\n", ntohs(a.sin_port));
 	fflush(stdout);
-	int s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
-	if (s < 0)
-		die("exs_accept");
-	exs_close(l, EXS_QHANDLE_INVALID, NULL);
+	uint64_t got = 0;
+	uint32_t hash = 0;
+	if (kernel) {
+		s = accept(l, NULL, NULL);
+		if (s < 0)
+			die("accept");
+		close(l);
+		unsigned char first[10];
+		ssize_t n = recv(s, first, sizeof(first), MSG_WAITALL);
+		if (n < 0)
+			die("recv");
+		hash = stream_crc(hash, first, (size_t)n);
+		got += (uint64_t)n;
+	} else {
+		s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+		if (s < 0)
+			die("exs_accept");
+		exs_close(l, EXS_QHANDLE_INVALID, NULL);
+	}
 
 	exs_qhandle_t q = exs_qcreate(RECVS);
 	if (q == EXS_QHANDLE_INVALID)
@@ -67,7 +102,6 @@ int main(int argc, char **argv)
 		if (exs_recv(s, ring + (size_t)i * slot + offset, size, 0, q, (exs_ahandle_t)i, mh))
 			die("exs_recv");
 
-	uint64_t got = 0, hash = 0xcbf29ce484222325ull;
 	intptr_t expect = 0;
 	int said = 0;
 	for (;;) {
@@ -93,8 +127,7 @@ int main(int argc, char **argv)
 		if (bytes == 0)
 			break; /* the end of the stream */
 		const unsigned char *b = ring + (size_t)i * slot + offset;
-		for (ssize_t k = 0; k < bytes; k++)
-			hash = (hash ^ b[k]) * 0x100000001b3ull;
+		hash = stream_crc(hash, b, (size_t)bytes);
 		got += (uint64_t)bytes;
 		if (!said && got >= (1u << 20)) {
 			printf("receiving\n");
@@ -106,7 +139,6 @@ int main(int argc, char **argv)
 	}
 	if (exs_close(s, EXS_QHANDLE_INVALID, NULL))
 		die("exs_close");
-	printf("received %llu bytes hash %016llx\n", (unsigned long long)got,
-	       (unsigned long long)hash);
+	printf("received %llu bytes hash %08x\n", (unsigned long long)got, hash);
 	return 0;
 }

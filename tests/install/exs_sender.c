@@ -6,11 +6,18 @@
  * time, a run timed by alarm() that ends on EINTR. test_exs_program.sh
  * builds it from an installed tree.
  *
- * exs_sender HOST PORT SIZE SECONDS OFFSET
+ * exs_sender [-k] HOST PORT SIZE SECONDS OFFSET
  * Sends SIZE-byte messages from buffers OFFSET bytes past a page boundary
  * for SECONDS, then half-closes and waits for the peer's end. Prints
- * "sent BYTES bytes hash HASH" (FNV-1a over the stream). Exit 0, or 1 with
+ * "sent BYTES bytes hash HASH" (CRC-32 over the stream). Exit 0, or 1 with
  * a message on any failure (the peer vanishing included).
+ *
+ * -k: the socket is the system's, made the way most ES-API programs make
+ * theirs (socket(2), connect(2)), and the peer any TCP program. The
+ * program's own send(2) comes before the ES-API's sends on it, and the
+ * end is the system's shutdown(2), recv(2) and close(2): the stream keeps
+ * its order across both. Without -k: exs_socket and exs_connect (a uwarp
+ * peer).
  */
 #include <errno.h>
 #include <netdb.h>
@@ -21,7 +28,10 @@
 #include <string.h>
 #include <sys/exs.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include "stream_crc.h"
 
 #define PENDING 16
 #define WIDTH (2 * PENDING + 1) /* a buffer comes round again only once its send is done */
@@ -49,13 +59,6 @@ static void fill(unsigned char *b, size_t n, uint64_t off)
 		b[i] = (unsigned char)((off * 2654435761u) >> 13);
 }
 
-static uint64_t fnv(uint64_t h, const unsigned char *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
 /* the events of completed sends: each must have sent all it was given */
 static void check(const exs_event_t *ev, int n, size_t size)
 {
@@ -76,10 +79,14 @@ static void check(const exs_event_t *ev, int n, size_t size)
 
 int main(int argc, char **argv)
 {
+	int kernel = argc > 1 && !strcmp(argv[1], "-k");
+	argv += kernel;
+	argc -= kernel;
 	if (argc != 6) {
-		fprintf(stderr, "usage: exs_sender HOST PORT SIZE SECONDS OFFSET\n");
+		fprintf(stderr, "usage: exs_sender [-k] HOST PORT SIZE SECONDS OFFSET\n");
 		return 2;
 	}
+	stream_crc_init();
 	size_t size = strtoul(argv[3], NULL, 10);
 	unsigned seconds = (unsigned)atoi(argv[4]);
 	size_t offset = strtoul(argv[5], NULL, 10);
@@ -96,11 +103,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "exs_sender: %s: %s\n", argv[1], gai_strerror(rc));
 		return 1;
 	}
-	int fd = exs_socket(ai->ai_family, SOCK_STREAM, 0);
-	if (fd < 0)
-		die("exs_socket");
-	if (exs_connect(fd, ai->ai_addr, ai->ai_addrlen, EXS_QHANDLE_INVALID, NULL))
-		die("exs_connect");
+	uint64_t sent = 0;
+	uint32_t hash = 0;
+	int fd;
+	if (kernel) {
+		fd = socket(ai->ai_family, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen))
+			die("connect");
+		static const char hello[] = "exs_sender says hello\n";
+		if (send(fd, hello, sizeof(hello) - 1, 0) != sizeof(hello) - 1)
+			die("send");
+		hash = stream_crc(hash, (const unsigned char *)hello, sizeof(hello) - 1);
+		sent += sizeof(hello) - 1;
+	} else {
+		fd = exs_socket(ai->ai_family, SOCK_STREAM, 0);
+		if (fd < 0)
+			die("exs_socket");
+		if (exs_connect(fd, ai->ai_addr, ai->ai_addrlen, EXS_QHANDLE_INVALID, NULL))
+			die("exs_connect");
+	}
 	freeaddrinfo(ai);
 
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -116,7 +137,6 @@ int main(int argc, char **argv)
 	signal(SIGALRM, on_alarm);
 	alarm(seconds);
 	exs_event_t ev[EVENTS];
-	uint64_t sent = 0, hash = 0xcbf29ce484222325ull;
 	unsigned long eagain = 0;
 	int pending = 0, next = 0;
 	while (!times_up) {
@@ -125,7 +145,7 @@ int main(int argc, char **argv)
 			fill(b, size, sent);
 			if (exs_send(fd, b, size, 0, q, (exs_ahandle_t)-1, mh) != 0)
 				break;
-			hash = fnv(hash, b, size);
+			hash = stream_crc(hash, b, size);
 			sent += size;
 			pending++;
 			next = (next + 1) % WIDTH;
@@ -158,20 +178,20 @@ int main(int argc, char **argv)
 	}
 	/* the end: the peer has every byte when the half-close returns, and
 	 * closes its side once it has read them */
-	if (exs_shutdown(fd, SHUT_WR, EXS_QHANDLE_INVALID, NULL))
-		die("exs_shutdown");
+	if (kernel ? shutdown(fd, SHUT_WR) : exs_shutdown(fd, SHUT_WR, EXS_QHANDLE_INVALID, NULL))
+		die("shutdown");
 	char c;
-	ssize_t r = exs_recv(fd, &c, 1, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID);
+	ssize_t r = kernel ? recv(fd, &c, 1, 0)
+			   : exs_recv(fd, &c, 1, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID);
 	if (r != 0) {
 		if (r > 0)
 			errno = EPROTO;
 		die("waiting for the peer's end");
 	}
-	if (exs_close(fd, EXS_QHANDLE_INVALID, NULL))
-		die("exs_close");
+	if (kernel ? close(fd) : exs_close(fd, EXS_QHANDLE_INVALID, NULL))
+		die("close");
 	exs_mderegister(&mh);
 	exs_qdelete(q);
-	printf("sent %llu bytes hash %016llx (%lu EAGAIN)\n", (unsigned long long)sent,
-	       (unsigned long long)hash, eagain);
+	printf("sent %llu bytes hash %08x (%lu EAGAIN)\n", (unsigned long long)sent, hash, eagain);
 	return 0;
 }

@@ -5,8 +5,12 @@
 # and move a stream intact: exs_sender (a ring of 16 outstanding sends, an
 # alarm()-timed run that ends on EINTR) to exs_receiver, for message sizes
 # 1, 64, 4096, 65536, 65537 and 4 MiB from buffers at odd offsets; the same
-# byte count and FNV-1a hash on both ends. A receiver killed mid-stream ends
-# the sender with an error, never a hang.
+# byte count and CRC-32 on both ends. A receiver killed mid-stream ends
+# the sender with an error, never a hang. The same programs with -k make
+# their sockets with socket(2) and accept(2) and mix the system's calls
+# with the ES-API's on them: to and from a plain TCP program (Python), for
+# the same sizes, every byte arrives once and in order (CRC-32 on both
+# ends), and a TCP peer killed mid-stream ends the sender with an error.
 set -euo pipefail
 src=$1
 build=$2
@@ -55,36 +59,83 @@ readelf -d "$work/exs_sender_static" | grep -q "libuwarp" &&
 	fail "the static sender still needs a uwarp shared library"
 export LD_LIBRARY_PATH=$libdir
 
-# start_receiver SIZE OFFSET: its port in $port, its pid in $rpid
-start_receiver() {
-	"$work/exs_receiver" "$1" "$2" >"$work/recv.out" 2>&1 &
+# start_server OUT CMD...: a server that prints "port N"; its port in
+# $port, its pid in $rpid
+start_server() {
+	local out=$1
+	shift
+	"$@" >"$out" 2>&1 &
 	rpid=$!
 	pids+=("$rpid")
 	port=
 	for _ in $(seq 200); do
-		port=$(sed -n 's/^port \([0-9]*\)$/\1/p' "$work/recv.out")
+		port=$(sed -n 's/^port \([0-9]*\)$/\1/p' "$out")
 		[ -n "$port" ] && return 0
 		kill -0 "$rpid" 2>/dev/null || break
 		sleep 0.05
 	done
-	cat "$work/recv.out"
-	fail "exs_receiver did not start"
+	cat "$out"
+	fail "$* did not start"
 }
 
-# run SENDER SIZE SEND_OFFSET RECV_SIZE RECV_OFFSET
-run() {
-	local sender=$1 size=$2 so=$3 rsize=$4 ro=$5
-	start_receiver "$rsize" "$ro"
-	timeout 60 "$sender" 127.0.0.1 "$port" "$size" 1 "$so" >"$work/send.out" 2>&1 ||
-		{ cat "$work/send.out" "$work/recv.out"; fail "sender of $size-byte messages failed"; }
-	wait "$rpid" || { cat "$work/recv.out"; fail "receiver of $size-byte messages failed"; }
+# compare WHAT: the sender's and the receiver's byte count and hash agree
+compare() {
 	local s r
 	s=$(sed -n 's/^sent \([0-9]*\) bytes hash \([0-9a-f]*\).*/\1 \2/p' "$work/send.out")
 	r=$(sed -n 's/^received \([0-9]*\) bytes hash \([0-9a-f]*\)$/\1 \2/p' "$work/recv.out")
-	echo "size $size (offset $so) into $rsize (offset $ro): sent ${s% *}, received ${r% *}"
-	[ -n "$s" ] && [ "${s% *}" != 0 ] || fail "nothing was sent: $(cat "$work/send.out")"
-	[ "$s" = "$r" ] || fail "sent '$s' but received '$r' (bytes hash)"
+	echo "$1: sent ${s% *}, received ${r% *}"
+	[ -n "$s" ] && [ "${s% *}" != 0 ] || fail "$1: nothing was sent: $(cat "$work/send.out")"
+	[ "$s" = "$r" ] || fail "$1: sent '$s' but received '$r' (bytes hash)"
 }
+
+# run SENDER SIZE SEND_OFFSET RECV_SIZE RECV_OFFSET: ES-API to ES-API over
+# a uwarp connection
+run() {
+	local sender=$1 size=$2 so=$3 rsize=$4 ro=$5
+	start_server "$work/recv.out" "$work/exs_receiver" "$rsize" "$ro"
+	timeout 60 "$sender" 127.0.0.1 "$port" "$size" 1 "$so" >"$work/send.out" 2>&1 ||
+		{ cat "$work/send.out" "$work/recv.out"; fail "sender of $size-byte messages failed"; }
+	wait "$rpid" || { cat "$work/recv.out"; fail "receiver of $size-byte messages failed"; }
+	compare "size $size (offset $so) into $rsize (offset $ro)"
+}
+
+# run_to_tcp SENDER SIZE OFFSET: ES-API calls on a socket(2) socket, to a
+# plain TCP program
+run_to_tcp() {
+	local sender=$1 size=$2 so=$3
+	start_server "$work/recv.out" python3 "$src/tests/install/tcp_peer.py" sink
+	timeout 60 "$sender" -k 127.0.0.1 "$port" "$size" 1 "$so" >"$work/send.out" 2>&1 ||
+		{ cat "$work/send.out" "$work/recv.out"; fail "-k sender of $size-byte messages failed"; }
+	wait "$rpid" || { cat "$work/recv.out"; fail "the TCP sink failed"; }
+	compare "size $size (offset $so) on a system socket, to a TCP program"
+}
+
+# run_from_tcp SIZE OFFSET BYTES CHUNK: a plain TCP program's stream, read
+# with exs_recv on an accept(2) socket
+run_from_tcp() {
+	local size=$1 ro=$2 bytes=$3 chunk=$4
+	start_server "$work/recv.out" "$work/exs_receiver" -k "$size" "$ro"
+	timeout 60 python3 "$src/tests/install/tcp_peer.py" source "$port" "$bytes" "$chunk" \
+		>"$work/send.out" 2>&1 ||
+		{ cat "$work/send.out" "$work/recv.out"; fail "the TCP source failed"; }
+	wait "$rpid" || { cat "$work/recv.out"; fail "-k receiver of $size-byte messages failed"; }
+	compare "$chunk-byte writes of a TCP program into $size-byte receives (offset $ro)"
+}
+
+# README's ES-API program, exactly, against a plain TCP program
+sed -n '/^```c exs-example/,/^```$/p' "$src/README.md" | sed '1d;$d' >"$work/exs_hello.c"
+diff -u "$src/examples/exs_hello.c" "$work/exs_hello.c" ||
+	fail "README's ES-API example differs from examples/exs_hello.c"
+# shellcheck disable=SC2046
+$cc -Wall -Wextra -Werror -o "$work/exs_hello" "$work/exs_hello.c" \
+	$(pkg-config --cflags --libs exs) || fail "README's ES-API example does not build"
+start_server "$work/recv.out" python3 "$src/tests/install/tcp_peer.py" sink
+"$work/exs_hello" 127.0.0.1 "$port" >"$work/send.out" 2>&1 ||
+	{ cat "$work/send.out"; fail "README's ES-API example failed"; }
+wait "$rpid"
+grep -q "^sent 25 bytes$" "$work/send.out" || fail "exs_hello: $(cat "$work/send.out")"
+grep -q "^received 25 bytes " "$work/recv.out" || fail "the TCP peer: $(cat "$work/recv.out")"
+echo "README's ES-API example: $(cat "$work/send.out") to a plain TCP program"
 
 run "$work/exs_sender" 1 1 65536 3
 run "$work/exs_sender" 64 3 64 5
@@ -94,21 +145,43 @@ run "$work/exs_sender" 65537 5 4096 0
 run "$work/exs_sender" 4194304 3 65536 1
 run "$work/exs_sender_static" 65537 1 65536 3
 
-# a receiver killed mid-stream: the sender ends with an error
-start_receiver 65536 0
-timeout 60 "$work/exs_sender" 127.0.0.1 "$port" 65536 30 0 >"$work/send.out" 2>&1 &
-spid=$!
-pids+=("$spid")
-for _ in $(seq 400); do
-	grep -q receiving "$work/recv.out" && break
-	sleep 0.05
-done
-grep -q receiving "$work/recv.out" || fail "the receiver never got its first MiB"
-kill -9 "$rpid"
-rc=0
-wait "$spid" || rc=$?
-cat "$work/send.out"
-[ "$rc" -ne 124 ] || fail "the sender hung after its peer was killed"
-[ "$rc" -ne 0 ] || fail "the sender reported success after its peer was killed"
-grep -q "exs_sender: " "$work/send.out" || fail "the sender failed without saying why"
-echo "PASS: ES-API programs built with <sys/exs.h> and -lexs (shared and static) move every byte"
+run_to_tcp "$work/exs_sender" 1 1
+run_to_tcp "$work/exs_sender" 64 3
+run_to_tcp "$work/exs_sender" 4096 7
+run_to_tcp "$work/exs_sender" 65536 1
+run_to_tcp "$work/exs_sender" 65537 5
+run_to_tcp "$work/exs_sender" 4194304 3
+run_to_tcp "$work/exs_sender_static" 65537 1
+
+run_from_tcp 1 3 200000 65536
+run_from_tcp 64 1 2000000 1000
+run_from_tcp 65537 5 30000000 65536
+run_from_tcp 4194304 7 30000000 4194304
+
+# killed SENDER_ARGS SERVER...: a receiver killed mid-stream ends the
+# sender with an error, never a hang
+killed() {
+	local how=$1
+	shift
+	start_server "$work/recv.out" "$@"
+	# shellcheck disable=SC2086
+	timeout 60 "$work/exs_sender" $how 127.0.0.1 "$port" 65536 30 0 >"$work/send.out" 2>&1 &
+	spid=$!
+	pids+=("$spid")
+	for _ in $(seq 400); do
+		grep -q receiving "$work/recv.out" && break
+		sleep 0.05
+	done
+	grep -q receiving "$work/recv.out" || fail "the receiver never got its first MiB"
+	kill -9 "$rpid"
+	local rc=0
+	wait "$spid" || rc=$?
+	cat "$work/send.out"
+	[ "$rc" -ne 124 ] || fail "the sender hung after its peer was killed"
+	[ "$rc" -ne 0 ] || fail "the sender reported success after its peer was killed"
+	grep -q "exs_sender: " "$work/send.out" || fail "the sender failed without saying why"
+}
+killed "" "$work/exs_receiver" 65536 0
+killed -k python3 "$src/tests/install/tcp_peer.py" sink
+echo "PASS: ES-API programs built with <sys/exs.h> and -lexs (shared and static) move every byte,"
+echo "PASS: over uwarp, and on system sockets to and from plain TCP programs"
