@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <exs.h>
 
@@ -248,10 +249,29 @@ static void *serve_thread(void *arg)
 
 static size_t server_ring;
 static int server_crc = 1;
+/* --sockets system: the stream's sockets are the system's (socket(2),
+ * accept(2), connect(2)) and the ES-API's calls on them run in plain TCP */
+static bool system_sockets;
+
+/* a system listener on port (0: any), or -1 when the port is taken */
+static int listen_system(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+		die("socket");
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, SOMAXCONN)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
 
 /* a listener on port (0: any), or -1 when the port is taken */
 static int listen_try(int type, int port)
 {
+	if (system_sockets && type == SOCK_STREAM)
+		return listen_system(port);
 	int fd = exs_socket(AF_INET, type, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	if (fd < 0 || exs_bind(fd, (struct sockaddr *)&a, sizeof(a)))
@@ -306,7 +326,9 @@ static int run_server(const struct opts *o)
 		if (exs_poll(pf, 2, -1) < 0)
 			die("exs_poll");
 		int l = pf[0].revents ? ls : lq;
-		int fd = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+		int fd = system_sockets && l == ls
+				 ? accept4(l, NULL, NULL, SOCK_CLOEXEC)
+				 : exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
 		if (fd < 0) {
 			/* a client that failed its negotiation: others may come */
 			if (!o->loop)
@@ -425,7 +447,14 @@ static int run_client(const struct opts *o)
 		fprintf(stderr, "exs-pump: cannot resolve %s\n", o->host);
 		return 1;
 	}
-	int fd = exs_socket(AF_INET, o->type, 0);
+	int fd;
+	if (system_sockets) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen))
+			die("connect");
+		goto connected;
+	}
+	fd = exs_socket(AF_INET, o->type, 0);
 	if (fd < 0)
 		die("exs_socket");
 	if (o->type == SOCK_STREAM &&
@@ -441,6 +470,7 @@ static int run_client(const struct opts *o)
 		die("EXS_SO_FLOW");
 	if (exs_connect(fd, ai->ai_addr, ai->ai_addrlen, EXS_QHANDLE_INVALID, NULL))
 		die("exs_connect");
+connected:
 	freeaddrinfo(ai);
 	size_t max = o->exp ? o->max : o->size;
 	struct job j = { JOB_MAGIC,
@@ -495,9 +525,9 @@ static int run_client(const struct opts *o)
 	if (exs_shutdown(fd, SHUT_WR, EXS_QHANDLE_INVALID, NULL))
 		die("exs_shutdown");
 	double secs = util_now_s() - t0, ccpu = cpu() - c0;
-	struct exs_stream_counters c;
+	struct exs_stream_counters c = { 0 };
 	socklen_t cl = sizeof(c);
-	exs_getsockopt(fd, SOL_EXS, EXS_SO_COUNTERS, &c, &cl);
+	exs_getsockopt(fd, SOL_EXS, EXS_SO_COUNTERS, &c, &cl); /* (none: system sockets) */
 	if (exs_recv(fd, hdr, HDR_LEN, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL,
 		     EXS_MHANDLE_INVALID) != HDR_LEN)
 		die("result");
@@ -509,11 +539,12 @@ static int run_client(const struct opts *o)
 		c.direct + c.indirect ? (double)c.direct / (double)(c.direct + c.indirect) : 0;
 	double util = r.ring_used ? (double)r.copied / (double)r.ring_used : 0;
 	double us_round = rounds ? secs * 1e6 / (double)rounds : 0;
-	static const char *modes[] = { "dynamic", "direct", "indirect" };
+	static const char *modes[] = { "dynamic", "direct", "indirect", "tcp" };
 	static const char *flows[] = { "rdma-auto", "rdma", "credit", "none" };
-	int flow = 3; /* messages have no indirect path */
+	int flow = 3; /* messages have no indirect path, nor plain TCP */
 	socklen_t fl = sizeof(flow);
-	if (o->type == SOCK_STREAM)
+	int mode = system_sockets ? 3 : o->mode;
+	if (o->type == SOCK_STREAM && !system_sockets)
 		exs_getsockopt(fd, SOL_EXS, EXS_SO_FLOW, &flow, &fl);
 	if (o->json) {
 		printf("{\"type\":\"%s\",\"mode\":\"%s\",\"bytes\":%llu,\"messages\":%llu,"
@@ -523,7 +554,7 @@ static int run_client(const struct opts *o)
 		       "\"sends\":%d,\"recvs\":%d,\"flow\":\"%s\",\"coalesced\":%llu,"
 		       "\"flushes\":%llu,\"ring_utilisation\":%.4f,\"rounds\":%llu,"
 		       "\"usec_per_round\":%.2f,\"checked\":%s,\"verified\":%s}\n",
-		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[o->mode],
+		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[mode],
 		       (unsigned long long)off, (unsigned long long)msgs, secs, gbps,
 		       secs * 1e6 / (double)(msgs ? msgs : 1), (unsigned long long)c.direct,
 		       (unsigned long long)c.indirect, ratio, (unsigned long long)c.switches,
@@ -534,7 +565,7 @@ static int run_client(const struct opts *o)
 		       ok && !o->no_verify ? "true" : "false");
 	} else {
 		printf("client: %s %s, %llu bytes in %llu sends: %.3f Gbit/s, %.2f us/message\n",
-		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[o->mode],
+		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[mode],
 		       (unsigned long long)off, (unsigned long long)msgs, gbps,
 		       secs * 1e6 / (double)(msgs ? msgs : 1));
 		printf("client: direct %llu, indirect %llu (direct ratio %.3f), switches %llu, "
@@ -578,6 +609,9 @@ static void usage(void)
 		"                [--no-verify]  (neither write nor check the data pattern)\n"
 		"                [--crc on|off]  (ask for MPA CRC; default on; CRC is off\n"
 		"                 only when both ends ask for that)\n"
+		"  --sockets system (both ends): the stream's sockets are made by socket(2),\n"
+		"                 accept(2) and connect(2), and the ES-API's calls on them\n"
+		"                 run on plain TCP; default --sockets exs (uwarp's DDP)\n"
 		"  -p 0 on the server picks free ports\n");
 }
 
@@ -592,18 +626,27 @@ int main(int argc, char **argv)
 			  .size = 1 << 20,
 			  .time = 5,
 			  .flow = -1 };
-	static const struct option lo[] = {
-		{ "loop", no_argument, 0, 'L' },          { "type", required_argument, 0, 't' },
-		{ "mode", required_argument, 0, 'm' },    { "size", required_argument, 0, 'z' },
-		{ "sends", required_argument, 0, 'S' },   { "recvs", required_argument, 0, 'R' },
-		{ "time", required_argument, 0, 'T' },    { "bytes", required_argument, 0, 'B' },
-		{ "json", no_argument, 0, 'j' },          { "help", no_argument, 0, 'h' },
-		{ "no-imm", no_argument, 0, 'I' },        { "crc", required_argument, 0, 'C' },
-		{ "flow", required_argument, 0, 'F' },    { "rsize", required_argument, 0, 'r' },
-		{ "ring", required_argument, 0, 'g' },    { "burst", required_argument, 0, 'b' },
-		{ "compute", required_argument, 0, 'u' }, { "idle", required_argument, 0, 'i' },
-		{ "no-verify", no_argument, 0, 'V' },     { 0, 0, 0, 0 }
-	};
+	static const struct option lo[] = { { "loop", no_argument, 0, 'L' },
+					    { "type", required_argument, 0, 't' },
+					    { "mode", required_argument, 0, 'm' },
+					    { "size", required_argument, 0, 'z' },
+					    { "sends", required_argument, 0, 'S' },
+					    { "recvs", required_argument, 0, 'R' },
+					    { "time", required_argument, 0, 'T' },
+					    { "bytes", required_argument, 0, 'B' },
+					    { "json", no_argument, 0, 'j' },
+					    { "help", no_argument, 0, 'h' },
+					    { "no-imm", no_argument, 0, 'I' },
+					    { "crc", required_argument, 0, 'C' },
+					    { "flow", required_argument, 0, 'F' },
+					    { "rsize", required_argument, 0, 'r' },
+					    { "ring", required_argument, 0, 'g' },
+					    { "burst", required_argument, 0, 'b' },
+					    { "compute", required_argument, 0, 'u' },
+					    { "idle", required_argument, 0, 'i' },
+					    { "no-verify", no_argument, 0, 'V' },
+					    { "sockets", required_argument, 0, 'k' },
+					    { 0, 0, 0, 0 } };
 	static const char *const types[] = { "stream", "seqpacket", NULL };
 	static const int type_of[] = { SOCK_STREAM, SOCK_SEQPACKET };
 	static const char *const modes[] = { "dynamic", "direct", "indirect", NULL };
@@ -611,6 +654,7 @@ int main(int argc, char **argv)
 	static const char *const flows[] = { "credit", "rdma", "rdma-auto", NULL };
 	static const int flow_of[] = { EXS_FLOW_CREDIT, EXS_FLOW_RDMA, EXS_FLOW_RDMA_AUTO };
 	static const char *const off_on[] = { "off", "on", NULL };
+	static const char *const sockets[] = { "exs", "system", NULL };
 	const char *p = "exs-pump";
 	bool timed = false, counted = false, paced = false;
 	int c;
@@ -637,6 +681,9 @@ int main(int argc, char **argv)
 			break;
 		case 'V':
 			o.no_verify = true;
+			break;
+		case 'k':
+			system_sockets = tool_opt_word(p, "--sockets", optarg, sockets) == 1;
 			break;
 		case 'C':
 			o.crc = tool_opt_word(p, "--crc", optarg, off_on);
@@ -711,6 +758,8 @@ int main(int argc, char **argv)
 	}
 	if (timed && counted)
 		tool_opt_fail(p, "--time and --bytes exclude each other");
+	if (system_sockets && o.type != SOCK_STREAM)
+		tool_opt_fail(p, "--sockets system carries --type stream only");
 	if (!!o.burst != paced)
 		tool_opt_fail(p, "--burst N goes with --compute USEC or --idle USEC");
 	if (o.burst && o.sends < o.burst)
