@@ -100,23 +100,28 @@ enum exs_evt_type {
 	EXS_EVT_RDMA,        /* exs_rdma_write or exs_rdma_read: xfer.bytes moved */
 };
 
+/* The event union's members, under the ES-API's type names. */
+typedef struct exs_evt_accept {
+	int fd; /* the new connected socket */
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+} exs_evt_accept_t;
+
+typedef struct exs_evt_xfer {
+	void *buf;     /* the buffer (first iovec's) given */
+	size_t len;    /* bytes asked for */
+	ssize_t bytes; /* bytes moved */
+	int flags;     /* RECV: MSG_TRUNC for a cut message */
+} exs_evt_xfer_t;
+
 typedef struct exs_event {
 	int exs_evt_type;              /* enum exs_evt_type */
 	int exs_evt_errno;             /* 0, or why the operation failed */
 	exs_ahandle_t exs_evt_ahandle; /* the application's handle given to the call */
 	int exs_evt_fd;                /* the socket the operation was made on */
 	union {
-		struct {
-			int fd; /* the new connected socket */
-			struct sockaddr_storage addr;
-			socklen_t addrlen;
-		} accept;
-		struct {
-			void *buf;     /* the buffer (first iovec's) given */
-			size_t len;    /* bytes asked for */
-			ssize_t bytes; /* bytes moved */
-			int flags;     /* RECV: MSG_TRUNC for a cut message */
-		} xfer;
+		exs_evt_accept_t accept; /* EXS_EVT_ACCEPT */
+		exs_evt_xfer_t xfer;     /* EXS_EVT_SEND, _RECV, _RDMA */
 	} exs_evt_union;
 } exs_event_t;
 

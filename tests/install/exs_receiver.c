@@ -123,10 +123,16 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		expect = (expect + 1) % RECVS;
-		ssize_t bytes = ev.exs_evt_union.xfer.bytes;
+		const exs_evt_xfer_t *x = &ev.exs_evt_union.xfer; /* (the spec's type name) */
+		ssize_t bytes = x->bytes;
 		if (bytes == 0)
 			break; /* the end of the stream */
-		const unsigned char *b = ring + (size_t)i * slot + offset;
+		const unsigned char *b = x->buf;
+		if (b != ring + (size_t)i * slot + offset) {
+			fprintf(stderr, "exs_receiver: receive %ld names buffer %p\n", (long)i,
+				x->buf);
+			return 1;
+		}
 		hash = stream_crc(hash, b, (size_t)bytes);
 		got += (uint64_t)bytes;
 		if (!said && got >= (1u << 20)) {
