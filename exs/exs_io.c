@@ -21,7 +21,8 @@ ssize_t exs__finish(struct exs_sync *w, exs_qhandle_t qh)
 		errno = w->ev.exs_evt_errno;
 		return -1;
 	}
-	return w->ev.exs_evt_union.xfer.bytes;
+	int t = w->ev.exs_evt_type;
+	return t == EXS_EVT_SEND || t == EXS_EVT_RECV ? w->ev.exs_evt_union.xfer.bytes : 0;
 }
 
 static ssize_t fail(int err)

@@ -221,11 +221,27 @@ static void tell_thread(int fd)
 		exs__wake();
 }
 
-static ssize_t fail(int err)
+/* a call refused with @err: the socket is forgotten again if the call
+ * was all it had (NULL: it could not be made), and the lock let go */
+static ssize_t refuse(struct exs_plain *p, int err)
 {
+	if (p)
+		forget_if_idle(p);
 	pthread_mutex_unlock(&exs_rt.lock);
 	errno = err;
 	return -1;
+}
+
+/* why a new send or receive cannot be made now (0: it can) */
+static int xfer_refused(const struct exs_plain *p, bool send)
+{
+	if (p->close_op)
+		return send ? EPIPE : EBADF;
+	if (send && p->shut_op)
+		return EPIPE;
+	if (send ? p->nsends >= EXS_MAX_SENDS : p->nrecvs >= EXS_MAX_RECVS)
+		return EAGAIN;
+	return 0;
 }
 
 static struct exs_op *new_op(struct exs_plain *p, enum exs_op_kind kind, const struct iovec *iov,
@@ -250,22 +266,21 @@ static ssize_t xfer(int fd, enum exs_op_kind kind, const struct iovec *iov, int 
 	pthread_mutex_lock(&exs_rt.lock);
 	struct exs_plain *p = get(fd);
 	if (!p)
-		return fail(ENOMEM);
+		return refuse(NULL, ENOMEM);
 	bool send = kind == OP_SEND;
-	int err = p->close_op          ? (send ? EPIPE : EBADF)
-		  : send && p->shut_op ? EPIPE
-		  : (send ? p->nsends >= EXS_MAX_SENDS : p->nrecvs >= EXS_MAX_RECVS) ? EAGAIN
-										     : 0;
+	int err = xfer_refused(p, send);
+	if (err)
+		return refuse(p, err);
 	struct exs_sync w;
-	struct exs_op *op = err ? NULL : new_op(p, kind, iov, iovcnt, total, qh, ahandle, &w);
-	if (!err && !op)
-		err = errno;
-	int rc = op && mh ? exs__op_mem(op, mh, send ? EXS_ACCESS_READ : EXS_ACCESS_WRITE) : 0;
-	if (err || rc) {
-		if (op)
-			exs__op_drop(op);
-		forget_if_idle(p);
-		return fail(err ? err : -rc);
+	struct exs_op *op = new_op(p, kind, iov, iovcnt, total, qh, ahandle, &w);
+	if (!op)
+		return refuse(p, errno);
+	/* a handle is checked to cover the buffers (the kernel copies: it
+	 * needs no keys) */
+	int rc = mh ? exs__op_mem(op, mh, send ? EXS_ACCESS_READ : EXS_ACCESS_WRITE) : 0;
+	if (rc) {
+		exs__op_drop(op);
+		return refuse(p, -rc);
 	}
 	op->flags = flags & MSG_WAITALL;
 	util_list_add_tail(send ? &p->sends : &p->recvs, &op->link);
@@ -301,20 +316,14 @@ int exs__plain_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle
 	pthread_mutex_lock(&exs_rt.lock);
 	struct exs_plain *p = get(fd);
 	if (!p)
-		return (int)fail(ENOMEM);
-	if (p->close_op || (how != SHUT_RD && p->shut_op)) {
-		int err = p->close_op ? EBADF : EALREADY;
-		forget_if_idle(p);
-		return (int)fail(err);
-	}
+		return (int)refuse(NULL, ENOMEM);
+	if (p->close_op || (how != SHUT_RD && p->shut_op))
+		return (int)refuse(p, p->close_op ? EBADF : EALREADY);
 	if (how != SHUT_WR) {
 		/* the system's SHUT_RD first: a receive made after it reads
 		 * the end, as it would with recv(2) */
-		if (util_sys_shutdown(fd, SHUT_RD)) {
-			int err = errno;
-			forget_if_idle(p);
-			return (int)fail(err);
-		}
+		if (util_sys_shutdown(fd, SHUT_RD))
+			return (int)refuse(p, errno);
 		cancel_recvs(p);
 		if (how == SHUT_RD) {
 			forget_if_idle(p);
@@ -324,11 +333,8 @@ int exs__plain_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle
 	}
 	struct exs_sync w;
 	struct exs_op *op = new_op(p, OP_SHUTDOWN, NULL, 0, 0, qh, ahandle, &w);
-	if (!op) {
-		int err = errno;
-		forget_if_idle(p);
-		return (int)fail(err);
-	}
+	if (!op)
+		return (int)refuse(p, errno);
 	p->shut_op = op;
 	progress(p); /* (goes now when no send waits) */
 	tell_thread(fd);
@@ -340,18 +346,13 @@ int exs__plain_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 	pthread_mutex_lock(&exs_rt.lock);
 	struct exs_plain *p = get(fd);
 	if (!p)
-		return (int)fail(ENOMEM);
-	if (p->close_op) {
-		forget_if_idle(p);
-		return (int)fail(EBADF);
-	}
+		return (int)refuse(NULL, ENOMEM);
+	if (p->close_op)
+		return (int)refuse(p, EBADF);
 	struct exs_sync w;
 	struct exs_op *op = new_op(p, OP_CLOSE, NULL, 0, 0, qh, ahandle, &w);
-	if (!op) {
-		int err = errno;
-		forget_if_idle(p);
-		return (int)fail(err);
-	}
+	if (!op)
+		return (int)refuse(p, errno);
 	/* receives are over; sends already made still go, for at most
 	 * EXS_LINGER_MS, and the descriptor is closed after them */
 	cancel_recvs(p);

@@ -18,16 +18,19 @@ struct exs_sock *exs__lock_sock_or_plain(int fd, bool *plain)
 	if (exs__ready())
 		return NULL;
 	pthread_mutex_lock(&exs_rt.lock);
-	struct exs_sock *s = exs__sock(fd);
-	if (s)
-		return s;
-	/* an ES-API socket closed already still holds its number for a
-	 * while: it is closed to the caller all the same */
-	bool closed = false, known = exs__plain_known(fd);
-	util_list_for_each(s, &exs_rt.socks, link)
+	/* (exs__sock's walk, which also sees the sockets closed already:
+	 * they hold their numbers for a while, closed to the caller all the
+	 * same) */
+	struct exs_sock *s;
+	bool closed = false;
+	util_list_for_each(s, &exs_rt.socks, link) {
+		if (s->fd == fd && !s->closing)
+			return s;
 		closed |= s->fd == fd;
+	}
 	util_list_for_each(s, &exs_rt.graveyard, link)
 		closed |= s->fd == fd;
+	bool known = exs__plain_known(fd);
 	pthread_mutex_unlock(&exs_rt.lock);
 	int err = closed ? EBADF : known ? 0 : exs__fd_kind(fd);
 	/* a socket esock carries over DDP is not a plain TCP stream: its
@@ -226,21 +229,6 @@ static void fill_addr(const struct sockaddr_storage *ss, struct sockaddr *addr, 
 }
 
 /* the result of a synchronous call: 0 and its event, or -1 with errno */
-static int sync_result(struct exs_sync *w);
-
-/* Return from a call that took the lock: 0 at once with a queue, else
- * wait for the operation and return its result. */
-static int finish_call(struct exs_sync *w, exs_qhandle_t qh)
-{
-	if (qh != EXS_QHANDLE_INVALID)
-		return unlock_err(0);
-	int rc = sync_result(w);
-	int err = errno;
-	pthread_mutex_unlock(&exs_rt.lock);
-	errno = err;
-	return rc;
-}
-
 static int sync_result(struct exs_sync *w)
 {
 	exs__sync_wait(w);
@@ -336,7 +324,7 @@ static int connect_common(int fd, int tcp_fd, const struct sockaddr *addr, sockl
 	exs__kick();
 	/* (the socket may be gone when a wait ends: the local address was
 	 * taken at establishment) */
-	return finish_call(&w, qh);
+	return (int)exs__finish(&w, qh);
 }
 
 int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, exs_qhandle_t qh,
@@ -387,7 +375,7 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle)
 	s->shut_op = op;
 	exs__progress(s);
 	exs__kick();
-	return finish_call(&w, qh);
+	return (int)exs__finish(&w, qh);
 }
 
 int exs_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
@@ -432,7 +420,7 @@ int exs_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 	else
 		exs__maybe_finish_close(s);
 	exs__kick();
-	return finish_call(&w, qh);
+	return (int)exs__finish(&w, qh);
 }
 
 int exs_getsockname(int fd, struct sockaddr *addr, socklen_t *addrlen)

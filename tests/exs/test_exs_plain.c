@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -316,6 +317,38 @@ static void a_reset_fails_the_sends_waiting(void **state)
 	close(a);
 }
 
+/* Memory that is not there, or a handle that does not cover the buffer:
+ * the call says EFAULT at once, and the stream and the send already made
+ * go on untouched. */
+static void bad_memory_is_refused_and_nothing_is_lost(void **state)
+{
+	(void)state;
+	int a, b;
+	tcp_pair(&a, &b);
+	long page = sysconf(_SC_PAGESIZE);
+	char *gone = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+	assert_true(gone != MAP_FAILED);
+	assert_int_equal(munmap(gone, (size_t)page), 0);
+	char ok[] = "kept", in[4], other[16];
+	exs_mhandle_t mh = exs_mregister(other, sizeof(other), 0);
+	assert_non_null(mh);
+	assert_int_equal(exs_send(a, ok, 4, 0, Q, (exs_ahandle_t)1, NULL), 0);
+	assert_int_equal(exs_send(a, gone, 16, 0, Q, (exs_ahandle_t)2, NULL), -1);
+	assert_int_equal(errno, EFAULT);
+	assert_int_equal(exs_recv(a, gone, 16, 0, Q, (exs_ahandle_t)3, NULL), -1);
+	assert_int_equal(errno, EFAULT);
+	assert_int_equal(exs_send(a, ok, 4, 0, Q, (exs_ahandle_t)4, mh), -1);
+	assert_int_equal(errno, EFAULT); /* mh is other's */
+	expect(next_event(), EXS_EVT_SEND, 1, 0, 4);
+	no_event();
+	read_all(b, (unsigned char *)in, 4);
+	assert_memory_equal(in, "kept", 4);
+	assert_int_equal(exs_mderegister(&mh), 0);
+	close(a);
+	close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -327,6 +360,7 @@ int main(void)
 		cmocka_unit_test(shutdown_follows_the_sends_before_it),
 		cmocka_unit_test(close_cancels_receives_and_lets_sends_finish),
 		cmocka_unit_test(a_reset_fails_the_sends_waiting),
+		cmocka_unit_test(bad_memory_is_refused_and_nothing_is_lost),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
