@@ -3,18 +3,16 @@
  * (libesock-preload.so only; the linked library leaves that to
  * setsockopt), and the server's wait for a client's first bytes.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "esock_env.h"
+#include "util/ddpmode.h"
 #include "esock_internal.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static struct esock_ddpmode mode;
+static struct util_ddpmode mode;
 static unsigned peek_ms = ESOCK_PEEK_MS_DEFAULT;
 
 static void parse(void)
@@ -22,13 +20,13 @@ static void parse(void)
 #ifdef ESOCK_PRELOAD
 	const char *v = getenv("ESOCK_DDPMODE");
 	char why[128];
-	if (!esock_env_ddpmode(v, &mode, why, sizeof(why)))
+	if (!util_ddpmode_parse(v, &mode, why, sizeof(why)))
 		fprintf(stderr, "esock: ESOCK_DDPMODE='%s' ignored (no socket selected): %s\n", v,
 			why);
 	const char *verbose = getenv("ESOCK_VERBOSE");
 	if (verbose && *verbose && strcmp(verbose, "0")) {
 		/* one line: what the environment selects */
-		char list[ESOCK_ENV_PORTS_MAX * 7 + 1] = "";
+		char list[UTIL_DDPMODE_PORTS_MAX * 7 + 1] = "";
 		for (int i = 0, at = 0; i < mode.nports; i++)
 			at += snprintf(list + at, sizeof(list) - (size_t)at, "%s%u", i ? "," : "",
 				       mode.ports[i]);
@@ -52,25 +50,6 @@ static void parse(void)
 	}
 }
 
-static int port_of(const struct sockaddr *sa)
-{
-	if (!sa)
-		return -1;
-	if (sa->sa_family == AF_INET)
-		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
-	if (sa->sa_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-	return -1;
-}
-
-static bool listed(int port)
-{
-	for (int i = 0; i < mode.nports; i++)
-		if (mode.ports[i] == port)
-			return true;
-	return false;
-}
-
 bool esock__env_selects(int fd, const struct sockaddr *peer)
 {
 	pthread_once(&once, parse);
@@ -78,13 +57,13 @@ bool esock__env_selects(int fd, const struct sockaddr *peer)
 		return true;
 	if (!mode.nports)
 		return false;
-	if (listed(port_of(peer)))
+	if (util_ddpmode_port(&mode, util_sockaddr_port(peer)))
 		return true;
 	struct sockaddr_storage local;
 	socklen_t len = sizeof(local);
 	if (REAL(getsockname)(fd, (struct sockaddr *)&local, &len))
 		return false;
-	return listed(port_of((struct sockaddr *)&local));
+	return util_ddpmode_port(&mode, util_sockaddr_port((struct sockaddr *)&local));
 }
 
 unsigned esock__peek_ms(void)

@@ -149,6 +149,10 @@ static void on_failed(struct exs_sock *s, struct uw_cm_event *e)
 		return;
 	}
 	if (s->st == S_CONNECTING) {
+		/* a peer that hung up on our MPA Request (EPIPE writing it):
+		 * reset, as connect(2) says of a peer that did */
+		if (err == EPIPE)
+			err = ECONNRESET;
 		s->st = S_CLOSED;
 		s->error = err;
 		if (s->connect_op) {

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <exs.h>
 #include <uwarp/verbs.h>
@@ -162,6 +163,10 @@ struct exs_coal {
 
 struct exs_sock {
 	int fd; /* an eventfd standing for the socket */
+	/* a socket the system made, in DDP mode (exs_ddp.c): its descriptor
+	 * + 1 (0: none), which finds this socket too, and its inode */
+	int alias;
+	ino_t alias_ino;
 	int type, domain;
 	enum exs_sock_state st;
 	bool closing;  /* exs_close called: the descriptor is gone */
@@ -257,6 +262,7 @@ struct exs_rt {
 	int nconns;                 /* QPs on the shared CQ */
 	struct util_list queues;    /* struct exs_queue */
 	struct util_list plains;    /* system sockets with operations (exs_plain.c) */
+	struct util_list ddp_marks; /* system sockets marked for DDP mode (exs_ddp.c) */
 	/* exs_poll callers waiting for a change: their eventfds */
 	int pollers[64];
 	int npollers;
@@ -269,7 +275,9 @@ extern struct exs_rt exs_rt;
 /* exs_runtime.c */
 int exs__ready(void);         /* 0, or -1 EINVAL before exs_init */
 int exs__eventfd(void);       /* non-blocking, close-on-exec, above the floor */
-bool exs__fd_claimed(int fd); /* carried by a library above (exs_set_fd_claim) */
+int exs__fd_high(int fd);     /* @fd moved above the floor if there is room */
+bool exs__fd_claims(void);    /* a library above carries sockets (exs_set_fd_claim) */
+bool exs__fd_claimed(int fd); /* ...and this one */
 void exs__wake(void);
 /* After posting from an application thread: send it now, and let the
  * progress thread know. */
@@ -305,6 +313,8 @@ void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev);
 ssize_t exs__finish(struct exs_sync *w, exs_qhandle_t qh);
 /* wait for a synchronous operation (the lock held) */
 void exs__sync_wait(struct exs_sync *w);
+/* wait until some synchronous operation ends (the lock held) */
+void exs__sync_wait_change(void);
 void exs__op_free(struct exs_op *op);
 /* Run the notifications of queues that got events (the progress thread,
  * the lock held: it is dropped around each call). */
@@ -316,6 +326,11 @@ void exs__run_notifies(void);
  * only the calls of exs_plain.c take: *plain is then true, when asked). */
 struct exs_sock *exs__lock_sock(int fd);
 struct exs_sock *exs__lock_sock_or_plain(int fd, bool *plain);
+/* ...and a system socket in DDP mode switched first (the calls that move
+ * data): its ES-API socket, once the MPA exchange has ended */
+struct exs_sock *exs__lock_sock_or_switch(int fd, bool *plain);
+/* a new socket with the defaults, in no table (NULL: errno) */
+struct exs_sock *exs__sock_new(int domain, int type);
 struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, exs_ahandle_t ahandle,
 			   struct exs_sync *sync);
 void exs__op_drop(struct exs_op *op);
@@ -442,6 +457,17 @@ int exs__plain_count(void);
 int exs__plain_pollfds(struct pollfd *pf, int room);
 void exs__plain_ready(const struct pollfd *pf, int n);
 int exs__plain_linger(uint64_t now);
+
+/* exs_ddp.c: system sockets in DDP mode (the lock held unless said) */
+int exs__ddp_set(int fd, bool on); /* mark it (exs_setsockopt): 0 or an errno value */
+void exs__ddp_forget_mark(int fd);
+bool exs__ddp_wanted(int fd); /* marked, or selected by ESOCK_DDPMODE */
+/* the ES-API socket behind the program's @fd, once its negotiation ended
+ * (NULL: none, or the program closed @fd and it was dropped) */
+struct exs_sock *exs__ddp_alias(int fd);
+/* Without the lock: switch @fd if it is in DDP mode. 1: *out, locked;
+ * 0: it is not (plain TCP); -1 with errno. */
+int exs__ddp_take(int fd, struct exs_sock **out);
 
 /* exs_stream.c */
 void exs__stream_init(struct exs_sock *s, int mode);

@@ -67,7 +67,7 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		return -1;
 	}
 	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
+	struct exs_sock *s = exs__lock_sock_or_switch(fd, &plain);
 	if (!s)
 		return plain ? exs__plain_sendv(fd, iov, iovcnt, total, qh, ahandle, mh) : -1;
 	if (exs_fin_wr_shut(&s->fin) || (s->st == S_CLOSED && !s->error))
@@ -143,7 +143,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		return -1;
 	}
 	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
+	struct exs_sock *s = exs__lock_sock_or_switch(fd, &plain);
 	if (!s)
 		return plain ? exs__plain_recvv(fd, iov, iovcnt, total, flags, qh, ahandle, mh)
 			     : -1;

@@ -344,6 +344,7 @@ int exs__plain_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle
 int exs__plain_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 {
 	pthread_mutex_lock(&exs_rt.lock);
+	exs__ddp_forget_mark(fd); /* (the number may name another socket next) */
 	struct exs_plain *p = get(fd);
 	if (!p)
 		return (int)refuse(NULL, ENOMEM);

@@ -252,6 +252,13 @@ static void app_enter(void)
 
 static void app_leave(void) { exs_rt.app_inside--; }
 
+void exs__sync_wait_change(void)
+{
+	app_enter();
+	pthread_cond_wait(&exs_rt.sync_cv, &exs_rt.lock);
+	app_leave();
+}
+
 void exs__sync_wait(struct exs_sync *w)
 {
 	app_enter();

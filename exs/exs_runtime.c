@@ -18,6 +18,7 @@ struct exs_rt exs_rt = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			 .socks = UTIL_LIST_INIT(exs_rt.socks),
 			 .graveyard = UTIL_LIST_INIT(exs_rt.graveyard),
 			 .plains = UTIL_LIST_INIT(exs_rt.plains),
+			 .ddp_marks = UTIL_LIST_INIT(exs_rt.ddp_marks),
 			 .wake_fd = -1 };
 
 /* Room for every connected socket's send and control completions. */
@@ -72,7 +73,7 @@ struct exs_sock *exs__sock(int fd)
 {
 	struct exs_sock *s;
 	util_list_for_each(s, &exs_rt.socks, link)
-		if (s->fd == fd && !s->closing)
+		if ((s->fd == fd || s->alias == fd + 1) && !s->closing)
 			return s;
 	return NULL;
 }
@@ -294,6 +295,8 @@ static int (*_Atomic fd_claim)(int fd);
 
 void exs_set_fd_claim(int (*claimed)(int fd)) { fd_claim = claimed; }
 
+bool exs__fd_claims(void) { return fd_claim != NULL; }
+
 bool exs__fd_claimed(int fd)
 {
 	int (*claimed)(int) = fd_claim;
@@ -304,9 +307,10 @@ static _Atomic int fd_floor;
 
 void exs_set_fd_floor(int floor) { fd_floor = floor > 0 ? floor : 0; }
 
-int exs__eventfd(void)
+int exs__eventfd(void) { return exs__fd_high(util_evfd_open()); }
+
+int exs__fd_high(int fd)
 {
-	int fd = util_evfd_open();
 	int floor = fd_floor;
 	if (fd < 0 || !floor || fd >= floor)
 		return fd;

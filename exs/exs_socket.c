@@ -12,7 +12,8 @@
 #include "exs_internal.h"
 #include "util/clock.h"
 
-struct exs_sock *exs__lock_sock_or_plain(int fd, bool *plain)
+/* @sw: a system socket in DDP mode is switched (exs_ddp.c) */
+static struct exs_sock *lookup(int fd, bool *plain, bool sw)
 {
 	*plain = false;
 	if (exs__ready())
@@ -20,16 +21,20 @@ struct exs_sock *exs__lock_sock_or_plain(int fd, bool *plain)
 	pthread_mutex_lock(&exs_rt.lock);
 	/* (exs__sock's walk, which also sees the sockets closed already:
 	 * they hold their numbers for a while, closed to the caller all the
-	 * same) */
+	 * same; a system socket's number in DDP mode is another matter: the
+	 * program's, used again once it is closed) */
 	struct exs_sock *s;
-	bool closed = false;
+	bool closed = false, alias = false;
 	util_list_for_each(s, &exs_rt.socks, link) {
 		if (s->fd == fd && !s->closing)
 			return s;
 		closed |= s->fd == fd;
+		alias |= s->alias == fd + 1 && !s->closing;
 	}
 	util_list_for_each(s, &exs_rt.graveyard, link)
 		closed |= s->fd == fd;
+	if (alias && (s = exs__ddp_alias(fd)))
+		return s;
 	bool known = exs__plain_known(fd);
 	pthread_mutex_unlock(&exs_rt.lock);
 	int err = closed ? EBADF : known ? 0 : exs__fd_kind(fd);
@@ -38,10 +43,20 @@ struct exs_sock *exs__lock_sock_or_plain(int fd, bool *plain)
 	 * these calls through esock) */
 	if (!err && !known && exs__fd_claimed(fd))
 		err = EOPNOTSUPP;
+	if (!err && !known && sw) {
+		int r = exs__ddp_take(fd, &s);
+		if (r > 0)
+			return s;
+		err = r < 0 ? errno : 0;
+	}
 	*plain = !err;
 	errno = err ? err : EOPNOTSUPP;
 	return NULL;
 }
+
+struct exs_sock *exs__lock_sock_or_plain(int fd, bool *plain) { return lookup(fd, plain, false); }
+
+struct exs_sock *exs__lock_sock_or_switch(int fd, bool *plain) { return lookup(fd, plain, true); }
 
 struct exs_sock *exs__lock_sock(int fd)
 {
@@ -99,6 +114,29 @@ void exs__op_drop(struct exs_op *op)
 	exs__op_free(op);
 }
 
+struct exs_sock *exs__sock_new(int domain, int type)
+{
+	struct exs_sock *s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	exs__sock_init(s);
+	s->fd = exs__eventfd();
+	if (s->fd < 0) {
+		free(s);
+		errno = EMFILE;
+		return NULL;
+	}
+	s->domain = domain;
+	s->type = type;
+	s->ring_size = EXS_RING_DEFAULT;
+	s->credit_size = EXS_CREDIT_DEFAULT;
+	s->crc = true;
+	s->st = S_NEW;
+	return s;
+}
+
 int exs_socket(int domain, int type, int protocol)
 {
 	if (exs__ready())
@@ -115,24 +153,9 @@ int exs_socket(int domain, int type, int protocol)
 		errno = EPROTONOSUPPORT;
 		return -1;
 	}
-	struct exs_sock *s = calloc(1, sizeof(*s));
-	if (!s) {
-		errno = ENOMEM;
+	struct exs_sock *s = exs__sock_new(domain, type);
+	if (!s)
 		return -1;
-	}
-	exs__sock_init(s);
-	s->fd = exs__eventfd();
-	if (s->fd < 0) {
-		free(s);
-		errno = EMFILE;
-		return -1;
-	}
-	s->domain = domain;
-	s->type = type;
-	s->ring_size = EXS_RING_DEFAULT;
-	s->credit_size = EXS_CREDIT_DEFAULT;
-	s->crc = true;
-	s->st = S_NEW;
 	pthread_mutex_lock(&exs_rt.lock);
 	util_list_add_head(&exs_rt.socks, &s->link);
 	pthread_mutex_unlock(&exs_rt.lock);
@@ -353,7 +376,7 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle)
 		return -1;
 	}
 	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
+	struct exs_sock *s = exs__lock_sock_or_switch(fd, &plain);
 	if (!s)
 		return plain ? exs__plain_shutdown(fd, how, qh, ahandle) : -1;
 	if (s->st != S_CONNECTED && s->st != S_CLOSED)
@@ -390,6 +413,12 @@ int exs_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 		return unlock_err(errno);
 	s->closing = true;
 	s->close_op = op;
+	if (s->alias) {
+		/* a system socket in DDP mode: the program's number goes now
+		 * (uwarp's copy keeps the connection for the sends to finish) */
+		util_sys_close(s->alias - 1);
+		s->alias = 0;
+	}
 	/* receives and accepts are over; sends already posted still go */
 	exs__cancel_recvs(s);
 	struct exs_op *r;
@@ -464,15 +493,53 @@ static int plain_opt(int fd, int level)
 	return level == SOL_EXS ? -1 : 0;
 }
 
+/* SOL_ESOCK on a system socket not switched yet: ESOCK_DDPMODE marks it
+ * (exs_ddp.c); a connected one switches at once, as esock's setsockopt
+ * does, and the call returns once the MPA exchange has ended. */
+static int ddp_option(int fd, int optname, const void *optval, socklen_t optlen)
+{
+	int v = 0;
+	int err = optname != ESOCK_DDPMODE ? ENOPROTOOPT : get_int(optval, optlen, &v);
+	if (!err) {
+		pthread_mutex_lock(&exs_rt.lock);
+		/* plain bytes of ours are on their way: MPA cannot follow them */
+		err = exs__plain_known(fd) ? EBUSY : exs__ddp_set(fd, v != 0);
+		pthread_mutex_unlock(&exs_rt.lock);
+	}
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	struct sockaddr_storage peer;
+	socklen_t len = sizeof(peer);
+	if (!v || util_sys_getpeername(fd, (struct sockaddr *)&peer, &len))
+		return 0; /* (not connected yet: the first call after connect switches it) */
+	bool plain;
+	struct exs_sock *s = exs__lock_sock_or_switch(fd, &plain);
+	if (!s)
+		return plain ? 0 : -1;
+	return unlock_err(s->st != S_CLOSED ? 0 : s->error ? s->error : ECONNRESET);
+}
+
 int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t optlen)
 {
 	bool plain;
 	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
+	if (!s && plain && level == SOL_ESOCK)
+		return ddp_option(fd, optname, optval, optlen);
 	if (!s)
 		return !plain || plain_opt(fd, level)
 			       ? -1
 			       : util_sys_setsockopt(fd, level, optname, optval, optlen);
 	int v, err;
+	if (level == SOL_ESOCK) {
+		/* an ES-API socket is in DDP mode for good */
+		if (optname != ESOCK_DDPMODE)
+			return unlock_err(ENOPROTOOPT);
+		if ((err = get_int(optval, optlen, &v)))
+			return unlock_err(err);
+		return unlock_err(v ? 0 : EISCONN);
+	}
 	if (level == SOL_SOCKET && optname == SO_SNDTIMEO) {
 		struct timeval tv;
 		if (!optval || optlen != sizeof(tv))
@@ -561,11 +628,19 @@ int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optl
 {
 	bool plain;
 	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
+	int v;
+	if (level == SOL_ESOCK && (s || plain)) {
+		if (optname != ESOCK_DDPMODE)
+			return s ? unlock_err(ENOPROTOOPT) : (errno = ENOPROTOOPT, -1);
+		if (!s)
+			pthread_mutex_lock(&exs_rt.lock);
+		v = s ? 1 : exs__ddp_wanted(fd);
+		return unlock_err(put_out(optval, optlen, &v, sizeof(v)));
+	}
 	if (!s)
 		return !plain || plain_opt(fd, level)
 			       ? -1
 			       : util_sys_getsockopt(fd, level, optname, optval, optlen);
-	int v;
 	if (level == SOL_SOCKET) {
 		switch (optname) {
 		case SO_TYPE:

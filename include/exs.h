@@ -45,7 +45,10 @@
  * send(2), recv(2), shutdown(2) and close(2) may come before and after
  * them, not while some are outstanding. The socket's options are the
  * system's (SOL_EXS: ENOPROTOOPT). A descriptor that is not a socket gets
- * ENOTSOCK, a datagram socket EOPNOTSUPP, a closed one EBADF.
+ * ENOTSOCK, a datagram socket EOPNOTSUPP, a closed one EBADF. In DDP mode
+ * (SOL_ESOCK, below, or ESOCK_DDPMODE in the environment) a connecting
+ * end's calls run over MPA and the stream protocol to a uwarp peer
+ * instead, and only ES-API calls may touch it then (docs/exs.md).
  *
  * Threads: every call may be made from any thread. A progress thread
  * started by exs_init moves data and runs the protocol, so transfers go on
@@ -454,6 +457,14 @@ EXS_EXTERN int exs_getpeername(int fd, struct sockaddr *addr, socklen_t *addrlen
 /* ---- options (level SOL_EXS) ---- */
 
 #define SOL_EXS 0x45585301 /* "EXS" 1: no clash with the kernel's levels */
+/*
+ * DDP mode for a stream socket the system made (socket(2) + connect(2)),
+ * as esock.h names it: exs_setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &one,
+ * sizeof one). The ES-API's calls on it then run over MPA and the dynamic
+ * stream protocol to a uwarp or esock peer (docs/exs.md, "DDP mode").
+ */
+#define SOL_ESOCK 0x45534b01 /* "ESK" 1 (esock.h's) */
+#define ESOCK_DDPMODE 1      /* int: 1 DDP mode, 0 plain TCP */
 
 /* int, SOCK_STREAM, set before connect or listen (accepted sockets take
  * the listener's): how sends move. The connecting side's mode governs the

@@ -6,7 +6,7 @@
  * time, a run timed by alarm() that ends on EINTR. test_exs_program.sh
  * builds it from an installed tree.
  *
- * exs_sender [-k] HOST PORT SIZE SECONDS OFFSET
+ * exs_sender [-k|-d] HOST PORT SIZE SECONDS OFFSET
  * Sends SIZE-byte messages from buffers OFFSET bytes past a page boundary
  * for SECONDS, then half-closes and waits for the peer's end. Prints
  * "sent BYTES bytes hash HASH" (CRC-32 over the stream). Exit 0, or 1 with
@@ -18,6 +18,12 @@
  * end is the system's shutdown(2), recv(2) and close(2): the stream keeps
  * its order across both. Without -k: exs_socket and exs_connect (a uwarp
  * peer).
+ *
+ * -d: the system's socket too (socket(2), connect(2)), in DDP mode, so the
+ * peer is a uwarp one: exs_setsockopt(SOL_ESOCK, ESOCK_DDPMODE) switches
+ * it, unless ESOCK_DDPMODE in the environment selects it already (the
+ * first exs_send then switches it). Every call on it is then the
+ * ES-API's, the end included.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -80,10 +86,11 @@ static void check(const exs_event_t *ev, int n, size_t size)
 int main(int argc, char **argv)
 {
 	int kernel = argc > 1 && !strcmp(argv[1], "-k");
-	argv += kernel;
-	argc -= kernel;
+	int ddp = argc > 1 && !strcmp(argv[1], "-d");
+	argv += kernel || ddp;
+	argc -= kernel || ddp;
 	if (argc != 6) {
-		fprintf(stderr, "usage: exs_sender [-k] HOST PORT SIZE SECONDS OFFSET\n");
+		fprintf(stderr, "usage: exs_sender [-k|-d] HOST PORT SIZE SECONDS OFFSET\n");
 		return 2;
 	}
 	stream_crc_init();
@@ -115,6 +122,14 @@ int main(int argc, char **argv)
 			die("send");
 		hash = stream_crc(hash, (const unsigned char *)hello, sizeof(hello) - 1);
 		sent += sizeof(hello) - 1;
+	} else if (ddp) {
+		static const int one = 1;
+		fd = socket(ai->ai_family, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen))
+			die("connect");
+		if (!getenv("ESOCK_DDPMODE") &&
+		    exs_setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)))
+			die("DDP mode");
 	} else {
 		fd = exs_socket(ai->ai_family, SOCK_STREAM, 0);
 		if (fd < 0)
@@ -175,6 +190,14 @@ int main(int argc, char **argv)
 		}
 		check(ev, n, size);
 		pending -= n;
+	}
+	if (ddp) {
+		int on = 0;
+		socklen_t len = sizeof(on);
+		if (exs_getsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &on, &len) || !on) {
+			fprintf(stderr, "exs_sender: the socket is not in DDP mode\n");
+			return 1;
+		}
 	}
 	/* the end: the peer has every byte when the half-close returns, and
 	 * closes its side once it has read them */

@@ -11,6 +11,9 @@
 # with the ES-API's on them: to and from a plain TCP program (Python), for
 # the same sizes, every byte arrives once and in order (CRC-32 on both
 # ends), and a TCP peer killed mid-stream ends the sender with an error.
+# With -d the sender's socket(2) socket is switched to DDP mode (by
+# exs_setsockopt, or by ESOCK_DDPMODE in the environment) and streams to
+# the uwarp receiver at the same sizes; a killed receiver ends it too.
 set -euo pipefail
 src=$1
 build=$2
@@ -110,6 +113,20 @@ run_to_tcp() {
 	compare "size $size (offset $so) on a system socket, to a TCP program"
 }
 
+# run_ddp SENDER SIZE SEND_OFFSET RECV_SIZE RECV_OFFSET [env]: ES-API calls
+# on a socket(2) socket switched to DDP mode (exs_setsockopt, or "env":
+# ESOCK_DDPMODE naming the server's port), to an ES-API server over uwarp
+run_ddp() {
+	local sender=$1 size=$2 so=$3 rsize=$4 ro=$5 how=${6:-setsockopt}
+	start_server "$work/recv.out" "$work/exs_receiver" "$rsize" "$ro"
+	local mode=()
+	[ "$how" = env ] && mode=(env ESOCK_DDPMODE="$port")
+	timeout 60 "${mode[@]}" "$sender" -d 127.0.0.1 "$port" "$size" 1 "$so" >"$work/send.out" 2>&1 ||
+		{ cat "$work/send.out" "$work/recv.out"; fail "-d sender of $size-byte messages failed"; }
+	wait "$rpid" || { cat "$work/recv.out"; fail "receiver of $size-byte messages failed"; }
+	compare "size $size (offset $so) on a system socket in DDP mode ($how), to a uwarp server"
+}
+
 # run_from_tcp SIZE OFFSET BYTES CHUNK: a plain TCP program's stream, read
 # with exs_recv on an accept(2) socket
 run_from_tcp() {
@@ -136,6 +153,19 @@ wait "$rpid"
 grep -q "^sent 25 bytes$" "$work/send.out" || fail "exs_hello: $(cat "$work/send.out")"
 grep -q "^received 25 bytes " "$work/recv.out" || fail "the TCP peer: $(cat "$work/recv.out")"
 echo "README's ES-API example: $(cat "$work/send.out") to a plain TCP program"
+# ...and the same program, unchanged, against a DDP peer: ESOCK_DDPMODE
+# switches its socket, and the Python sink runs under esock's preload
+# (ESOCK_DEBUG: the counters of each DDP connection it closes)
+start_server "$work/recv.out" env LD_PRELOAD="$build/lib/libesock-preload.so" ESOCK_DDPMODE=all \
+	ESOCK_DEBUG=1 python3 "$src/tests/install/tcp_peer.py" sink
+ESOCK_DDPMODE=$port "$work/exs_hello" 127.0.0.1 "$port" >"$work/send.out" 2>&1 ||
+	{ cat "$work/send.out"; fail "README's ES-API example failed in DDP mode"; }
+wait "$rpid"
+grep -q "^sent 25 bytes$" "$work/send.out" || fail "exs_hello: $(cat "$work/send.out")"
+grep -q "^received 25 bytes " "$work/recv.out" || fail "the DDP peer: $(cat "$work/recv.out")"
+grep -q "^esock [0-9]*: direct" "$work/recv.out" ||
+	fail "the peer's connection was plain TCP, not DDP: $(cat "$work/recv.out")"
+echo "README's ES-API example: $(cat "$work/send.out") over DDP to a program under esock"
 
 run "$work/exs_sender" 1 1 65536 3
 run "$work/exs_sender" 64 3 64 5
@@ -152,6 +182,14 @@ run_to_tcp "$work/exs_sender" 65536 1
 run_to_tcp "$work/exs_sender" 65537 5
 run_to_tcp "$work/exs_sender" 4194304 3
 run_to_tcp "$work/exs_sender_static" 65537 1
+
+run_ddp "$work/exs_sender" 1 1 65536 3
+run_ddp "$work/exs_sender" 64 3 64 5 env
+run_ddp "$work/exs_sender" 4096 7 1000 1
+run_ddp "$work/exs_sender" 65536 1 65536 7 env
+run_ddp "$work/exs_sender" 65537 5 4096 0
+run_ddp "$work/exs_sender" 4194304 3 65536 1
+run_ddp "$work/exs_sender_static" 65537 1 65536 3 env
 
 run_from_tcp 1 3 200000 65536
 run_from_tcp 64 1 2000000 1000
@@ -183,5 +221,7 @@ killed() {
 }
 killed "" "$work/exs_receiver" 65536 0
 killed -k python3 "$src/tests/install/tcp_peer.py" sink
+killed -d "$work/exs_receiver" 65536 0
 echo "PASS: ES-API programs built with <sys/exs.h> and -lexs (shared and static) move every byte,"
-echo "PASS: over uwarp, and on system sockets to and from plain TCP programs"
+echo "PASS: over uwarp, and on system sockets to and from plain TCP programs and, in DDP mode,"
+echo "PASS: to uwarp servers"

@@ -1,18 +1,20 @@
 /*
- * esock_env.c: reading the preload's environment values (pure).
+ * ddpmode.c: reading ESOCK_DDPMODE's value (pure).
  */
-#include "esock_env.h"
+#include "util/ddpmode.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
 
 static bool separator(char c) { return c == ',' || isspace((unsigned char)c); }
 
-bool esock_env_ddpmode(const char *v, struct esock_ddpmode *m, char *why, size_t whylen)
+bool util_ddpmode_parse(const char *v, struct util_ddpmode *m, char *why, size_t whylen)
 {
-	*m = (struct esock_ddpmode){ 0 };
+	*m = (struct util_ddpmode){ 0 };
 	if (!v)
 		return true;
 	const char *p = v;
@@ -40,12 +42,12 @@ bool esock_env_ddpmode(const char *v, struct esock_ddpmode *m, char *why, size_t
 		long port = strtol(p, &end, 10);
 		if (end != p + n || !isdigit((unsigned char)*p) || port < 1 || port > 65535) {
 			snprintf(why, whylen, "'%.*s' is not a port (1 to 65535)", (int)n, p);
-			*m = (struct esock_ddpmode){ 0 };
+			*m = (struct util_ddpmode){ 0 };
 			return false;
 		}
-		if (m->nports == ESOCK_ENV_PORTS_MAX) {
-			snprintf(why, whylen, "more than %d ports", ESOCK_ENV_PORTS_MAX);
-			*m = (struct esock_ddpmode){ 0 };
+		if (m->nports == UTIL_DDPMODE_PORTS_MAX) {
+			snprintf(why, whylen, "more than %d ports", UTIL_DDPMODE_PORTS_MAX);
+			*m = (struct util_ddpmode){ 0 };
 			return false;
 		}
 		m->ports[m->nports++] = (uint16_t)port;
@@ -54,4 +56,25 @@ bool esock_env_ddpmode(const char *v, struct esock_ddpmode *m, char *why, size_t
 			p++;
 	}
 	return true;
+}
+
+bool util_ddpmode_port(const struct util_ddpmode *m, int port)
+{
+	if (m->all)
+		return true;
+	for (int i = 0; i < m->nports; i++)
+		if (m->ports[i] == port)
+			return true;
+	return false;
+}
+
+int util_sockaddr_port(const struct sockaddr *sa)
+{
+	if (!sa)
+		return -1;
+	if (sa->sa_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	if (sa->sa_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	return -1;
 }

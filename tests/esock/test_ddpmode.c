@@ -1,6 +1,6 @@
 /*
- * test_esock_env.c: ESOCK_DDPMODE as the preload reads it
- * (esock/esock_env.h): "all" in any case, ports separated by commas or
+ * test_ddpmode.c: ESOCK_DDPMODE as the preload and the ES-API read it
+ * (util/ddpmode.h): "all" in any case, ports separated by commas or
  * white space, and anything it cannot read refused whole with a reason.
  * Before, "ALL" and "5201 6379" silently selected no socket, and "80,x"
  * took 80 and dropped the rest without a word.
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "esock/esock_env.h"
+#include "util/ddpmode.h"
 
 struct row {
 	const char *v;
@@ -51,11 +51,11 @@ static void every_value_is_read_or_refused_whole(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct row *r = &rows[i];
-		struct esock_ddpmode m;
+		struct util_ddpmode m;
 		char why[128] = "";
 		print_message("ESOCK_DDPMODE=%s%s%s\n", r->v ? "'" : "", r->v ? r->v : "(unset)",
 			      r->v ? "'" : "");
-		assert_int_equal(esock_env_ddpmode(r->v, &m, why, sizeof(why)), r->ok);
+		assert_int_equal(util_ddpmode_parse(r->v, &m, why, sizeof(why)), r->ok);
 		assert_int_equal(m.all, r->all);
 		assert_int_equal(m.nports, r->nports);
 		for (int k = 0; k < r->nports; k++)
@@ -71,12 +71,12 @@ static void more_ports_than_it_holds_are_refused(void **state)
 	char v[65 * 6 + 1] = "", why[128];
 	for (int i = 0; i < 65; i++)
 		snprintf(v + strlen(v), sizeof(v) - strlen(v), "%d,", 1000 + i);
-	struct esock_ddpmode m;
-	assert_false(esock_env_ddpmode(v, &m, why, sizeof(why)));
+	struct util_ddpmode m;
+	assert_false(util_ddpmode_parse(v, &m, why, sizeof(why)));
 	assert_int_equal(m.nports, 0);
 	assert_non_null(strstr(why, "more than 64 ports"));
 	v[64 * 5] = '\0'; /* the first 64: taken */
-	assert_true(esock_env_ddpmode(v, &m, why, sizeof(why)));
+	assert_true(util_ddpmode_parse(v, &m, why, sizeof(why)));
 	assert_int_equal(m.nports, 64);
 }
 

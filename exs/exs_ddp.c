@@ -1,0 +1,294 @@
+/*
+ * exs_ddp.c: a stream socket the system made (socket(2) + connect(2)),
+ * put in DDP mode: its TCP connection negotiates MPA and carries the
+ * dynamic stream protocol, under the program's own descriptor number.
+ *
+ * Which sockets: exs_setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &one, ...)
+ * marks one (a mark, kept here by descriptor and inode, since the socket
+ * is the system's), or the environment's ESOCK_DDPMODE selects it by port
+ * as the preload would (read only when no library above claims sockets
+ * itself: under the preload esock has already applied it at connect).
+ *
+ * The switch: an ES-API socket like exs_connect's, over a copy of the
+ * program's descriptor (uwarp owns the copy, so the program's number stays
+ * open for it to close), found by the program's number from then on (an
+ * alias). The first call that needs the connection makes the MPA exchange
+ * and waits for it, as a blocking connect with esock does; a connection
+ * the peer refuses (not an iWARP peer) fails that call and every later one
+ * with the error. A listener on the socket's local port says that this
+ * end was accepted: DDP on the passive side is not done yet (EOPNOTSUPP).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "exs_internal.h"
+#include "util/ddpmode.h"
+
+#define EXS_DDP_MARKS_MAX 4096
+
+struct exs_ddp_mark {
+	int fd;
+	ino_t ino; /* the socket's: a number used again is another socket */
+	bool on;
+	struct util_list link; /* on exs_rt.ddp_marks */
+};
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static struct util_ddpmode env_mode;
+
+static void env_read(void)
+{
+	const char *v = getenv("ESOCK_DDPMODE");
+	char why[128];
+	if (!util_ddpmode_parse(v, &env_mode, why, sizeof(why)))
+		fprintf(stderr, "exs: ESOCK_DDPMODE='%s' ignored (no socket selected): %s\n", v,
+			why);
+}
+
+static ino_t inode_of(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) || !S_ISSOCK(st.st_mode) ? 0 : st.st_ino;
+}
+
+static struct exs_ddp_mark *mark_find(int fd, ino_t ino)
+{
+	struct exs_ddp_mark *m;
+	util_list_for_each(m, &exs_rt.ddp_marks, link)
+		if (m->fd == fd && m->ino == ino)
+			return m;
+	return NULL;
+}
+
+/* marks whose descriptor now names another socket, or none (closed with
+ * close(2), never switched) */
+static int marks_prune(void)
+{
+	int n = 0;
+	struct exs_ddp_mark *m, *next;
+	util_list_for_each_safe(m, next, &exs_rt.ddp_marks, link) {
+		if (inode_of(m->fd) == m->ino) {
+			n++;
+			continue;
+		}
+		util_list_del(&m->link);
+		free(m);
+	}
+	return n;
+}
+
+void exs__ddp_forget_mark(int fd)
+{
+	struct exs_ddp_mark *m, *next;
+	util_list_for_each_safe(m, next, &exs_rt.ddp_marks, link)
+		if (m->fd == fd) {
+			util_list_del(&m->link);
+			free(m);
+		}
+}
+
+int exs__ddp_set(int fd, bool on)
+{
+	ino_t ino = inode_of(fd);
+	if (!ino)
+		return EBADF;
+	struct exs_ddp_mark *m = mark_find(fd, ino);
+	if (m) {
+		m->on = on;
+		return 0;
+	}
+	exs__ddp_forget_mark(fd); /* (another socket's, under this number before) */
+	int n = 0;
+	util_list_for_each(m, &exs_rt.ddp_marks, link)
+		n++;
+	if (n >= EXS_DDP_MARKS_MAX && marks_prune() >= EXS_DDP_MARKS_MAX)
+		return ENOBUFS;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return ENOMEM;
+	*m = (struct exs_ddp_mark){ .fd = fd, .ino = ino, .on = on };
+	util_list_add_tail(&exs_rt.ddp_marks, &m->link);
+	return 0;
+}
+
+/* the environment's choice for a socket with these addresses */
+static bool env_selects(const struct sockaddr_storage *local, const struct sockaddr_storage *peer)
+{
+	if (exs__fd_claims())
+		return false;
+	pthread_once(&env_once, env_read);
+	return util_ddpmode_port(&env_mode, util_sockaddr_port((const struct sockaddr *)peer)) ||
+	       util_ddpmode_port(&env_mode, util_sockaddr_port((const struct sockaddr *)local));
+}
+
+bool exs__ddp_wanted(int fd)
+{
+	struct exs_ddp_mark *m = mark_find(fd, inode_of(fd));
+	if (m)
+		return m->on;
+	struct sockaddr_storage local = { 0 }, peer = { 0 };
+	socklen_t ll = sizeof(local), pl = sizeof(peer);
+	util_sys_getsockname(fd, (struct sockaddr *)&local, &ll);
+	util_sys_getpeername(fd, (struct sockaddr *)&peer, &pl);
+	return env_selects(&local, &peer);
+}
+
+/* Is some socket of this network namespace listening on @port? Then a
+ * socket with that local port is one it accepted (a socket cannot connect
+ * out from a port a listener holds). /proc/self/net/tcp and tcp6 list
+ * them: "sl local_address rem_address st ...", the port in hex, LISTEN
+ * state 0A. Read once per switch, never on a data call. */
+static bool listening_on(int port)
+{
+	static const char *const files[] = { "/proc/self/net/tcp", "/proc/self/net/tcp6" };
+	bool found = false;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]) && !found; i++) {
+		FILE *f = fopen(files[i], "re");
+		if (!f)
+			continue;
+		char line[512];
+		unsigned lport, st;
+		while (!found && fgets(line, sizeof(line), f))
+			found = sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", &lport,
+				       &st) == 2 &&
+				st == 0x0A && (int)lport == port;
+		fclose(f);
+	}
+	return found;
+}
+
+static struct exs_sock *alias_find(int fd)
+{
+	struct exs_sock *s;
+	util_list_for_each(s, &exs_rt.socks, link)
+		if (s->alias == fd + 1 && !s->closing)
+			return s;
+	return NULL;
+}
+
+/* The program closed its descriptor with close(2), and the number now
+ * names another object: the connection behind the old one ends, and
+ * whatever was outstanding on it fails (EBADF). */
+static void alias_orphaned(struct exs_sock *s)
+{
+	s->alias = 0;
+	s->closing = true;
+	exs__fail_ops(s, EBADF);
+	exs__end_recvs(s, EBADF, false);
+	if (s->close_op) {
+		exs__op_complete(s->close_op, EBADF, 0);
+		s->close_op = NULL;
+	}
+	exs__sock_free(s); /* (the reaper destroys its id: the connection closes) */
+}
+
+struct exs_sock *exs__ddp_alias(int fd)
+{
+	struct exs_sock *s;
+	while ((s = alias_find(fd))) {
+		if (inode_of(fd) != s->alias_ino) {
+			alias_orphaned(s);
+			return NULL;
+		}
+		if (s->st != S_CONNECTING)
+			return s;
+		/* another call is making the MPA exchange: its end wakes us */
+		exs__sync_wait_change();
+	}
+	return NULL;
+}
+
+/* The switch itself (the lock held): 0 with *out the socket, once its
+ * negotiation has ended (its state says how); or an errno value. */
+static int take(int fd, ino_t ino, const struct sockaddr_storage *local,
+		const struct sockaddr_storage *peer, struct exs_sock **out)
+{
+	if (listening_on(util_sockaddr_port((const struct sockaddr *)local)))
+		return EOPNOTSUPP; /* the passive side: not done yet */
+	struct exs_sock *s = exs__sock_new(local->ss_family, SOCK_STREAM);
+	if (!s)
+		return errno;
+	int t = exs__fd_high(util_sys_fcntl(fd, F_DUPFD_CLOEXEC, 0));
+	if (t < 0) {
+		int err = errno;
+		exs__sock_free(s);
+		return err;
+	}
+	s->alias = fd + 1;
+	s->alias_ino = ino;
+	memcpy(&s->local, local, sizeof(s->local));
+	memcpy(&s->peer, peer, sizeof(s->peer));
+	struct exs_sync w;
+	struct exs_op *op = exs__op_new(fd, OP_CONNECT, EXS_QHANDLE_INVALID, NULL, &w);
+	if (!op) {
+		int err = errno;
+		util_sys_close(t);
+		exs__sock_free(s);
+		return err;
+	}
+	util_list_add_head(&exs_rt.socks, &s->link); /* (its CM events look it up there) */
+	exs__stream_init(s, s->mode);
+	int rc = exs__connect_setup(s, t);
+	if (rc) {
+		exs__op_drop(op);
+		util_sys_close(t); /* (uwarp took it only on success) */
+		exs__sock_free(s);
+		return -rc;
+	}
+	exs__ddp_forget_mark(fd);
+	s->st = S_CONNECTING;
+	s->connect_op = op;
+	exs__kick();
+	exs__sync_wait(&w);
+	/* (closed meanwhile by another thread: gone from the table) */
+	*out = exs__ddp_alias(fd);
+	return *out ? 0 : EBADF;
+}
+
+/* nothing marked, and the environment selects nothing: the plain path
+ * pays no system call for DDP mode */
+static bool none_wanted(void)
+{
+	pthread_once(&env_once, env_read);
+	pthread_mutex_lock(&exs_rt.lock);
+	bool none = util_list_empty(&exs_rt.ddp_marks) &&
+		    (exs__fd_claims() || (!env_mode.all && !env_mode.nports));
+	pthread_mutex_unlock(&exs_rt.lock);
+	return none;
+}
+
+int exs__ddp_take(int fd, struct exs_sock **out)
+{
+	*out = NULL;
+	if (none_wanted())
+		return 0;
+	ino_t ino = inode_of(fd);
+	struct sockaddr_storage local = { 0 }, peer = { 0 };
+	socklen_t ll = sizeof(local), pl = sizeof(peer);
+	if (!ino || util_sys_getsockname(fd, (struct sockaddr *)&local, &ll))
+		return 0; /* (the plain path says what it is) */
+	bool connected = !util_sys_getpeername(fd, (struct sockaddr *)&peer, &pl);
+	pthread_mutex_lock(&exs_rt.lock);
+	struct exs_ddp_mark *m = mark_find(fd, ino);
+	bool want = m ? m->on : connected && env_selects(&local, &peer);
+	if (!want) {
+		pthread_mutex_unlock(&exs_rt.lock);
+		return 0;
+	}
+	/* another thread may have switched it meanwhile */
+	if ((*out = exs__ddp_alias(fd)))
+		return 1;
+	int err = connected ? take(fd, ino, &local, &peer, out) : ENOTCONN;
+	if (!err)
+		return 1;
+	pthread_mutex_unlock(&exs_rt.lock);
+	errno = err;
+	return -1;
+}
