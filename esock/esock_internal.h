@@ -46,7 +46,6 @@
 #define ESOCK_SENDS_MAX 64          /* exs sends outstanding per socket */
 #define ESOCK_SENDS_EAGER 2         /* a write posts at once while fewer are out */
 #define ESOCK_SEND_MAX (512u << 10) /* bytes per exs send at most */
-#define ESOCK_PEEK_MS_DEFAULT 200   /* a DDP server's wait for a client's first bytes */
 #define ESOCK_SETUP_MS 10000        /* the MPA negotiation at most */
 
 /* the real calls (libc's, or whatever the next library provides) */
@@ -328,7 +327,6 @@ struct esock *esock__switch(int fd, bool initiator, int tcp_copy);
  * DDP socket: the number the program gets, or -1 with errno ECONNABORTED
  * (@x and @tcp are closed either way) */
 int esock__adopt_exs(int x, int tcp, int flags);
-bool esock__mpa_prefix(const uint8_t *b, size_t n); /* could be an MPA Request */
 /* what a client's first bytes (peeked, never consumed) say: 1 an MPA
  * Request's key, 0 anything else or the end, -1 not yet known */
 int esock__mpa_verdict(int fd);

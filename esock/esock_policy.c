@@ -13,7 +13,7 @@
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct util_ddpmode mode;
-static unsigned peek_ms = ESOCK_PEEK_MS_DEFAULT;
+static unsigned peek_ms = UTIL_PEEK_MS_DEFAULT;
 
 static void parse(void)
 {
@@ -38,16 +38,9 @@ static void parse(void)
 	}
 #endif
 	const char *pm = getenv("ESOCK_PEEK_MS");
-	if (pm && *pm) {
-		char *end;
-		long v2 = strtol(pm, &end, 10);
-		if (*end == '\0' && v2 >= 0 && v2 <= 60000)
-			peek_ms = (unsigned)v2;
-		else
-			fprintf(stderr,
-				"esock: ESOCK_PEEK_MS='%s' ignored: milliseconds, 0 to 60000\n",
-				pm);
-	}
+	if (!util_ddpmode_peek_ms(pm, &peek_ms))
+		fprintf(stderr, "esock: ESOCK_PEEK_MS='%s' ignored: milliseconds, 0 to 60000\n",
+			pm);
 }
 
 bool esock__env_selects(int fd, const struct sockaddr *peer)

@@ -11,25 +11,15 @@
 #include <unistd.h>
 
 #include "esock_internal.h"
-
-/* RFC 5044 7.1: the key that opens an MPA Request */
-#define MPA_REQ_KEY "MPA ID Req Frame"
-
-bool esock__mpa_prefix(const uint8_t *b, size_t n)
-{
-	size_t k = sizeof(MPA_REQ_KEY) - 1;
-	return !memcmp(b, MPA_REQ_KEY, n < k ? n : k);
-}
+#include "util/ddpmode.h"
 
 int esock__mpa_verdict(int fd)
 {
-	uint8_t b[sizeof(MPA_REQ_KEY) - 1];
+	uint8_t b[UTIL_MPA_KEY_LEN];
 	ssize_t n = REAL(recv)(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? -1 : 0;
-	if (n == 0 || !esock__mpa_prefix(b, (size_t)n))
-		return 0;
-	return n == (ssize_t)sizeof(b) ? 1 : -1;
+	return util_mpa_request_verdict(b, (size_t)n);
 }
 
 /* buffers, registrations, the socket pair and the exs socket */

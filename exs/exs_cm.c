@@ -52,18 +52,26 @@ static void on_request(struct uw_cm_event *e)
 		l = NULL; /* closed: its id lives on only for this request */
 	struct exs_hello h;
 	int want = l && l->type == SOCK_STREAM ? EXS_WIRE_STREAM : EXS_WIRE_SEQPACKET;
+	/* an accepted system socket in DDP mode (exs_ddp.c): its socket waits */
+	bool alias = l && l == exs_rt.ddp_handoff;
 	if (!l || l->st != S_LISTENING ||
 	    exs_hello_decode(e->private_data, e->private_data_len, &h) || h.type != want ||
-	    l->nready + l->nhalf >= l->backlog) {
+	    (!alias && l->nready + l->nhalf >= l->backlog)) {
 		uw_cm_reject(e->id, "EXS", 3);
 		uw_cm_destroy_id(e->id);
 		return;
 	}
-	struct exs_sock *s = accepted_socket(l, e, &h);
+	struct exs_sock *s = alias ? exs__ddp_request(e) : accepted_socket(l, e, &h);
 	if (!s) {
 		uw_cm_reject(e->id, NULL, 0);
 		uw_cm_destroy_id(e->id);
 		return;
+	}
+	if (alias) {
+		s->mode = h.mode;
+		s->st = S_PENDING;
+		exs__stream_init(s, s->mode);
+		exs__take_hello(s, &h);
 	}
 	uint8_t hello[EXS_HELLO_LEN];
 	int rc = exs__qp_setup(s, e->id);
@@ -75,10 +83,13 @@ static void on_request(struct uw_cm_event *e)
 	if (rc) {
 		/* refused at once, not left to the peer's MPA timeout */
 		uw_cm_reject(e->id, "EXS", 3);
+		if (alias)
+			exs__plain_sorted(s->alias - 1, NULL, -rc > 0 ? -rc : rc);
 		exs__sock_free(s);
 		return;
 	}
-	l->nhalf++;
+	if (!alias)
+		l->nhalf++;
 }
 
 socklen_t exs__addr_len(const struct sockaddr_storage *ss)
@@ -119,6 +130,14 @@ static void on_established(struct exs_sock *s, struct uw_cm_event *e)
 	}
 	if (s->st != S_PENDING)
 		return;
+	if (s->alias) {
+		/* an accepted system socket: the operations it held move here */
+		s->st = S_CONNECTED;
+		exs__plain_sorted(s->alias - 1, s, 0);
+		exs__progress(s);
+		exs__changed();
+		return;
+	}
 	struct exs_sock *l = s->listener;
 	l->nhalf--;
 	s->st = S_CONNECTED;
@@ -144,6 +163,8 @@ static void on_failed(struct exs_sock *s, struct uw_cm_event *e)
 	if (s->st == S_PENDING) {
 		if (s->listener)
 			s->listener->nhalf--;
+		if (s->alias)
+			exs__plain_sorted(s->alias - 1, NULL, err);
 		s->st = S_CLOSED;
 		exs__sock_free(s);
 		return;

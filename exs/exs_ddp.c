@@ -15,8 +15,16 @@
  * alias). The first call that needs the connection makes the MPA exchange
  * and waits for it, as a blocking connect with esock does; a connection
  * the peer refuses (not an iWARP peer) fails that call and every later one
- * with the error. A listener on the socket's local port says that this
- * end was accepted: DDP on the passive side is not done yet (EOPNOTSUPP).
+ * with the error.
+ *
+ * The accepting end (a listener on the socket's local port says that this
+ * end was accepted) is sorted as esock sorts its clients, without making
+ * any call wait: exs_plain.c holds the operations and peeks at the
+ * client's first bytes; an MPA Request's key hands a copy of the
+ * descriptor to an internal handoff listener (uw_cm_request_fd), whose
+ * request finds the socket waiting for it by its addresses; once the
+ * connection is established the held operations move to it. Anything
+ * else, or silence for ESOCK_PEEK_MS, and the socket is plain TCP.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +50,7 @@ struct exs_ddp_mark {
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static struct util_ddpmode env_mode;
+static unsigned peek_ms = UTIL_PEEK_MS_DEFAULT;
 
 static void env_read(void)
 {
@@ -50,6 +59,15 @@ static void env_read(void)
 	if (!util_ddpmode_parse(v, &env_mode, why, sizeof(why)))
 		fprintf(stderr, "exs: ESOCK_DDPMODE='%s' ignored (no socket selected): %s\n", v,
 			why);
+	v = getenv("ESOCK_PEEK_MS");
+	if (!util_ddpmode_peek_ms(v, &peek_ms))
+		fprintf(stderr, "exs: ESOCK_PEEK_MS='%s' ignored: milliseconds, 0 to 60000\n", v);
+}
+
+unsigned exs__ddp_peek_ms(void)
+{
+	pthread_once(&env_once, env_read);
+	return peek_ms;
 }
 
 static ino_t inode_of(int fd)
@@ -197,6 +215,8 @@ struct exs_sock *exs__ddp_alias(int fd)
 			alias_orphaned(s);
 			return NULL;
 		}
+		if (s->st == S_NEW || s->st == S_PENDING)
+			return NULL; /* an accepted one still sorting: exs_plain.c holds its calls */
 		if (s->st != S_CONNECTING)
 			return s;
 		/* another call is making the MPA exchange: its end wakes us */
@@ -205,35 +225,44 @@ struct exs_sock *exs__ddp_alias(int fd)
 	return NULL;
 }
 
-/* The switch itself (the lock held): 0 with *out the socket, once its
- * negotiation has ended (its state says how); or an errno value. */
-static int take(int fd, ino_t ino, const struct sockaddr_storage *local,
-		const struct sockaddr_storage *peer, struct exs_sock **out)
+/* a new ES-API socket standing behind the program's @fd, in the table, and
+ * the copy of @fd uwarp is to own (NULL: errno) */
+static struct exs_sock *alias_new(int fd, ino_t ino, const struct sockaddr_storage *local,
+				  const struct sockaddr_storage *peer, int *copy)
 {
-	if (listening_on(util_sockaddr_port((const struct sockaddr *)local)))
-		return EOPNOTSUPP; /* the passive side: not done yet */
 	struct exs_sock *s = exs__sock_new(local->ss_family, SOCK_STREAM);
 	if (!s)
-		return errno;
-	int t = exs__fd_high(util_sys_fcntl(fd, F_DUPFD_CLOEXEC, 0));
-	if (t < 0) {
+		return NULL;
+	*copy = exs__fd_high(util_sys_fcntl(fd, F_DUPFD_CLOEXEC, 0));
+	if (*copy < 0) {
 		int err = errno;
 		exs__sock_free(s);
-		return err;
+		errno = err;
+		return NULL;
 	}
 	s->alias = fd + 1;
 	s->alias_ino = ino;
 	memcpy(&s->local, local, sizeof(s->local));
 	memcpy(&s->peer, peer, sizeof(s->peer));
+	util_list_add_head(&exs_rt.socks, &s->link); /* (its CM events look it up there) */
+	return s;
+}
+
+/* The connecting end's switch (the lock held): 0 with *out the socket,
+ * once its negotiation has ended (its state says how); or an errno. */
+static int take(int fd, ino_t ino, const struct sockaddr_storage *local,
+		const struct sockaddr_storage *peer, struct exs_sock **out)
+{
 	struct exs_sync w;
 	struct exs_op *op = exs__op_new(fd, OP_CONNECT, EXS_QHANDLE_INVALID, NULL, &w);
-	if (!op) {
-		int err = errno;
-		util_sys_close(t);
-		exs__sock_free(s);
-		return err;
+	if (!op)
+		return errno;
+	int t;
+	struct exs_sock *s = alias_new(fd, ino, local, peer, &t);
+	if (!s) {
+		exs__op_drop(op);
+		return errno;
 	}
-	util_list_add_head(&exs_rt.socks, &s->link); /* (its CM events look it up there) */
 	exs__stream_init(s, s->mode);
 	int rc = exs__connect_setup(s, t);
 	if (rc) {
@@ -278,17 +307,130 @@ int exs__ddp_take(int fd, struct exs_sock **out)
 	pthread_mutex_lock(&exs_rt.lock);
 	struct exs_ddp_mark *m = mark_find(fd, ino);
 	bool want = m ? m->on : connected && env_selects(&local, &peer);
-	if (!want) {
-		pthread_mutex_unlock(&exs_rt.lock);
+	pthread_mutex_unlock(&exs_rt.lock);
+	if (!want)
 		return 0;
+	if (!connected) {
+		errno = ENOTCONN;
+		return -1;
 	}
+	bool passive = listening_on(util_sockaddr_port((struct sockaddr *)&local));
+	pthread_mutex_lock(&exs_rt.lock);
 	/* another thread may have switched it meanwhile */
 	if ((*out = exs__ddp_alias(fd)))
 		return 1;
-	int err = connected ? take(fd, ino, &local, &peer, out) : ENOTCONN;
-	if (!err)
-		return 1;
+	int err = 0;
+	if (passive) {
+		/* sorted without waiting: the calls go to exs_plain.c, which
+		 * holds them (unless another thread has begun that) */
+		if (!exs__plain_known(fd))
+			err = exs__plain_sort(fd);
+	} else {
+		err = take(fd, ino, &local, &peer, out);
+		if (!err)
+			return 1;
+	}
 	pthread_mutex_unlock(&exs_rt.lock);
 	errno = err;
-	return -1;
+	return err ? -1 : 0;
+}
+
+/* ---- the accepting end ---- */
+
+/* the listener that takes the copies of accepted sockets whose client
+ * sent an MPA Request (made at the first; never closed) */
+static struct exs_sock *handoff(void)
+{
+	if (exs_rt.ddp_handoff)
+		return exs_rt.ddp_handoff;
+	struct exs_sock *s = exs__sock_new(AF_INET, SOCK_STREAM);
+	if (!s)
+		return NULL;
+	s->id = uw_cm_create_id(exs_rt.cm, s);
+	int rc = s->id ? uw_cm_listen_handoff(s->id) : ENOMEM;
+	if (rc) {
+		exs__sock_free(s); /* (the reaper destroys the id) */
+		errno = rc;
+		return NULL;
+	}
+	s->st = S_LISTENING;
+	s->backlog = EXS_MAX_CONNECTIONS;
+	util_list_add_head(&exs_rt.socks, &s->link);
+	exs_rt.ddp_handoff = s;
+	return s;
+}
+
+int exs__ddp_passive(int fd)
+{
+	struct exs_sock *l = handoff();
+	ino_t ino = inode_of(fd);
+	struct sockaddr_storage local = { 0 }, peer = { 0 };
+	socklen_t ll = sizeof(local), pl = sizeof(peer);
+	if (!l)
+		return errno;
+	if (!ino || util_sys_getsockname(fd, (struct sockaddr *)&local, &ll) ||
+	    util_sys_getpeername(fd, (struct sockaddr *)&peer, &pl))
+		return ENOTCONN;
+	int t;
+	struct exs_sock *s = alias_new(fd, ino, &local, &peer, &t);
+	if (!s)
+		return errno;
+	int rc = uw_cm_request_fd(l->id, t);
+	if (rc) {
+		util_sys_close(t);
+		exs__sock_free(s);
+		return rc;
+	}
+	exs__kick();
+	return 0;
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	return a->ss_family == b->ss_family && !memcmp(a, b, exs__addr_len(a));
+}
+
+struct exs_sock *exs__ddp_request(const struct uw_cm_event *e)
+{
+	struct exs_sock *s;
+	util_list_for_each(s, &exs_rt.socks, link)
+		if (s->alias && s->st == S_NEW && !s->closing &&
+		    same_addr(&s->local, &e->id->local_addr) &&
+		    same_addr(&s->peer, &e->id->peer_addr))
+			return s;
+	return NULL;
+}
+
+void exs__ddp_passive_drop(int fd)
+{
+	struct exs_sock *s;
+	util_list_for_each(s, &exs_rt.socks, link)
+		if (s->alias == fd + 1 && !s->closing && s->st != S_CONNECTED) {
+			s->alias = 0;
+			exs__sock_free(s); /* (the reaper destroys its id: the connection closes) */
+			return;
+		}
+}
+
+void exs__ddp_repost(struct exs_sock *s, struct exs_op *op)
+{
+	/* the handles the plain path took are taken again the socket's way */
+	exs_mhandle_t mh[EXS_IOV_MAX];
+	bool any = false;
+	for (int i = 0; i < op->iovcnt; i++)
+		any |= (mh[i] = op->mem[i]) != NULL;
+	exs__op_mem_release(op);
+	int rc = -EINVAL;
+	if (op->kind == OP_SEND) {
+		rc = exs__send_post(s, op, any ? mh : NULL);
+	} else if (op->kind == OP_RECV) {
+		rc = exs__recv_post(s, op, any ? mh : NULL);
+	} else if (op->kind == OP_SHUTDOWN) {
+		exs_fin_shut_wr(&s->fin);
+		s->shut_op = op;
+		exs__progress(s);
+		return;
+	}
+	if (rc)
+		exs__op_complete(op, -rc, -1);
 }

@@ -257,12 +257,13 @@ struct exs_rt {
 	struct uw_comp_channel *cc;
 	struct uw_cq *cq;
 	struct uw_cm_channel *cm;
-	struct util_list socks;     /* every socket (struct exs_sock) */
-	struct util_list graveyard; /* freed sockets, reaped between rounds */
-	int nconns;                 /* QPs on the shared CQ */
-	struct util_list queues;    /* struct exs_queue */
-	struct util_list plains;    /* system sockets with operations (exs_plain.c) */
-	struct util_list ddp_marks; /* system sockets marked for DDP mode (exs_ddp.c) */
+	struct util_list socks;       /* every socket (struct exs_sock) */
+	struct util_list graveyard;   /* freed sockets, reaped between rounds */
+	int nconns;                   /* QPs on the shared CQ */
+	struct util_list queues;      /* struct exs_queue */
+	struct util_list plains;      /* system sockets with operations (exs_plain.c) */
+	struct util_list ddp_marks;   /* system sockets marked for DDP mode (exs_ddp.c) */
+	struct exs_sock *ddp_handoff; /* takes accepted ones whose client speaks MPA */
 	/* exs_poll callers waiting for a change: their eventfds */
 	int pollers[64];
 	int npollers;
@@ -444,6 +445,11 @@ int exs__connect_setup(struct exs_sock *s, int tcp_fd);
  * takes the lock itself; @total is the vector's, checked) */
 int exs__fd_kind(int fd);      /* 0: a stream socket; else EBADF, ENOTSOCK or EOPNOTSUPP */
 bool exs__plain_known(int fd); /* it has operations outstanding (the lock held) */
+/* an accepted socket in DDP mode: hold its operations and sort it (0 or
+ * ENOMEM); its negotiation ended, with @s connected (the held operations
+ * move there) or NULL (they fail with @err) */
+int exs__plain_sort(int fd);
+void exs__plain_sorted(int fd, struct exs_sock *s, int err);
 ssize_t exs__plain_sendv(int fd, const struct iovec *iov, int iovcnt, size_t total,
 			 exs_qhandle_t qh, exs_ahandle_t ahandle, const exs_mhandle_t *mh);
 ssize_t exs__plain_recvv(int fd, const struct iovec *iov, int iovcnt, size_t total, int flags,
@@ -458,6 +464,12 @@ int exs__plain_pollfds(struct pollfd *pf, int room);
 void exs__plain_ready(const struct pollfd *pf, int n);
 int exs__plain_linger(uint64_t now);
 
+/* exs_io.c: a send or receive made on a socket (its handles not yet
+ * taken): queued, copied or started; 0, or -errno with @op untouched by
+ * the socket (the caller drops or completes it) */
+int exs__send_post(struct exs_sock *s, struct exs_op *op, const exs_mhandle_t *mh);
+int exs__recv_post(struct exs_sock *s, struct exs_op *op, const exs_mhandle_t *mh);
+
 /* exs_ddp.c: system sockets in DDP mode (the lock held unless said) */
 int exs__ddp_set(int fd, bool on); /* mark it (exs_setsockopt): 0 or an errno value */
 void exs__ddp_forget_mark(int fd);
@@ -466,8 +478,18 @@ bool exs__ddp_wanted(int fd); /* marked, or selected by ESOCK_DDPMODE */
  * (NULL: none, or the program closed @fd and it was dropped) */
 struct exs_sock *exs__ddp_alias(int fd);
 /* Without the lock: switch @fd if it is in DDP mode. 1: *out, locked;
- * 0: it is not (plain TCP); -1 with errno. */
+ * 0: the plain path takes the call (plain TCP, or an accepted socket being
+ * sorted there); -1 with errno. */
 int exs__ddp_take(int fd, struct exs_sock **out);
+unsigned exs__ddp_peek_ms(void); /* ESOCK_PEEK_MS */
+/* the accepting end: hand a copy of @fd, whose client sent an MPA Request
+ * key, to the handoff listener (0 or an errno value); the socket waiting
+ * for a request that came (NULL: none); a negotiation given up; an
+ * operation exs_plain.c held, made on the socket now connected */
+int exs__ddp_passive(int fd);
+struct exs_sock *exs__ddp_request(const struct uw_cm_event *e);
+void exs__ddp_passive_drop(int fd);
+void exs__ddp_repost(struct exs_sock *s, struct exs_op *op);
 
 /* exs_stream.c */
 void exs__stream_init(struct exs_sock *s, int mode);

@@ -87,22 +87,30 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	memcpy(op->iov, iov, (size_t)iovcnt * sizeof(*iov));
 	op->iovcnt = iovcnt;
 	op->len = total;
-	/* a handle is checked first; memory without one is registered only
-	 * when the send is not copied */
-	int rc = mh ? exs__op_mem(op, mh, EXS_ACCESS_READ) : 0;
+	int rc = exs__send_post(s, op, mh);
 	if (rc) {
 		exs__op_drop(op);
 		return fail(-rc);
 	}
+	return exs__finish(&w, qh);
+}
+
+int exs__send_post(struct exs_sock *s, struct exs_op *op, const exs_mhandle_t *mh)
+{
+	/* a handle is checked first; memory without one is registered only
+	 * when the send is not copied */
+	int rc = mh ? exs__op_mem(op, mh, EXS_ACCESS_READ) : 0;
+	if (rc)
+		return rc;
 	if (s->type == SOCK_STREAM)
 		util_list_add_tail(&s->send_order, &op->order);
-	if (!total && s->type == SOCK_STREAM) {
+	if (!op->len && s->type == SOCK_STREAM) {
 		/* nothing to move: a byte stream has no empty messages */
 		exs__send_finished(s, op, 0, 0);
-		return exs__finish(&w, qh);
+		return 0;
 	}
-	if (s->type == SOCK_STREAM && exs__stream_coalesce(s, iov, iovcnt, total)) {
-		exs__send_finished(s, op, 0, (ssize_t)total);
+	if (s->type == SOCK_STREAM && exs__stream_coalesce(s, op->iov, op->iovcnt, op->len)) {
+		exs__send_finished(s, op, 0, (ssize_t)op->len);
 		/* behind transfers in flight a copy waits for their
 		 * completions, which the progress thread handles; into an idle
 		 * pipe the thread takes it, with the copies made meanwhile
@@ -113,17 +121,16 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 			s->pending = true;
 			exs__wake();
 		}
-		return exs__finish(&w, qh);
+		return 0;
 	}
 	if (!mh && (rc = exs__op_mem(op, NULL, EXS_ACCESS_READ))) {
 		util_list_del(&op->order);
-		exs__op_drop(op);
-		return fail(-rc);
+		return rc;
 	}
 	util_list_add_tail(&s->sends, &op->link);
 	s->nsends++;
 	exs__progress(s);
-	return exs__finish(&w, qh);
+	return 0;
 }
 
 ssize_t exs_send(int fd, const void *buf, size_t len, int flags, exs_qhandle_t qh,
@@ -174,12 +181,22 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		exs__op_complete(op, 0, 0);
 		return exs__finish(&w, qh);
 	}
+	int rc = exs__recv_post(s, op, mh);
+	if (rc) {
+		exs__op_drop(op);
+		return fail(-rc);
+	}
+	return exs__finish(&w, qh);
+}
+
+int exs__recv_post(struct exs_sock *s, struct exs_op *op, const exs_mhandle_t *mh)
+{
 	int rc = 0;
-	if (iovcnt > 1 && total) {
+	if (op->iovcnt > 1 && op->len) {
 		/* the peer writes into one contiguous buffer: scatter later */
-		op->bounce = malloc(total);
+		op->bounce = malloc(op->len);
 		/* the peer writes it through the window bound below */
-		op->bounce_mr = op->bounce ? uw_reg_mr(exs_rt.pd, op->bounce, total,
+		op->bounce_mr = op->bounce ? uw_reg_mr(exs_rt.pd, op->bounce, op->len,
 						       UW_ACCESS_LOCAL_WRITE | UW_ACCESS_MW_BIND)
 					   : NULL;
 		if (!op->bounce_mr)
@@ -187,10 +204,10 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	} else {
 		rc = exs__op_mem(op, mh, EXS_ACCESS_WRITE);
 	}
-	if (!rc && s->type == SOCK_STREAM && !total) {
+	if (!rc && s->type == SOCK_STREAM && !op->len) {
 		/* as recv(2) with no room: 0 at once */
 		exs__op_complete(op, 0, 0);
-		return exs__finish(&w, qh);
+		return 0;
 	}
 	/* a receive the peer may write into gets its own window (before the
 	 * protocol knows of it: nothing to undo there when this fails); a
@@ -201,10 +218,8 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	if (!rc)
 		rc = s->type == SOCK_STREAM ? exs__stream_recv_post(s, op)
 					    : exs__seq_recv_post(s, op);
-	if (rc) {
-		exs__op_drop(op);
-		return fail(-rc);
-	}
+	if (rc)
+		return rc;
 	util_list_add_tail(&s->recvs, &op->link);
 	s->nrecvs++;
 	if (!s->adv_next && s->type == SOCK_SEQPACKET)
@@ -215,7 +230,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	} else {
 		exs__progress(s);
 	}
-	return exs__finish(&w, qh);
+	return 0;
 }
 
 ssize_t exs_recv(int fd, void *buf, size_t len, int flags, exs_qhandle_t qh, exs_ahandle_t ahandle,

@@ -14,6 +14,13 @@
  * recv(2), shutdown(2) and close(2) between ES-API calls meet nothing
  * stale, and a descriptor number used again is a new socket. What the
  * stream knows (its end, an error, a shutdown) lives in the kernel.
+ *
+ * An accepted socket in DDP mode starts here too, sorted as esock sorts
+ * its clients: its operations are held while the client's first bytes
+ * are peeked at (at most ESOCK_PEEK_MS). An MPA Request's key hands the
+ * connection to exs_ddp.c, and once that is established the held
+ * operations move to its ES-API socket; anything else (or silence) and the
+ * socket is the plain one it is, its operations run here.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +29,19 @@
 
 #include "exs_internal.h"
 #include "util/clock.h"
+#include "util/ddpmode.h"
+
+/* an accepted socket in DDP mode, its operations held (see above) */
+enum plain_sort {
+	SORT_NONE,      /* plain TCP: the operations run */
+	SORT_PEEK,      /* waiting for the client's first bytes */
+	SORT_NEGOTIATE, /* an MPA Request came: exs_ddp.c negotiates */
+};
+
+/* the longest an MPA exchange handed over may take before the held
+ * operations fail: uwarp's Request timeout (5 s) and its wait for the
+ * peer's first frame (10 s), with room to spare */
+#define SORT_NEGOTIATE_MS 20000
 
 struct exs_plain {
 	int fd;
@@ -33,7 +53,9 @@ struct exs_plain {
 	bool rd_end;              /* the stream ended: later receives get 0 */
 	int rd_err;               /* a receive failed: later ones fail alike */
 	short polled;             /* what the progress thread waits for */
-	struct util_list link;    /* on exs_rt.plains */
+	enum plain_sort sort;
+	uint64_t sort_deadline; /* ms clock */
+	struct util_list link;  /* on exs_rt.plains */
 };
 
 /* (one system call: it is made on every call while the socket has no
@@ -80,7 +102,7 @@ static struct exs_plain *get(int fd)
 static bool idle(const struct exs_plain *p)
 {
 	return util_list_empty(&p->sends) && util_list_empty(&p->recvs) && !p->shut_op &&
-	       !p->close_op;
+	       !p->close_op && p->sort == SORT_NONE;
 }
 
 static void forget_if_idle(struct exs_plain *p)
@@ -201,6 +223,8 @@ static void rx(struct exs_plain *p)
 /* move what can move without waiting; the socket is forgotten when done */
 static void progress(struct exs_plain *p)
 {
+	if (p->sort != SORT_NONE)
+		return; /* held */
 	tx(p);
 	rx(p);
 	forget_if_idle(p);
@@ -208,8 +232,99 @@ static void progress(struct exs_plain *p)
 
 static short wants(const struct exs_plain *p)
 {
+	if (p->sort != SORT_NONE)
+		return p->sort == SORT_PEEK ? POLLIN : 0;
 	return (short)((util_list_empty(&p->recvs) ? 0 : POLLIN) |
 		       (util_list_empty(&p->sends) ? 0 : POLLOUT));
+}
+
+/* every held operation fails with @err */
+static void fail_held(struct exs_plain *p, int err)
+{
+	struct exs_op *op;
+	end_sends(p, err);
+	while ((op = exs__op_pop(&p->recvs))) {
+		p->nrecvs--;
+		exs__op_complete(op, err, -1);
+	}
+	if (p->shut_op) {
+		exs__op_complete(p->shut_op, err, 0);
+		p->shut_op = NULL;
+	}
+}
+
+/* The sorting ends: plain TCP after all (@mpa false), or the MPA
+ * exchange handed over; @late: the peek's time is up. */
+static void sort_step(struct exs_plain *p, bool late)
+{
+	uint8_t b[UTIL_MPA_KEY_LEN];
+	ssize_t n = util_sys_recv(p->fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+	int v = n >= 0                              ? util_mpa_request_verdict(b, (size_t)n)
+		: errno == EAGAIN || errno == EINTR ? -1
+						    : 0;
+	if (v < 0 && !late)
+		return;
+	if (v == 1) {
+		int err = exs__ddp_passive(p->fd);
+		if (!err) {
+			p->sort = SORT_NEGOTIATE;
+			p->sort_deadline = util_now_ms() + SORT_NEGOTIATE_MS;
+			return;
+		}
+		/* the peer waits for an MPA Reply that will not come */
+		util_sys_shutdown(p->fd, SHUT_RDWR);
+		fail_held(p, err);
+	}
+	/* plain: the socket stays so (a mark, since this object goes once
+	 * idle) and its operations run now */
+	exs__ddp_set(p->fd, false);
+	p->sort = SORT_NONE;
+	p->sort_deadline = 0;
+	progress(p);
+}
+
+int exs__plain_sort(int fd)
+{
+	struct exs_plain *p = get(fd);
+	if (!p)
+		return ENOMEM;
+	p->sort = SORT_PEEK;
+	p->sort_deadline = util_now_ms() + exs__ddp_peek_ms();
+	sort_step(p, false); /* (the client may have spoken already) */
+	if (p->sort == SORT_PEEK && exs_rt.sleeping)
+		exs__wake(); /* its poll(2) must include this one */
+	return 0;
+}
+
+void exs__plain_sorted(int fd, struct exs_sock *s, int err)
+{
+	struct exs_plain *p = find(fd);
+	if (!p || p->sort != SORT_NEGOTIATE)
+		return;
+	p->sort = SORT_NONE;
+	p->sort_deadline = 0;
+	if (!s) {
+		util_sys_shutdown(fd, SHUT_RDWR);
+		fail_held(p, err);
+		forget_if_idle(p);
+		return;
+	}
+	/* in the order they were made: sends, then a half-close after them;
+	 * receives on their own */
+	struct exs_op *op;
+	while ((op = exs__op_pop(&p->sends))) {
+		p->nsends--;
+		exs__ddp_repost(s, op);
+	}
+	while ((op = exs__op_pop(&p->recvs))) {
+		p->nrecvs--;
+		exs__ddp_repost(s, op);
+	}
+	if (p->shut_op) {
+		exs__ddp_repost(s, p->shut_op);
+		p->shut_op = NULL;
+	}
+	forget_if_idle(p);
 }
 
 /* after an application thread's progress: the progress thread, asleep,
@@ -350,6 +465,15 @@ int exs__plain_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 		return (int)refuse(NULL, ENOMEM);
 	if (p->close_op)
 		return (int)refuse(p, EBADF);
+	if (p->sort != SORT_NONE) {
+		/* closed before its DDP mode was settled: what was held is
+		 * cancelled, and a negotiation under way is dropped */
+		if (p->sort == SORT_NEGOTIATE)
+			exs__ddp_passive_drop(fd);
+		p->sort = SORT_NONE;
+		p->sort_deadline = 0;
+		fail_held(p, ECANCELED);
+	}
 	struct exs_sync w;
 	struct exs_op *op = new_op(p, OP_CLOSE, NULL, 0, 0, qh, ahandle, &w);
 	if (!op)
@@ -389,7 +513,9 @@ void exs__plain_ready(const struct pollfd *pf, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct exs_plain *p = pf[i].revents ? find(pf[i].fd) : NULL;
-		if (p)
+		if (p && p->sort == SORT_PEEK)
+			sort_step(p, false);
+		else if (p)
 			progress(p);
 	}
 }
@@ -399,6 +525,18 @@ int exs__plain_linger(uint64_t now)
 	uint64_t first = UINT64_MAX;
 	struct exs_plain *p, *next;
 	util_list_for_each_safe(p, next, &exs_rt.plains, link) {
+		if (p->sort_deadline && p->sort_deadline <= now) {
+			if (p->sort == SORT_PEEK) {
+				sort_step(p, true);
+			} else {
+				/* the negotiation never ended: give up on it */
+				exs__ddp_passive_drop(p->fd);
+				exs__plain_sorted(p->fd, NULL, ETIMEDOUT);
+			}
+			continue; /* (it may be gone; its deadlines count next round) */
+		}
+		if (p->sort_deadline && p->sort_deadline < first)
+			first = p->sort_deadline;
 		if (!p->linger_deadline)
 			continue;
 		if (p->linger_deadline <= now) {

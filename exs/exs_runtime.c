@@ -73,8 +73,9 @@ struct exs_sock *exs__sock(int fd)
 {
 	struct exs_sock *s;
 	util_list_for_each(s, &exs_rt.socks, link)
-		if ((s->fd == fd || s->alias == fd + 1) && !s->closing)
-			return s;
+		if ((s->fd == fd || (s->alias == fd + 1 && s->st != S_NEW && s->st != S_PENDING)) &&
+		    !s->closing)
+			return s; /* (an accepted system socket still sorting is the system's) */
 	return NULL;
 }
 

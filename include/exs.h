@@ -46,9 +46,10 @@
  * them, not while some are outstanding. The socket's options are the
  * system's (SOL_EXS: ENOPROTOOPT). A descriptor that is not a socket gets
  * ENOTSOCK, a datagram socket EOPNOTSUPP, a closed one EBADF. In DDP mode
- * (SOL_ESOCK, below, or ESOCK_DDPMODE in the environment) a connecting
- * end's calls run over MPA and the stream protocol to a uwarp peer
- * instead, and only ES-API calls may touch it then (docs/exs.md).
+ * (SOL_ESOCK, below, or ESOCK_DDPMODE in the environment) the calls run
+ * over MPA and the stream protocol to a uwarp peer instead (an accepted
+ * socket is sorted by its client's first bytes), and only ES-API calls
+ * may touch it then (docs/exs.md).
  *
  * Threads: every call may be made from any thread. A progress thread
  * started by exs_init moves data and runs the protocol, so transfers go on

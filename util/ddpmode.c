@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 static bool separator(char c) { return c == ',' || isspace((unsigned char)c); }
@@ -66,6 +67,27 @@ bool util_ddpmode_port(const struct util_ddpmode *m, int port)
 		if (m->ports[i] == port)
 			return true;
 	return false;
+}
+
+bool util_ddpmode_peek_ms(const char *v, unsigned *ms)
+{
+	*ms = UTIL_PEEK_MS_DEFAULT;
+	if (!v || !*v)
+		return true;
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (*end || !isdigit((unsigned char)*v) || n < 0 || n > 60000)
+		return false;
+	*ms = (unsigned)n;
+	return true;
+}
+
+int util_mpa_request_verdict(const uint8_t *b, size_t n)
+{
+	static const char key[UTIL_MPA_KEY_LEN + 1] = "MPA ID Req Frame"; /* RFC 5044 7.1 */
+	if (!n || memcmp(b, key, n < UTIL_MPA_KEY_LEN ? n : UTIL_MPA_KEY_LEN))
+		return 0;
+	return n >= UTIL_MPA_KEY_LEN ? 1 : -1;
 }
 
 int util_sockaddr_port(const struct sockaddr *sa)

@@ -1,5 +1,6 @@
 /*
- * test_ddpmode.c: ESOCK_DDPMODE as the preload and the ES-API read it
+ * test_ddpmode.c: ESOCK_DDPMODE and ESOCK_PEEK_MS as the preload and the
+ * ES-API read them, and the MPA key a DDP-mode server sorts clients by
  * (util/ddpmode.h): "all" in any case, ports separated by commas or
  * white space, and anything it cannot read refused whole with a reason.
  * Before, "ALL" and "5201 6379" silently selected no socket, and "80,x"
@@ -80,11 +81,46 @@ static void more_ports_than_it_holds_are_refused(void **state)
 	assert_int_equal(m.nports, 64);
 }
 
+/* a DDP-mode server's sorting of its clients by their first bytes */
+static void a_client_is_mpa_only_by_the_whole_key(void **state)
+{
+	(void)state;
+	const uint8_t *k = (const uint8_t *)"MPA ID Req Frame\x81";
+	assert_int_equal(util_mpa_request_verdict(k, 17), 1);
+	assert_int_equal(util_mpa_request_verdict(k, 16), 1);
+	assert_int_equal(util_mpa_request_verdict(k, 15), -1); /* wait for more */
+	assert_int_equal(util_mpa_request_verdict(k, 1), -1);
+	assert_int_equal(util_mpa_request_verdict(k, 0), 0); /* the end */
+	assert_int_equal(util_mpa_request_verdict((const uint8_t *)"MPA ID Rep Frame", 16), 0);
+	assert_int_equal(util_mpa_request_verdict((const uint8_t *)"GET / HTTP/1.1\r\n", 16), 0);
+	assert_int_equal(util_mpa_request_verdict((const uint8_t *)"MPA IX", 6), 0);
+}
+
+static void peek_ms_is_read_or_refused(void **state)
+{
+	(void)state;
+	unsigned ms = 1;
+	assert_true(util_ddpmode_peek_ms(NULL, &ms));
+	assert_int_equal(ms, UTIL_PEEK_MS_DEFAULT);
+	assert_true(util_ddpmode_peek_ms("0", &ms));
+	assert_int_equal(ms, 0);
+	assert_true(util_ddpmode_peek_ms("60000", &ms));
+	assert_int_equal(ms, 60000);
+	const char *bad[] = { "60001", "-1", "abc", "10ms", " 5", "" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		bool ok = util_ddpmode_peek_ms(bad[i], &ms);
+		assert_int_equal(ms, UTIL_PEEK_MS_DEFAULT);
+		assert_true(ok == !*bad[i]); /* (empty: the default, as unset) */
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_value_is_read_or_refused_whole),
 		cmocka_unit_test(more_ports_than_it_holds_are_refused),
+		cmocka_unit_test(a_client_is_mpa_only_by_the_whole_key),
+		cmocka_unit_test(peek_ms_is_read_or_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

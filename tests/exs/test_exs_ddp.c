@@ -77,6 +77,18 @@ static int tcp_connected(const struct sockaddr_in *sa)
 	return c;
 }
 
+/* a loopback connection of system sockets: *c connected, *b accepted;
+ * returns the listener, left open (it marks *b as the accepting end) */
+static int accepted_pair(int *c, int *b)
+{
+	struct sockaddr_in sa;
+	int l = tcp_listener(&sa);
+	*c = tcp_connected(&sa);
+	*b = accept(l, NULL, NULL);
+	assert_true(*b >= 0);
+	return l;
+}
+
 static int ddp_mode(int fd)
 {
 	int v = -1;
@@ -176,11 +188,8 @@ static void a_socket_marked_before_connect_switches_at_its_first_call(void **sta
 static void a_peer_that_is_not_iwarp_fails_the_switch(void **state)
 {
 	(void)state;
-	struct sockaddr_in sa;
-	int l = tcp_listener(&sa);
-	int c = tcp_connected(&sa);
-	int b = accept(l, NULL, NULL);
-	assert_true(b >= 0);
+	int c, b;
+	int l = accepted_pair(&c, &b);
 	close(l);
 	/* a plain TCP server that hangs up on the MPA Request */
 	shutdown(b, SHUT_RDWR);
@@ -194,20 +203,93 @@ static void a_peer_that_is_not_iwarp_fails_the_switch(void **state)
 	close(b);
 }
 
-static void the_accepting_end_is_refused_for_now(void **state)
+/* a recv's event: its handle, its socket and its bytes */
+static void expect_recv(int fd, intptr_t ah, const void *want, ssize_t n, const void *buf)
+{
+	exs_event_t ev = next_event();
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_RECV);
+	assert_int_equal(ev.exs_evt_errno, 0);
+	assert_int_equal(ev.exs_evt_fd, fd);
+	assert_int_equal((intptr_t)ev.exs_evt_ahandle, ah);
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, n);
+	assert_memory_equal(buf, want, (size_t)n);
+}
+
+static void two_system_sockets_in_ddp_mode_talk_over_ddp(void **state)
 {
 	(void)state;
-	struct sockaddr_in sa;
-	int l = tcp_listener(&sa);
-	int c = tcp_connected(&sa);
-	int b = accept(l, NULL, NULL);
-	assert_int_equal(exs_setsockopt(b, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), -1);
-	assert_int_equal(errno, EOPNOTSUPP);
-	/* and nothing went out on the stream */
+	int c, b;
+	int l = accepted_pair(&c, &b);
+	/* the accepting end returns at once, and so does a receive made
+	 * before the client has said anything: they wait for its first bytes
+	 * without holding up the caller */
+	assert_int_equal(exs_setsockopt(b, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+	char first[5];
+	assert_int_equal(exs_recv(b, first, 5, MSG_WAITALL, Q, (exs_ahandle_t)(intptr_t)7, NULL),
+			 0);
+	/* the connecting end's switch: its MPA Request is sorted there */
+	assert_int_equal(exs_setsockopt(c, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+	assert_int_equal(exs_send(c, "hello", 5, 0, EXS_QHANDLE_INVALID, NULL, NULL), 5);
+	expect_recv(b, 7, "hello", 5, first);
+	assert_int_equal(ddp_mode(b), 1);
+	stream(c, b, 4u << 20);
+	stream(b, c, 65537);
+	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
 	char x;
-	assert_int_equal(recv(c, &x, 1, MSG_DONTWAIT), -1);
-	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(exs_recv(b, &x, 1, 0, EXS_QHANDLE_INVALID, NULL, NULL), 0);
+	assert_int_equal(exs_close(b, EXS_QHANDLE_INVALID, NULL), 0);
+	close(l);
+}
+
+static void an_accepted_socket_in_ddp_mode_serves_a_plain_client(void **state)
+{
+	(void)state;
+	int c, b;
+	int l = accepted_pair(&c, &b);
+	assert_int_equal(exs_setsockopt(b, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+	char got[5];
+	assert_int_equal(exs_recv(b, got, 5, MSG_WAITALL, Q, (exs_ahandle_t)(intptr_t)8, NULL), 0);
+	assert_int_equal(send(c, "plain", 5, 0), 5);
+	expect_recv(b, 8, "plain", 5, got);
+	/* sorted for good: plain TCP both ways */
+	assert_int_equal(ddp_mode(b), 0);
+	assert_int_equal(exs_send(b, "back", 4, 0, EXS_QHANDLE_INVALID, NULL, NULL), 4);
+	assert_int_equal(recv(c, got, 4, MSG_WAITALL), 4);
+	assert_memory_equal(got, "back", 4);
 	close(b);
+	close(c);
+	close(l);
+}
+
+static void a_part_of_the_key_and_silence_is_plain_data(void **state)
+{
+	(void)state;
+	int c, b;
+	int l = accepted_pair(&c, &b);
+	assert_int_equal(send(c, "MPA ID", 6, 0), 6);
+	assert_int_equal(exs_setsockopt(b, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+	char got[6];
+	assert_int_equal(exs_recv(b, got, 6, MSG_WAITALL, Q, (exs_ahandle_t)(intptr_t)9, NULL), 0);
+	expect_recv(b, 9, "MPA ID", 6, got);
+	close(b);
+	close(c);
+	close(l);
+}
+
+static void closing_while_sorting_cancels_what_was_held(void **state)
+{
+	(void)state;
+	int c, b;
+	int l = accepted_pair(&c, &b);
+	assert_int_equal(exs_setsockopt(b, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+	char got[4];
+	assert_int_equal(exs_recv(b, got, 4, 0, Q, (exs_ahandle_t)(intptr_t)10, NULL), 0);
+	assert_int_equal(exs_close(b, EXS_QHANDLE_INVALID, NULL), 0);
+	exs_event_t ev = next_event();
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_RECV);
+	assert_int_equal((intptr_t)ev.exs_evt_ahandle, 10);
+	assert_int_equal(ev.exs_evt_errno, ECANCELED);
+	assert_int_equal(recv(c, got, 1, 0), 0); /* the client sees the end */
 	close(c);
 	close(l);
 }
@@ -215,10 +297,8 @@ static void the_accepting_end_is_refused_for_now(void **state)
 static void plain_bytes_on_their_way_keep_the_socket_plain(void **state)
 {
 	(void)state;
-	struct sockaddr_in sa;
-	int l = tcp_listener(&sa);
-	int c = tcp_connected(&sa);
-	int b = accept(l, NULL, NULL);
+	int c, b;
+	int l = accepted_pair(&c, &b);
 	close(l);
 	char x[16];
 	assert_int_equal(exs_recv(c, x, sizeof(x), 0, Q, NULL, NULL), 0);
@@ -272,7 +352,10 @@ int main(void)
 		cmocka_unit_test(a_connected_socket_switches_and_talks_to_an_es_api_server),
 		cmocka_unit_test(a_socket_marked_before_connect_switches_at_its_first_call),
 		cmocka_unit_test(a_peer_that_is_not_iwarp_fails_the_switch),
-		cmocka_unit_test(the_accepting_end_is_refused_for_now),
+		cmocka_unit_test(two_system_sockets_in_ddp_mode_talk_over_ddp),
+		cmocka_unit_test(an_accepted_socket_in_ddp_mode_serves_a_plain_client),
+		cmocka_unit_test(a_part_of_the_key_and_silence_is_plain_data),
+		cmocka_unit_test(closing_while_sorting_cancels_what_was_held),
 		cmocka_unit_test(plain_bytes_on_their_way_keep_the_socket_plain),
 		cmocka_unit_test(a_number_closed_with_close_and_used_again_is_a_new_socket),
 	};

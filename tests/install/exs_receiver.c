@@ -4,7 +4,7 @@
  * application handles are their slot numbers, each buffer read and posted
  * again as its event comes, until the stream ends.
  *
- * exs_receiver [-k] SIZE OFFSET
+ * exs_receiver [-k|-d] SIZE OFFSET
  * Listens on a free port of 127.0.0.1 and prints "port N"; receives into
  * SIZE-byte buffers OFFSET bytes past a page boundary; prints "receiving"
  * once a MiB has come, and at the end "received BYTES bytes hash HASH"
@@ -14,6 +14,10 @@
  * the peer any TCP program; the first bytes are read with the program's
  * own recv(2), the rest with exs_recv, and exs_close closes it. Without
  * -k: exs_socket, exs_listen and exs_accept (a uwarp peer).
+ *
+ * -d: the system's sockets too, the accepted one in DDP mode (by
+ * exs_setsockopt, unless ESOCK_DDPMODE in the environment selects it), so
+ * the peer speaks MPA: every call on it is the ES-API's.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -39,10 +43,11 @@ static void die(const char *what)
 int main(int argc, char **argv)
 {
 	int kernel = argc > 1 && !strcmp(argv[1], "-k");
-	argv += kernel;
-	argc -= kernel;
+	int ddp = argc > 1 && !strcmp(argv[1], "-d");
+	argv += kernel || ddp;
+	argc -= kernel || ddp;
 	if (argc != 3) {
-		fprintf(stderr, "usage: exs_receiver [-k] SIZE OFFSET\n");
+		fprintf(stderr, "usage: exs_receiver [-k|-d] SIZE OFFSET\n");
 		return 2;
 	}
 	stream_crc_init();
@@ -53,7 +58,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t al = sizeof(a);
 	int l, s;
-	if (kernel) {
+	if (kernel || ddp) {
 		l = socket(AF_INET, SOCK_STREAM, 0);
 		if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
 		    getsockname(l, (struct sockaddr *)&a, &al))
@@ -79,6 +84,15 @@ int main(int argc, char **argv)
 			die("recv");
 		hash = stream_crc(hash, first, (size_t)n);
 		got += (uint64_t)n;
+	} else if (ddp) {
+		static const int one = 1;
+		s = accept(l, NULL, NULL);
+		if (s < 0)
+			die("accept");
+		/* (returns at once: the client's first bytes decide, later) */
+		if (!getenv("ESOCK_DDPMODE") &&
+		    exs_setsockopt(s, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)))
+			die("DDP mode");
 	} else {
 		s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
 		if (s < 0)
@@ -101,6 +115,8 @@ int main(int argc, char **argv)
 	for (intptr_t i = 0; i < RECVS; i++)
 		if (exs_recv(s, ring + (size_t)i * slot + offset, size, 0, q, (exs_ahandle_t)i, mh))
 			die("exs_recv");
+	if (ddp)
+		close(l); /* (open until then: it tells the accepting end from a connecting one) */
 
 	intptr_t expect = 0;
 	int said = 0;
@@ -142,6 +158,14 @@ int main(int argc, char **argv)
 		}
 		if (exs_recv(s, (void *)b, size, 0, q, (exs_ahandle_t)i, mh))
 			die("exs_recv");
+	}
+	if (ddp) {
+		int on = 0;
+		socklen_t len = sizeof(on);
+		if (exs_getsockopt(s, SOL_ESOCK, ESOCK_DDPMODE, &on, &len) || !on) {
+			fprintf(stderr, "exs_receiver: the socket is not in DDP mode\n");
+			return 1;
+		}
 	}
 	if (exs_close(s, EXS_QHANDLE_INVALID, NULL))
 		die("exs_close");

@@ -13,7 +13,8 @@
 # ends), and a TCP peer killed mid-stream ends the sender with an error.
 # With -d the sender's socket(2) socket is switched to DDP mode (by
 # exs_setsockopt, or by ESOCK_DDPMODE in the environment) and streams to
-# the uwarp receiver at the same sizes; a killed receiver ends it too.
+# the uwarp receiver at the same sizes; a killed receiver ends it too; and
+# to exs_receiver -d, whose accept(2) socket is in DDP mode too.
 set -euo pipefail
 src=$1
 build=$2
@@ -113,18 +114,22 @@ run_to_tcp() {
 	compare "size $size (offset $so) on a system socket, to a TCP program"
 }
 
-# run_ddp SENDER SIZE SEND_OFFSET RECV_SIZE RECV_OFFSET [env]: ES-API calls
-# on a socket(2) socket switched to DDP mode (exs_setsockopt, or "env":
-# ESOCK_DDPMODE naming the server's port), to an ES-API server over uwarp
+# run_ddp SENDER SIZE SEND_OFFSET RECV_SIZE RECV_OFFSET [env [-d]]: ES-API
+# calls on a socket(2) socket switched to DDP mode (exs_setsockopt, or
+# "env": ESOCK_DDPMODE naming the server's port), to an ES-API server over
+# uwarp; with -d the server's socket is an accept(2) one in DDP mode too
 run_ddp() {
-	local sender=$1 size=$2 so=$3 rsize=$4 ro=$5 how=${6:-setsockopt}
-	start_server "$work/recv.out" "$work/exs_receiver" "$rsize" "$ro"
+	local sender=$1 size=$2 so=$3 rsize=$4 ro=$5 how=${6:-setsockopt} rd=${7:-}
+	local renv=()
+	[ -n "$rd" ] && [ "$how" = env ] && renv=(env ESOCK_DDPMODE=all)
+	# shellcheck disable=SC2086
+	start_server "$work/recv.out" "${renv[@]}" "$work/exs_receiver" $rd "$rsize" "$ro"
 	local mode=()
 	[ "$how" = env ] && mode=(env ESOCK_DDPMODE="$port")
 	timeout 60 "${mode[@]}" "$sender" -d 127.0.0.1 "$port" "$size" 1 "$so" >"$work/send.out" 2>&1 ||
 		{ cat "$work/send.out" "$work/recv.out"; fail "-d sender of $size-byte messages failed"; }
 	wait "$rpid" || { cat "$work/recv.out"; fail "receiver of $size-byte messages failed"; }
-	compare "size $size (offset $so) on a system socket in DDP mode ($how), to a uwarp server"
+	compare "size $size (offset $so) on a system socket in DDP mode ($how), to a uwarp server${rd:+ on an accept(2) socket}"
 }
 
 # run_from_tcp SIZE OFFSET BYTES CHUNK: a plain TCP program's stream, read
@@ -190,6 +195,9 @@ run_ddp "$work/exs_sender" 65536 1 65536 7 env
 run_ddp "$work/exs_sender" 65537 5 4096 0
 run_ddp "$work/exs_sender" 4194304 3 65536 1
 run_ddp "$work/exs_sender_static" 65537 1 65536 3 env
+run_ddp "$work/exs_sender" 4096 7 1000 1 setsockopt -d
+run_ddp "$work/exs_sender" 65537 5 4096 0 env -d
+run_ddp "$work/exs_sender" 4194304 3 65536 1 setsockopt -d
 
 run_from_tcp 1 3 200000 65536
 run_from_tcp 64 1 2000000 1000
