@@ -797,3 +797,16 @@ EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count)
 {
 	return sendfile(out, in, off, count);
 }
+
+/* the ES-API's calls on a DDP socket (exs_set_fd_carrier): its transfers
+ * esock's own, the rest the calls above */
+const struct exs_fd_carrier esock__carrier = {
+	.send = esock__carry_send,
+	.recv = esock__carry_recv,
+	.shutdown = shutdown,
+	.close = close,
+	.getsockopt = getsockopt,
+	.setsockopt = setsockopt,
+	.getsockname = getsockname,
+	.getpeername = getpeername,
+};

@@ -208,6 +208,11 @@ static void aop_drop(struct esock_aop *a)
 
 void esock__async_done(struct esock_aop *a, int status, size_t bytes)
 {
+	if (a->carried) {
+		exs_carried_done(a->carried, status, bytes);
+		free(a);
+		return;
+	}
 	struct esock_cq *q = a->cq;
 	pthread_mutex_lock(&q->mu);
 	q->wc[(q->head + q->count) % q->cap] = (struct esock_wc){
@@ -224,19 +229,20 @@ void esock__serve_arecv(struct esock *e)
 {
 	struct esock_aop *a;
 	while ((a = e->arecv)) {
-		struct iovec v = { a->buf, a->len };
-		size_t got = e->st == ES_CONNECTED ? esock__take(e, &v, 1, 0, a->len, false) : 0;
+		if (e->st == ES_CONNECTED)
+			a->got += esock__take(e, a->iov, a->iovcnt, a->got, a->len - a->got, false);
 		int err = 0;
-		if (!got) {
-			if (e->conn_err && e->rstate[e->rhead] != RC_FILLED)
-				err = e->conn_err;
-			else if (!(e->eof || e->rd_shut || e->rstate[e->rhead] == RC_END))
-				return; /* nothing yet */
+		bool ended = e->eof || e->rd_shut || e->rstate[e->rhead] == RC_END;
+		if (e->conn_err && e->rstate[e->rhead] != RC_FILLED) {
+			if (!a->got)
+				err = e->conn_err; /* (bytes before an error are the receive's) */
+		} else if (!ended && (!a->got || (a->waitall && a->got < a->len))) {
+			return; /* not yet */
 		}
 		e->arecv = a->next;
 		if (!e->arecv)
 			e->arecv_tail = NULL;
-		esock__async_done(a, err, got);
+		esock__async_done(a, err, a->got);
 	}
 }
 
@@ -315,8 +321,63 @@ EXPORT int esock_recv_async(int fd, void *buf, size_t len, esock_mr_t mr, int cq
 		pthread_mutex_unlock(&e->mu);
 		return fail(err);
 	}
-	a->buf = buf;
+	a->iov[0] = (struct iovec){ buf, len };
+	a->iovcnt = 1;
 	a->len = len;
+	if (e->arecv_tail)
+		e->arecv_tail->next = a;
+	else
+		e->arecv = a;
+	e->arecv_tail = a;
+	esock__serve_arecv(e);
+	esock__update(e, false);
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
+/* ---- the ES-API's own calls on a DDP socket (exs_set_fd_carrier) ---- */
+
+int esock__carry_send(int fd, const struct iovec *iov, int iovcnt, const exs_mhandle_t *mh,
+		      void *op)
+{
+	struct esock *e = locked(fd);
+	if (!e)
+		return errno;
+	struct esock_aop *a = e->wr_shut ? NULL : calloc(1, sizeof(*a));
+	int err = e->wr_shut ? EPIPE : a ? 0 : ENOMEM;
+	if (a) {
+		a->tag = (struct esock_tag){ NULL, TAG_ASYNC, 0 };
+		a->carried = op;
+		a->op = ESOCK_OP_SEND;
+		/* under the socket's lock: in order with write(2)'s sends */
+		if (exs_sendv(e->exs, iov, iovcnt, 0, esock_q, &a->tag, mh) < 0)
+			err = errno;
+	}
+	pthread_mutex_unlock(&e->mu);
+	if (err)
+		free(a);
+	return err;
+}
+
+int esock__carry_recv(int fd, const struct iovec *iov, int iovcnt, int flags, void *op)
+{
+	struct esock *e = locked(fd);
+	if (!e)
+		return errno;
+	struct esock_aop *a = calloc(1, sizeof(*a));
+	if (!a) {
+		pthread_mutex_unlock(&e->mu);
+		return ENOMEM;
+	}
+	a->carried = op;
+	a->op = ESOCK_OP_RECV;
+	memcpy(a->iov, iov, (size_t)iovcnt * sizeof(*iov));
+	a->iovcnt = iovcnt;
+	for (int i = 0; i < iovcnt; i++)
+		a->len += iov[i].iov_len;
+	a->waitall = flags & MSG_WAITALL;
+	/* behind the receives already waiting, served from the socket's
+	 * buffers in order with read(2)'s */
 	if (e->arecv_tail)
 		e->arecv_tail->next = a;
 	else

@@ -130,11 +130,15 @@ struct esock_cq;
  * event's handle leads back to it */
 struct esock_aop {
 	struct esock_tag tag;
-	struct esock_cq *cq;
+	struct esock_cq *cq; /* where it completes; or: */
+	void *carried;       /* an ES-API operation (exs_carried_done) */
 	void *ctx;
-	int op;    /* enum esock_op */
-	void *buf; /* RECV */
-	size_t len;
+	int op; /* enum esock_op */
+	/* RECV: the buffers, the bytes asked for and those already there */
+	struct iovec iov[EXS_IOV_MAX];
+	int iovcnt;
+	size_t len, got;
+	bool waitall;           /* all @len, unless the stream ends first */
 	struct esock_aop *next; /* RECV: the socket's pending ones, in order */
 };
 
@@ -333,6 +337,12 @@ int esock__mpa_verdict(int fd);
 
 /* esock_ext.c */
 void esock__async_done(struct esock_aop *a, int status, size_t bytes); /* frees it */
+/* the ES-API's transfers on a DDP socket (exs_set_fd_carrier): under its
+ * lock, in order with read(2) and write(2); 0 or an errno value */
+int esock__carry_send(int fd, const struct iovec *iov, int iovcnt, const exs_mhandle_t *mh,
+		      void *op);
+int esock__carry_recv(int fd, const struct iovec *iov, int iovcnt, int flags, void *op);
+extern const struct exs_fd_carrier esock__carrier;  /* esock_calls.c */
 void esock__serve_arecv(struct esock *e);           /* under e->mu: bytes to pending receives */
 void esock__cancel_arecv(struct esock *e, int err); /* under e->mu */
 

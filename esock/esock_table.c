@@ -244,6 +244,7 @@ __attribute__((constructor)) static void esock_table_init(void)
 	util_cond_init(&live_cv);
 	pthread_atfork(before_fork, after_fork, after_fork_child);
 	/* the program's own ES-API calls must not take a DDP socket's
-	 * descriptor for a plain TCP one */
+	 * descriptor for a plain TCP one: esock moves their bytes */
 	exs_set_fd_claim(esock_is_ddp);
+	exs_set_fd_carrier(&esock__carrier);
 }

@@ -322,14 +322,20 @@ void exs__op_free(struct exs_op *op);
 void exs__run_notifies(void);
 
 /* exs_socket.c */
+/* who takes a call on a descriptor that is no ES-API socket */
+enum exs_route {
+	EXS_ROUTE_NONE,    /* nobody: the call fails (errno says why) */
+	EXS_ROUTE_PLAIN,   /* a system socket in plain TCP (exs_plain.c) */
+	EXS_ROUTE_CARRIED, /* a socket a library above carries (exs_carried.c) */
+};
 /* The socket, locked; or NULL with errno: EBADF (closed, never open),
  * ENOTSOCK (not a socket), EOPNOTSUPP (a socket the system made, which
- * only the calls of exs_plain.c take: *plain is then true, when asked). */
+ * only the calls of exs_plain.c or exs_carried.c take: *route says). */
 struct exs_sock *exs__lock_sock(int fd);
-struct exs_sock *exs__lock_sock_or_plain(int fd, bool *plain);
+struct exs_sock *exs__lock_sock_or_plain(int fd, int *route);
 /* ...and a system socket in DDP mode switched first (the calls that move
  * data): its ES-API socket, once the MPA exchange has ended */
-struct exs_sock *exs__lock_sock_or_switch(int fd, bool *plain);
+struct exs_sock *exs__lock_sock_or_switch(int fd, int *route);
 /* a new socket with the defaults, in no table (NULL: errno) */
 struct exs_sock *exs__sock_new(int domain, int type);
 struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, exs_ahandle_t ahandle,
@@ -490,6 +496,15 @@ int exs__ddp_passive(int fd);
 struct exs_sock *exs__ddp_request(const struct uw_cm_event *e);
 void exs__ddp_passive_drop(int fd);
 void exs__ddp_repost(struct exs_sock *s, struct exs_op *op);
+
+/* exs_carried.c: the calls on a descriptor a library above carries
+ * (exs_set_fd_carrier; without the lock) */
+const struct exs_fd_carrier *exs__carrier(void); /* NULL: none registered */
+ssize_t exs__carried_xfer(int fd, enum exs_op_kind kind, const struct iovec *iov, int iovcnt,
+			  size_t total, int flags, exs_qhandle_t qh, exs_ahandle_t ahandle,
+			  const exs_mhandle_t *mh);
+int exs__carried_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle);
+int exs__carried_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle);
 
 /* exs_stream.c */
 void exs__stream_init(struct exs_sock *s, int mode);

@@ -66,10 +66,14 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		errno = err ? err : EINVAL;
 		return -1;
 	}
-	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_switch(fd, &plain);
+	int route;
+	struct exs_sock *s = exs__lock_sock_or_switch(fd, &route);
 	if (!s)
-		return plain ? exs__plain_sendv(fd, iov, iovcnt, total, qh, ahandle, mh) : -1;
+		return route == EXS_ROUTE_PLAIN
+			       ? exs__plain_sendv(fd, iov, iovcnt, total, qh, ahandle, mh)
+		       : route == EXS_ROUTE_CARRIED ? exs__carried_xfer(fd, OP_SEND, iov, iovcnt,
+									total, 0, qh, ahandle, mh)
+						    : -1;
 	if (exs_fin_wr_shut(&s->fin) || (s->st == S_CLOSED && !s->error))
 		return fail(EPIPE);
 	if (s->st == S_CLOSED)
@@ -149,11 +153,15 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 		errno = err ? err : EINVAL;
 		return -1;
 	}
-	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_switch(fd, &plain);
+	int route;
+	struct exs_sock *s = exs__lock_sock_or_switch(fd, &route);
 	if (!s)
-		return plain ? exs__plain_recvv(fd, iov, iovcnt, total, flags, qh, ahandle, mh)
-			     : -1;
+		return route == EXS_ROUTE_PLAIN
+			       ? exs__plain_recvv(fd, iov, iovcnt, total, flags, qh, ahandle, mh)
+		       : route == EXS_ROUTE_CARRIED
+			       ? exs__carried_xfer(fd, OP_RECV, iov, iovcnt, total, flags, qh,
+						   ahandle, mh)
+			       : -1;
 	if (s->st != S_CONNECTED && s->st != S_CLOSED)
 		return fail(ENOTCONN);
 	if (s->nrecvs >= EXS_MAX_RECVS)

@@ -445,6 +445,9 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 			wait = 10; /* too many pollers to tell: look again soon */
 		os[nos] = (struct pollfd){ me, POLLIN, 0 };
 		pthread_mutex_unlock(&exs_rt.lock);
+		/* (a descriptor a library above carries is ready as the
+		 * kernel says: esock keeps its end of the socket pair readable
+		 * while data it holds waits) */
 		int n = util_sys_poll(os, (nfds_t)nos + 1, wait);
 		pthread_mutex_lock(&exs_rt.lock);
 		if (n < 0) {

@@ -13,9 +13,9 @@
 #include "util/clock.h"
 
 /* @sw: a system socket in DDP mode is switched (exs_ddp.c) */
-static struct exs_sock *lookup(int fd, bool *plain, bool sw)
+static struct exs_sock *lookup(int fd, int *route, bool sw)
 {
-	*plain = false;
+	*route = EXS_ROUTE_NONE;
 	if (exs__ready())
 		return NULL;
 	pthread_mutex_lock(&exs_rt.lock);
@@ -39,29 +39,32 @@ static struct exs_sock *lookup(int fd, bool *plain, bool sw)
 	pthread_mutex_unlock(&exs_rt.lock);
 	int err = closed ? EBADF : known ? 0 : exs__fd_kind(fd);
 	/* a socket esock carries over DDP is not a plain TCP stream: its
-	 * descriptor is one end of esock's socket pair (issue 19 will route
-	 * these calls through esock) */
-	if (!err && !known && exs__fd_claimed(fd))
-		err = EOPNOTSUPP;
+	 * descriptor is one end of esock's socket pair; esock moves these
+	 * calls' bytes (exs_carried.c), or nobody does */
+	if (!err && !known && exs__fd_claimed(fd)) {
+		*route = exs__carrier() ? EXS_ROUTE_CARRIED : EXS_ROUTE_NONE;
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	if (!err && !known && sw) {
 		int r = exs__ddp_take(fd, &s);
 		if (r > 0)
 			return s;
 		err = r < 0 ? errno : 0;
 	}
-	*plain = !err;
+	*route = err ? EXS_ROUTE_NONE : EXS_ROUTE_PLAIN;
 	errno = err ? err : EOPNOTSUPP;
 	return NULL;
 }
 
-struct exs_sock *exs__lock_sock_or_plain(int fd, bool *plain) { return lookup(fd, plain, false); }
+struct exs_sock *exs__lock_sock_or_plain(int fd, int *route) { return lookup(fd, route, false); }
 
-struct exs_sock *exs__lock_sock_or_switch(int fd, bool *plain) { return lookup(fd, plain, true); }
+struct exs_sock *exs__lock_sock_or_switch(int fd, int *route) { return lookup(fd, route, true); }
 
 struct exs_sock *exs__lock_sock(int fd)
 {
-	bool plain;
-	return exs__lock_sock_or_plain(fd, &plain);
+	int route;
+	return exs__lock_sock_or_plain(fd, &route);
 }
 
 static int unlock_err(int err)
@@ -375,10 +378,12 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle)
 		errno = EINVAL;
 		return -1;
 	}
-	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_switch(fd, &plain);
+	int route;
+	struct exs_sock *s = exs__lock_sock_or_switch(fd, &route);
 	if (!s)
-		return plain ? exs__plain_shutdown(fd, how, qh, ahandle) : -1;
+		return route == EXS_ROUTE_PLAIN     ? exs__plain_shutdown(fd, how, qh, ahandle)
+		       : route == EXS_ROUTE_CARRIED ? exs__carried_shutdown(fd, how, qh, ahandle)
+						    : -1;
 	if (s->st != S_CONNECTED && s->st != S_CLOSED)
 		return unlock_err(ENOTCONN);
 	if (how != SHUT_WR && !exs_fin_shut_rd(&s->fin))
@@ -403,10 +408,12 @@ int exs_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle)
 
 int exs_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 {
-	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
+	int route;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &route);
 	if (!s)
-		return plain ? exs__plain_close(fd, qh, ahandle) : -1;
+		return route == EXS_ROUTE_PLAIN     ? exs__plain_close(fd, qh, ahandle)
+		       : route == EXS_ROUTE_CARRIED ? exs__carried_close(fd, qh, ahandle)
+						    : -1;
 	struct exs_sync w;
 	struct exs_op *op = exs__op_new(fd, OP_CLOSE, qh, ahandle, &w);
 	if (!op)
@@ -454,10 +461,12 @@ int exs_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 
 int exs_getsockname(int fd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
+	int route;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &route);
 	if (!s)
-		return plain ? util_sys_getsockname(fd, addr, addrlen) : -1;
+		return route == EXS_ROUTE_PLAIN     ? util_sys_getsockname(fd, addr, addrlen)
+		       : route == EXS_ROUTE_CARRIED ? exs__carrier()->getsockname(fd, addr, addrlen)
+						    : -1;
 	if (!addr || !addrlen)
 		return unlock_err(EFAULT);
 	fill_addr(&s->local, addr, addrlen);
@@ -466,10 +475,12 @@ int exs_getsockname(int fd, struct sockaddr *addr, socklen_t *addrlen)
 
 int exs_getpeername(int fd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
+	int route;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &route);
 	if (!s)
-		return plain ? util_sys_getpeername(fd, addr, addrlen) : -1;
+		return route == EXS_ROUTE_PLAIN     ? util_sys_getpeername(fd, addr, addrlen)
+		       : route == EXS_ROUTE_CARRIED ? exs__carrier()->getpeername(fd, addr, addrlen)
+						    : -1;
 	if (!addr || !addrlen)
 		return unlock_err(EFAULT);
 	if (s->st != S_CONNECTED && s->st != S_CLOSED)
@@ -514,21 +525,23 @@ static int ddp_option(int fd, int optname, const void *optval, socklen_t optlen)
 	socklen_t len = sizeof(peer);
 	if (!v || util_sys_getpeername(fd, (struct sockaddr *)&peer, &len))
 		return 0; /* (not connected yet: the first call after connect switches it) */
-	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_switch(fd, &plain);
+	int route;
+	struct exs_sock *s = exs__lock_sock_or_switch(fd, &route);
 	if (!s)
-		return plain ? 0 : -1;
+		return route == EXS_ROUTE_PLAIN ? 0 : -1;
 	return unlock_err(s->st != S_CLOSED ? 0 : s->error ? s->error : ECONNRESET);
 }
 
 int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t optlen)
 {
-	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
-	if (!s && plain && level == SOL_ESOCK)
+	int route;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &route);
+	if (!s && route == EXS_ROUTE_CARRIED) /* (esock's: its options, SOL_ESOCK's too) */
+		return exs__carrier()->setsockopt(fd, level, optname, optval, optlen);
+	if (!s && route == EXS_ROUTE_PLAIN && level == SOL_ESOCK)
 		return ddp_option(fd, optname, optval, optlen);
 	if (!s)
-		return !plain || plain_opt(fd, level)
+		return route != EXS_ROUTE_PLAIN || plain_opt(fd, level)
 			       ? -1
 			       : util_sys_setsockopt(fd, level, optname, optval, optlen);
 	int v, err;
@@ -626,10 +639,12 @@ static int put_out(void *optval, socklen_t *optlen, const void *v, socklen_t len
 
 int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optlen)
 {
-	bool plain;
-	struct exs_sock *s = exs__lock_sock_or_plain(fd, &plain);
+	int route;
+	struct exs_sock *s = exs__lock_sock_or_plain(fd, &route);
+	if (!s && route == EXS_ROUTE_CARRIED)
+		return exs__carrier()->getsockopt(fd, level, optname, optval, optlen);
 	int v;
-	if (level == SOL_ESOCK && (s || plain)) {
+	if (level == SOL_ESOCK && (s || route == EXS_ROUTE_PLAIN)) {
 		if (optname != ESOCK_DDPMODE)
 			return s ? unlock_err(ENOPROTOOPT) : (errno = ENOPROTOOPT, -1);
 		if (!s)
@@ -638,7 +653,7 @@ int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optl
 		return unlock_err(put_out(optval, optlen, &v, sizeof(v)));
 	}
 	if (!s)
-		return !plain || plain_opt(fd, level)
+		return route != EXS_ROUTE_PLAIN || plain_opt(fd, level)
 			       ? -1
 			       : util_sys_getsockopt(fd, level, optname, optval, optlen);
 	if (level == SOL_SOCKET) {

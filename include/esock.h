@@ -96,6 +96,10 @@
  *   (TCP_NODELAY, TCP_INFO, ...) and socket buffer sizes act on the TCP
  *   connection underneath.
  *
+ *   The ES-API's calls (exs.h) on a DDP socket go through esock too: its
+ *   sends and receives in order with write(2)'s and read(2)'s, completing
+ *   through the ES-API's event queues.
+ *
  *   Differences that remain: the descriptor is an AF_UNIX socket to
  *   fstat(2) and to calls this library does not replace (splice, tee,
  *   io_uring, raw system calls); a failed connection reports POLLHUP

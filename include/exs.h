@@ -372,6 +372,30 @@ EXS_EXTERN void exs_set_fd_floor(int floor);
 EXS_EXTERN void exs_set_fd_claim(int (*claimed)(int fd));
 
 /*
+ * exs_set_fd_carrier - how that library carries the ES-API's calls on the
+ * descriptors it claims: @send and @recv start a transfer and return 0,
+ * or an errno value the call then fails with; the library ends each one
+ * it started exactly once, from any thread, with exs_carried_done(@op,
+ * status, bytes) (status 0 or an errno value). The others are the socket
+ * calls it provides for such descriptors (0, or -1 with errno), which
+ * exs_shutdown, exs_close, the option and the name calls make at once.
+ * poll(2) readiness is the descriptor's own. NULL (the default): the
+ * calls fail with EOPNOTSUPP.
+ */
+struct exs_fd_carrier {
+	int (*send)(int fd, const struct iovec *iov, int iovcnt, const exs_mhandle_t *mh, void *op);
+	int (*recv)(int fd, const struct iovec *iov, int iovcnt, int flags, void *op);
+	int (*shutdown)(int fd, int how);
+	int (*close)(int fd);
+	int (*getsockopt)(int fd, int level, int name, void *val, socklen_t *len);
+	int (*setsockopt)(int fd, int level, int name, const void *val, socklen_t len);
+	int (*getsockname)(int fd, struct sockaddr *addr, socklen_t *len);
+	int (*getpeername)(int fd, struct sockaddr *addr, socklen_t *len);
+};
+EXS_EXTERN void exs_set_fd_carrier(const struct exs_fd_carrier *carrier);
+EXS_EXTERN void exs_carried_done(void *op, int status, size_t bytes);
+
+/*
  * exs_send - send @len bytes from @buf.
  * @flags: 0 (MSG_NOSIGNAL and MSG_DONTWAIT are accepted and change nothing:
  *         ES-API calls never raise SIGPIPE and never block with a queue).

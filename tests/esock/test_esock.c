@@ -1367,27 +1367,83 @@ static void extended_calls_need_a_ddp_socket(void **state)
  * stream; a socket esock carries over DDP is not taken for a plain one
  * (its descriptor is one end of esock's socket pair, and bytes written
  * there would never reach the peer): EOPNOTSUPP, nothing lost. */
-static void es_api_calls_leave_a_ddp_socket_to_esock(void **state)
+/* the next event on @q (at most 20 s) */
+static exs_event_t es_event(exs_qhandle_t q)
+{
+	exs_event_t ev;
+	struct timespec t = { 20, 0 };
+	assert_int_equal(exs_qdequeue(q, &ev, -1, &t), 1);
+	return ev;
+}
+
+/* ES-API calls on a socket esock carries over DDP: the ES-API's
+ * operations (its queue, its handles, the program's descriptor in the
+ * event) whose bytes esock moves, in order with the program's own read(2)
+ * and write(2) on the socket. A plain socket's go the plain way. */
+static void es_api_calls_on_a_ddp_socket_go_through_esock(void **state)
 {
 	(void)state;
 	assert_int_equal(exs_init(EXS_VERSION), 0);
+	exs_qhandle_t q = exs_qcreate(16);
+	assert_int_not_equal(q, EXS_QHANDLE_INVALID);
 	struct pair p = make_pair(false), d = make_pair(true);
-	char b[4];
+	char b[8];
 	assert_int_equal(exs_send(p.c, "ab", 2, 0, EXS_QHANDLE_INVALID, NULL, NULL), 2);
 	read_all(p.s, b, 2);
 	assert_memory_equal(b, "ab", 2);
-	errno = 0;
-	assert_int_equal(exs_send(d.c, "ab", 2, 0, EXS_QHANDLE_INVALID, NULL, NULL), -1);
-	assert_int_equal(errno, EOPNOTSUPP);
-	errno = 0;
-	assert_int_equal(exs_recv(d.s, b, 2, 0, EXS_QHANDLE_INVALID, NULL, NULL), -1);
-	assert_int_equal(errno, EOPNOTSUPP);
-	/* the DDP connection is whole */
-	write_all(d.c, "cd", 2);
+	/* the program's write, an ES-API send, a write: in that order */
+	write_all(d.c, "1", 1);
+	assert_int_equal(exs_send(d.c, "23", 2, 0, q, (exs_ahandle_t)5, NULL), 0);
+	write_all(d.c, "4", 1);
+	read_all(d.s, b, 4);
+	assert_memory_equal(b, "1234", 4);
+	exs_event_t ev = es_event(q);
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_SEND);
+	assert_int_equal(ev.exs_evt_errno, 0);
+	assert_int_equal(ev.exs_evt_fd, d.c);
+	assert_ptr_equal(ev.exs_evt_ahandle, (exs_ahandle_t)5);
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 2);
+	/* a receive waiting for all of two buffers gets two writes */
+	char r1[3], r2[3];
+	struct iovec v[2] = { { r1, 3 }, { r2, 3 } };
+	assert_int_equal(exs_recvv(d.s, v, 2, MSG_WAITALL, q, (exs_ahandle_t)6, NULL), 0);
+	write_all(d.c, "abc", 3);
+	write_all(d.c, "def", 3);
+	ev = es_event(q);
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_RECV);
+	assert_int_equal(ev.exs_evt_fd, d.s);
+	assert_ptr_equal(ev.exs_evt_ahandle, (exs_ahandle_t)6);
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, 6);
+	assert_memory_equal(r1, "abc", 3);
+	assert_memory_equal(r2, "def", 3);
+	/* without a queue: the count */
+	write_all(d.c, "x", 1);
+	assert_int_equal(exs_recv(d.s, b, sizeof(b), 0, EXS_QHANDLE_INVALID, NULL, NULL), 1);
+	assert_int_equal(b[0], 'x');
+	/* esock's options and names */
+	int on = 0;
+	socklen_t len = sizeof(on);
+	assert_int_equal(exs_getsockopt(d.c, SOL_ESOCK, ESOCK_DDPMODE, &on, &len), 0);
+	assert_int_equal(on, 1);
+	/* the end: esock's half-close, after the sends before it */
+	assert_int_equal(exs_send(d.c, "yz", 2, 0, q, (exs_ahandle_t)7, NULL), 0);
+	assert_int_equal(exs_shutdown(d.c, SHUT_WR, EXS_QHANDLE_INVALID, NULL), 0);
 	read_all(d.s, b, 2);
-	assert_memory_equal(b, "cd", 2);
+	assert_memory_equal(b, "yz", 2);
+	assert_int_equal(read(d.s, b, 1), 0);
+	ev = es_event(q);
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_SEND);
+	assert_int_equal(ev.exs_evt_errno, 0);
+	/* a receive waiting when the socket closes ends, cancelled */
+	assert_int_equal(exs_recv(d.c, b, 1, 0, q, (exs_ahandle_t)8, NULL), 0);
+	assert_int_equal(exs_close(d.c, EXS_QHANDLE_INVALID, NULL), 0);
+	ev = es_event(q);
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_RECV);
+	assert_ptr_equal(ev.exs_evt_ahandle, (exs_ahandle_t)8);
+	assert_true(ev.exs_evt_errno == ECANCELED || ev.exs_evt_errno == ECONNRESET);
+	close(d.s);
 	close_pair(&p);
-	close_pair(&d);
+	exs_qdelete(q);
 }
 
 /* a blocking read that the connection's idle limit ends: -1 ETIMEDOUT
@@ -1493,7 +1549,7 @@ int main(void)
 		cmocka_unit_test(async_send_and_receive_complete_on_a_queue),
 		cmocka_unit_test(one_sided_write_and_read_through_the_socket),
 		cmocka_unit_test(extended_calls_need_a_ddp_socket),
-		cmocka_unit_test(es_api_calls_leave_a_ddp_socket_to_esock),
+		cmocka_unit_test(es_api_calls_on_a_ddp_socket_go_through_esock),
 		cmocka_unit_test(an_idle_limit_is_set_per_socket_and_per_listener),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,7 +14,9 @@
 # With -d the sender's socket(2) socket is switched to DDP mode (by
 # exs_setsockopt, or by ESOCK_DDPMODE in the environment) and streams to
 # the uwarp receiver at the same sizes; a killed receiver ends it too; and
-# to exs_receiver -d, whose accept(2) socket is in DDP mode too.
+# to exs_receiver -d, whose accept(2) socket is in DDP mode too. Under
+# esock's preload exs_sender -k (its own calls mixed with the ES-API's)
+# streams over DDP to the uwarp receiver.
 set -euo pipefail
 src=$1
 build=$2
@@ -132,6 +134,20 @@ run_ddp() {
 	compare "size $size (offset $so) on a system socket in DDP mode ($how), to a uwarp server${rd:+ on an accept(2) socket}"
 }
 
+# run_preloaded SIZE OFFSET: exs_sender -k (its own send(2) first, then
+# the ES-API's sends, then its own shutdown/recv/close) under esock's
+# preload, ESOCK_DDPMODE naming the server's port, to the uwarp receiver:
+# esock carries the socket over DDP and the ES-API's calls go through it
+run_preloaded() {
+	local size=$1 so=$2
+	start_server "$work/recv.out" "$work/exs_receiver" 65536 3
+	timeout 60 env LD_PRELOAD="$build/lib/libesock-preload.so" ESOCK_DDPMODE="$port" \
+		"$work/exs_sender" -k 127.0.0.1 "$port" "$size" 1 "$so" >"$work/send.out" 2>&1 ||
+		{ cat "$work/send.out" "$work/recv.out"; fail "preloaded -k sender of $size-byte messages failed"; }
+	wait "$rpid" || { cat "$work/recv.out"; fail "receiver of $size-byte messages failed"; }
+	compare "size $size (offset $so) on a system socket esock carries, to a uwarp server"
+}
+
 # run_from_tcp SIZE OFFSET BYTES CHUNK: a plain TCP program's stream, read
 # with exs_recv on an accept(2) socket
 run_from_tcp() {
@@ -198,6 +214,10 @@ run_ddp "$work/exs_sender_static" 65537 1 65536 3 env
 run_ddp "$work/exs_sender" 4096 7 1000 1 setsockopt -d
 run_ddp "$work/exs_sender" 65537 5 4096 0 env -d
 run_ddp "$work/exs_sender" 4194304 3 65536 1 setsockopt -d
+
+run_preloaded 1 1
+run_preloaded 65537 5
+run_preloaded 4194304 3
 
 run_from_tcp 1 3 200000 65536
 run_from_tcp 64 1 2000000 1000

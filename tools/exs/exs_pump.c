@@ -250,8 +250,11 @@ static void *serve_thread(void *arg)
 static size_t server_ring;
 static int server_crc = 1;
 /* --sockets system: the stream's sockets are the system's (socket(2),
- * accept(2), connect(2)) and the ES-API's calls on them run in plain TCP */
-static bool system_sockets;
+ * accept(2), connect(2)) and the ES-API's calls on them run in plain TCP;
+ * --sockets ddp: the same sockets switched to DDP mode at both ends
+ * (exs_setsockopt(SOL_ESOCK, ESOCK_DDPMODE)) */
+static bool system_sockets, ddp_sockets;
+static const int ddp_on = 1;
 
 /* a system listener on port (0: any), or -1 when the port is taken */
 static int listen_system(int port)
@@ -329,6 +332,10 @@ static int run_server(const struct opts *o)
 		int fd = system_sockets && l == ls
 				 ? accept4(l, NULL, NULL, SOCK_CLOEXEC)
 				 : exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+		/* (returns at once: the client's first bytes decide) */
+		if (fd >= 0 && ddp_sockets && l == ls &&
+		    exs_setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &ddp_on, sizeof(ddp_on)))
+			die("ESOCK_DDPMODE");
 		if (fd < 0) {
 			/* a client that failed its negotiation: others may come */
 			if (!o->loop)
@@ -452,6 +459,9 @@ static int run_client(const struct opts *o)
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen))
 			die("connect");
+		if (ddp_sockets &&
+		    exs_setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &ddp_on, sizeof(ddp_on)))
+			die("ESOCK_DDPMODE");
 		goto connected;
 	}
 	fd = exs_socket(AF_INET, o->type, 0);
@@ -543,8 +553,8 @@ connected:
 	static const char *flows[] = { "rdma-auto", "rdma", "credit", "none" };
 	int flow = 3; /* messages have no indirect path, nor plain TCP */
 	socklen_t fl = sizeof(flow);
-	int mode = system_sockets ? 3 : o->mode;
-	if (o->type == SOCK_STREAM && !system_sockets)
+	int mode = system_sockets && !ddp_sockets ? 3 : o->mode;
+	if (o->type == SOCK_STREAM && (!system_sockets || ddp_sockets))
 		exs_getsockopt(fd, SOL_EXS, EXS_SO_FLOW, &flow, &fl);
 	if (o->json) {
 		printf("{\"type\":\"%s\",\"mode\":\"%s\",\"bytes\":%llu,\"messages\":%llu,"
@@ -611,7 +621,8 @@ static void usage(void)
 		"                 only when both ends ask for that)\n"
 		"  --sockets system (both ends): the stream's sockets are made by socket(2),\n"
 		"                 accept(2) and connect(2), and the ES-API's calls on them\n"
-		"                 run on plain TCP; default --sockets exs (uwarp's DDP)\n"
+		"                 run on plain TCP; --sockets ddp: the same sockets in DDP\n"
+		"                 mode (SOL_ESOCK); default --sockets exs (uwarp's DDP)\n"
 		"  -p 0 on the server picks free ports\n");
 }
 
@@ -654,7 +665,7 @@ int main(int argc, char **argv)
 	static const char *const flows[] = { "credit", "rdma", "rdma-auto", NULL };
 	static const int flow_of[] = { EXS_FLOW_CREDIT, EXS_FLOW_RDMA, EXS_FLOW_RDMA_AUTO };
 	static const char *const off_on[] = { "off", "on", NULL };
-	static const char *const sockets[] = { "exs", "system", NULL };
+	static const char *const sockets[] = { "exs", "system", "ddp", NULL };
 	const char *p = "exs-pump";
 	bool timed = false, counted = false, paced = false;
 	int c;
@@ -683,7 +694,8 @@ int main(int argc, char **argv)
 			o.no_verify = true;
 			break;
 		case 'k':
-			system_sockets = tool_opt_word(p, "--sockets", optarg, sockets) == 1;
+			system_sockets = tool_opt_word(p, "--sockets", optarg, sockets) >= 1;
+			ddp_sockets = tool_opt_word(p, "--sockets", optarg, sockets) == 2;
 			break;
 		case 'C':
 			o.crc = tool_opt_word(p, "--crc", optarg, off_on);
@@ -759,7 +771,7 @@ int main(int argc, char **argv)
 	if (timed && counted)
 		tool_opt_fail(p, "--time and --bytes exclude each other");
 	if (system_sockets && o.type != SOCK_STREAM)
-		tool_opt_fail(p, "--sockets system carries --type stream only");
+		tool_opt_fail(p, "--sockets system and ddp carry --type stream only");
 	if (!!o.burst != paced)
 		tool_opt_fail(p, "--burst N goes with --compute USEC or --idle USEC");
 	if (o.burst && o.sends < o.burst)
