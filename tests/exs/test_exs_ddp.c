@@ -294,6 +294,36 @@ static void closing_while_sorting_cancels_what_was_held(void **state)
 	close(l);
 }
 
+/* a client that sends the MPA Request's key and then nothing holds up
+ * no other client of the same server: its receive waits (held, the
+ * negotiation handed over) while another's completes */
+static void a_client_stuck_in_its_request_holds_up_no_other(void **state)
+{
+	(void)state;
+	int c1, b1, c2, b2;
+	int l1 = accepted_pair(&c1, &b1);
+	assert_int_equal(send(c1, "MPA ID Req Frame", 16, 0), 16);
+	assert_int_equal(exs_setsockopt(b1, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+	char got1[4], got2[5];
+	assert_int_equal(exs_recv(b1, got1, 4, 0, Q, (exs_ahandle_t)(intptr_t)11, NULL), 0);
+	int l2 = accepted_pair(&c2, &b2);
+	assert_int_equal(exs_setsockopt(b2, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+	assert_int_equal(exs_recv(b2, got2, 5, MSG_WAITALL, Q, (exs_ahandle_t)(intptr_t)12, NULL),
+			 0);
+	assert_int_equal(send(c2, "hello", 5, 0), 5);
+	expect_recv(b2, 12, "hello", 5, got2);
+	/* the stuck one's receive ends with its close */
+	assert_int_equal(exs_close(b1, EXS_QHANDLE_INVALID, NULL), 0);
+	exs_event_t ev = next_event();
+	assert_int_equal((intptr_t)ev.exs_evt_ahandle, 11);
+	assert_int_equal(ev.exs_evt_errno, ECANCELED);
+	close(c1);
+	close(b2);
+	close(c2);
+	close(l1);
+	close(l2);
+}
+
 static void plain_bytes_on_their_way_keep_the_socket_plain(void **state)
 {
 	(void)state;
@@ -356,6 +386,7 @@ int main(void)
 		cmocka_unit_test(an_accepted_socket_in_ddp_mode_serves_a_plain_client),
 		cmocka_unit_test(a_part_of_the_key_and_silence_is_plain_data),
 		cmocka_unit_test(closing_while_sorting_cancels_what_was_held),
+		cmocka_unit_test(a_client_stuck_in_its_request_holds_up_no_other),
 		cmocka_unit_test(plain_bytes_on_their_way_keep_the_socket_plain),
 		cmocka_unit_test(a_number_closed_with_close_and_used_again_is_a_new_socket),
 	};
