@@ -279,6 +279,27 @@ static struct esock *locked(int fd)
 
 static exs_mhandle_t mh_of(esock_mr_t mr) { return mr ? mr->mh : EXS_MHANDLE_INVALID; }
 
+/* a send on the socket's connection (under e->mu: in order with
+ * write(2)'s sends); 0 or an errno value */
+static int post_send(struct esock *e, struct esock_aop *a, const struct iovec *iov, int iovcnt,
+		     const exs_mhandle_t *mh)
+{
+	return exs_sendv(e->exs, iov, iovcnt, 0, esock_q, &a->tag, mh) < 0 ? errno : 0;
+}
+
+/* a receive behind those already waiting, served from the socket's
+ * buffers in order with read(2)'s (under e->mu) */
+static void queue_recv(struct esock *e, struct esock_aop *a)
+{
+	if (e->arecv_tail)
+		e->arecv_tail->next = a;
+	else
+		e->arecv = a;
+	e->arecv_tail = a;
+	esock__serve_arecv(e);
+	esock__update(e, false);
+}
+
 EXPORT int esock_send_async(int fd, const void *buf, size_t len, esock_mr_t mr, int cq, void *ctx)
 {
 	if (!buf || !len)
@@ -296,11 +317,11 @@ EXPORT int esock_send_async(int fd, const void *buf, size_t len, esock_mr_t mr, 
 		pthread_mutex_unlock(&e->mu);
 		return fail(err);
 	}
-	/* under the socket's lock: in order with write(2)'s sends */
-	ssize_t rc = exs_send(e->exs, buf, len, 0, esock_q, &a->tag, mh_of(mr));
-	int err = errno;
+	struct iovec v = { (void *)buf, len };
+	exs_mhandle_t mh = mh_of(mr);
+	int err = post_send(e, a, &v, 1, mh ? &mh : NULL);
 	pthread_mutex_unlock(&e->mu);
-	if (rc < 0) {
+	if (err) {
 		aop_drop(a);
 		return fail(err);
 	}
@@ -324,13 +345,7 @@ EXPORT int esock_recv_async(int fd, void *buf, size_t len, esock_mr_t mr, int cq
 	a->iov[0] = (struct iovec){ buf, len };
 	a->iovcnt = 1;
 	a->len = len;
-	if (e->arecv_tail)
-		e->arecv_tail->next = a;
-	else
-		e->arecv = a;
-	e->arecv_tail = a;
-	esock__serve_arecv(e);
-	esock__update(e, false);
+	queue_recv(e, a);
 	pthread_mutex_unlock(&e->mu);
 	return 0;
 }
@@ -349,9 +364,7 @@ int esock__carry_send(int fd, const struct iovec *iov, int iovcnt, const exs_mha
 		a->tag = (struct esock_tag){ NULL, TAG_ASYNC, 0 };
 		a->carried = op;
 		a->op = ESOCK_OP_SEND;
-		/* under the socket's lock: in order with write(2)'s sends */
-		if (exs_sendv(e->exs, iov, iovcnt, 0, esock_q, &a->tag, mh) < 0)
-			err = errno;
+		err = post_send(e, a, iov, iovcnt, mh);
 	}
 	pthread_mutex_unlock(&e->mu);
 	if (err)
@@ -376,15 +389,7 @@ int esock__carry_recv(int fd, const struct iovec *iov, int iovcnt, int flags, vo
 	for (int i = 0; i < iovcnt; i++)
 		a->len += iov[i].iov_len;
 	a->waitall = flags & MSG_WAITALL;
-	/* behind the receives already waiting, served from the socket's
-	 * buffers in order with read(2)'s */
-	if (e->arecv_tail)
-		e->arecv_tail->next = a;
-	else
-		e->arecv = a;
-	e->arecv_tail = a;
-	esock__serve_arecv(e);
-	esock__update(e, false);
+	queue_recv(e, a);
 	pthread_mutex_unlock(&e->mu);
 	return 0;
 }
