@@ -572,7 +572,7 @@ int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t
 	bool early = s->st == S_NEW || s->st == S_LISTENING;
 	switch (optname) {
 	case EXS_SO_STREAM_MODE:
-		if (s->type != SOCK_STREAM || v < EXS_MODE_DYNAMIC || v > EXS_MODE_INDIRECT)
+		if (s->type != SOCK_STREAM || v < EXS_MODE_DYNAMIC || v > EXS_MODE_PAPER)
 			return unlock_err(s->type != SOCK_STREAM ? ENOPROTOOPT : EINVAL);
 		if (!early)
 			return unlock_err(EISCONN);

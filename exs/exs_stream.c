@@ -16,7 +16,8 @@ void exs__stream_init(struct exs_sock *s, int mode)
 {
 	static const enum exs_sp_mode m[] = { [EXS_MODE_DYNAMIC] = EXS_SP_DYNAMIC,
 					      [EXS_MODE_DIRECT] = EXS_SP_DIRECT_ONLY,
-					      [EXS_MODE_INDIRECT] = EXS_SP_INDIRECT_ONLY };
+					      [EXS_MODE_INDIRECT] = EXS_SP_INDIRECT_ONLY,
+					      [EXS_MODE_PAPER] = EXS_SP_PAPER };
 	s->mode = mode;
 	exs_sp_rx_init(&s->rx, m[mode], s->ring_size);
 	/* the sender's ring size is the peer's: set when its hello comes */
@@ -66,6 +67,15 @@ static void reap_done(struct exs_sock *s)
 	}
 }
 
+static void send_ack(struct exs_sock *s)
+{
+	uint64_t drained;
+	if (exs__can_ctl(s) && exs_sp_rx_ack_due(&s->rx, &drained)) {
+		struct exs_ctl m = { .type = EXS_CTL_ACK, .seq = drained };
+		exs__post_ctl(s, &m);
+	}
+}
+
 /* the receiver: ring copies, completions, adverts, acks */
 static void rx_pump(struct exs_sock *s)
 {
@@ -89,6 +99,10 @@ static void rx_pump(struct exs_sock *s)
 	}
 	if (s->st != S_CONNECTED)
 		return;
+	/* the paper acknowledges the ring as it drains, before adverts;
+	 * uwarp's mode sends its adverts before the room (stream_proto.c) */
+	if (s->mode == EXS_MODE_PAPER)
+		send_ack(s);
 	struct exs_sp_advert a;
 	while (exs__can_ctl(s) && exs_sp_rx_advert(&s->rx, &a)) {
 		struct exs_op *op = recv_by_id(s, a.id);
@@ -105,11 +119,7 @@ static void rx_pump(struct exs_sock *s)
 		exs__post_ctl(s, &m);
 		s->adverts_sent++;
 	}
-	uint64_t drained;
-	if (exs__can_ctl(s) && exs_sp_rx_ack_due(&s->rx, &drained)) {
-		struct exs_ctl m = { .type = EXS_CTL_ACK, .seq = drained };
-		exs__post_ctl(s, &m);
-	}
+	send_ack(s);
 }
 
 /* the sender: transfers while adverts or ring space allow */
@@ -209,13 +219,14 @@ static struct exs_op *coal_op(struct exs_sock *s)
 /* The SDP paper's coalescing: a send behind one that waits would wait as
  * well; a small one is copied instead, and the copies go out together
  * (one transfer, one notification) when the sender moves again. Direct
- * mode never copies: it waits for the receiver's buffers. */
+ * mode never copies: it waits for the receiver's buffers; nor does the
+ * paper's mode, whose sender has no buffer of its own. */
 bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcnt, size_t len)
 {
 	struct exs_op *t = exs__op_last(&s->sends);
 	bool behind = t && !t->posted; /* a send still waits */
-	if (s->flow == EXS_FLOW_CREDIT || s->mode == EXS_MODE_DIRECT || s->st != S_CONNECTED ||
-	    len > EXS_COALESCE_MAX || len > s->coal_size)
+	if (s->flow == EXS_FLOW_CREDIT || s->mode == EXS_MODE_DIRECT || s->mode == EXS_MODE_PAPER ||
+	    s->st != S_CONNECTED || len > EXS_COALESCE_MAX || len > s->coal_size)
 		return false;
 	/* it would wait behind a send, or the pipe is busy: it can wait in
 	 * the buffer as well, and the application has its buffer back */

@@ -52,7 +52,7 @@ int exs_hello_decode(const void *buf, uint32_t len, struct exs_hello *h)
 				 .ring_stag = get32(p + 12),
 				 .ring_addr = get64(p + 16),
 				 .ring_size = get64(p + 24) };
-	if ((h->type != EXS_WIRE_STREAM && h->type != EXS_WIRE_SEQPACKET) || h->mode > 2 ||
+	if ((h->type != EXS_WIRE_STREAM && h->type != EXS_WIRE_SEQPACKET) || h->mode > 3 ||
 	    (p[7] && (p[7] < 9 || p[7] > 20)) || !h->credits)
 		return -EPROTO;
 	/* a stream peer must have a ring we can write into */

@@ -1,16 +1,14 @@
 /*
- * stream_proto.c: the dynamic stream protocol's two state machines
- * (stream_proto.h has the protocol; this file has the bookkeeping).
+ * stream_proto.c: the dynamic stream protocol's public state machines
+ * (stream_proto.h): uwarp's own rules here, the paper's exact ones in
+ * stream_paper.c (EXS_SP_PAPER), the bookkeeping both share in
+ * stream_ring.c.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "stream_proto.h"
-
-/* one transfer at most this long: notifications carry 32-bit lengths */
-#define SP_MAX_XFER (1u << 30)
-
-static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+#include "stream_paper.h"
+#include "stream_ring.h"
 
 /* ---- sender ---- */
 
@@ -30,7 +28,7 @@ uint64_t exs_sp_slots(uint64_t ring_size, uint32_t slot, uint32_t *eff)
 	if (slot > ring_size)
 		slot = (uint32_t)ring_size;
 	*eff = slot;
-	return min64(ring_size / slot, EXS_SP_MAX_SLOTS) * slot;
+	return exs_sp_min64(ring_size / slot, EXS_SP_MAX_SLOTS) * slot;
 }
 
 void exs_sp_tx_slots(struct exs_sp_tx *t, uint32_t slot)
@@ -38,26 +36,21 @@ void exs_sp_tx_slots(struct exs_sp_tx *t, uint32_t slot)
 	t->ring_size = exs_sp_slots(t->ring_size, slot, &t->slot);
 }
 
-static void tx_pop(struct exs_sp_tx *t);
-
 int exs_sp_tx_advert(struct exs_sp_tx *t, const struct exs_sp_advert *a)
 {
 	if (!a->len)
 		return -EPROTO;
+	if (t->mode == EXS_SP_PAPER)
+		return exs_sp_paper_tx_advert(t, a);
 	/* The receiver opens a phase only once every advert of the earlier
 	 * ones is dead: those still held go now. */
 	while (t->count && t->adv[t->head].phase < a->phase) {
 		if (t->adv[t->head].phase + 1 > t->phase)
 			t->phase = t->adv[t->head].phase + 1;
-		tx_pop(t);
+		exs_sp_adv_pop(t);
 		t->c.discarded++;
 	}
-	if (t->count == EXS_SP_MAX_ADVERTS)
-		return -ENOBUFS;
-	struct exs_sp_advert *n = &t->adv[(t->head + t->count++) % EXS_SP_MAX_ADVERTS];
-	*n = *a;
-	n->used = 0;
-	return 0;
+	return exs_sp_adv_push(t, a);
 }
 
 int exs_sp_tx_ack(struct exs_sp_tx *t, uint64_t drained)
@@ -68,17 +61,12 @@ int exs_sp_tx_ack(struct exs_sp_tx *t, uint64_t drained)
 	return 0;
 }
 
-static void tx_pop(struct exs_sp_tx *t)
-{
-	t->head = (t->head + 1) % EXS_SP_MAX_ADVERTS;
-	t->count--;
-}
-
 int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 {
 	if (!avail)
 		return 0;
-	avail = min64(avail, SP_MAX_XFER);
+	if (t->mode == EXS_SP_PAPER)
+		return exs_sp_paper_tx_next(t, avail, x);
 	while (t->count) {
 		struct exs_sp_advert *a = &t->adv[t->head];
 		bool usable =
@@ -88,63 +76,33 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 		if (usable) {
 			if (a->chain && !a->used)
 				a->seq = t->seq; /* it begins where that transfer ended */
-			uint32_t n = (uint32_t)min64(avail, a->len - a->used);
-			*x = (struct exs_sp_xfer){ .kind = EXS_SP_DIRECT,
-						   .phase = a->phase,
-						   .len = n,
-						   .id = a->id,
-						   .off = a->off + a->used,
-						   .seq = t->seq };
 			t->phase = a->phase;
-			a->used += n;
-			/* a receive without MSG_WAITALL completes with what came */
-			t->consumed_last = !a->waitall || a->used == a->len;
-			t->consumed_id = a->id;
-			if (t->consumed_last)
-				tx_pop(t);
 			if (t->last == EXS_SP_INDIRECT)
 				t->c.switches++;
-			t->last = EXS_SP_DIRECT;
-			t->c.direct++;
-			t->seq += n;
-			t->tell_phase = false; /* the notification carries it */
+			exs_sp_send_direct(t, a, avail, x);
 			return 1;
 		}
 		/* stale: an earlier phase, or written round (its space has been
 		 * or will be filled from the ring) */
 		if (a->phase + 1 > t->phase)
 			t->phase = a->phase + 1;
-		tx_pop(t);
+		exs_sp_adv_pop(t);
 		t->c.discarded++;
 		t->tell_phase = true;
 		t->consumed_last = false;
 	}
 	if (t->mode == EXS_SP_DIRECT_ONLY)
 		return 0;
-	uint64_t used = t->ring_written - t->ring_acked;
-	if (used + (t->slot ? t->slot : 1) > t->ring_size)
+	uint32_t n = exs_sp_ring_room(t, avail);
+	if (!n)
 		return 0;
-	uint64_t woff = t->ring_written % t->ring_size;
-	uint32_t n = (uint32_t)min64(min64(avail, t->ring_size - used), t->ring_size - woff);
-	if (t->slot && n > t->slot)
-		n = t->slot; /* one credit carries one slot at most */
 	/* Leaving direct mode opens a new phase: an advert still on its way
 	 * was estimated before these bytes and must not be used after them. */
 	if (t->last == EXS_SP_DIRECT) {
 		t->phase++;
 		t->c.switches++;
 	}
-	*x = (struct exs_sp_xfer){ .kind = EXS_SP_INDIRECT,
-				   .phase = t->phase,
-				   .len = n,
-				   .ring_off = woff,
-				   .seq = t->seq };
-	t->consumed_last = false;
-	t->ring_written += t->slot ? t->slot : n; /* a slot is used up whole */
-	t->seq += n;
-	t->last = EXS_SP_INDIRECT;
-	t->c.indirect++;
-	t->tell_phase = false;
+	exs_sp_send_indirect(t, n, x);
 	return 1;
 }
 
@@ -173,18 +131,13 @@ void exs_sp_rx_slots(struct exs_sp_rx *r, uint32_t slot)
 
 uint64_t exs_sp_rx_ring_next(const struct exs_sp_rx *r) { return r->ring_in % r->ring_size; }
 
-static struct exs_sp_recv *rq(struct exs_sp_rx *r, unsigned i)
-{
-	return &r->q[(r->head + i) % EXS_SP_MAX_RECVS];
-}
-
 int exs_sp_rx_post(struct exs_sp_rx *r, uint32_t len, bool waitall, uint32_t *id)
 {
 	if (!len || len > (1u << 31))
 		return -EINVAL;
 	if (r->count == EXS_SP_MAX_RECVS)
 		return -ENOBUFS;
-	struct exs_sp_recv *v = rq(r, r->count++);
+	struct exs_sp_recv *v = exs_sp_rq(r, r->count++);
 	*v = (struct exs_sp_recv){ .id = r->next_id++, .len = len, .waitall = waitall };
 	*id = v->id;
 	return 0;
@@ -196,7 +149,7 @@ static void heard(struct exs_sp_rx *r, uint32_t phase)
 	if (phase > r->phase)
 		r->phase = phase;
 	for (unsigned i = 0; i < r->count; i++) {
-		struct exs_sp_recv *v = rq(r, i);
+		struct exs_sp_recv *v = exs_sp_rq(r, i);
 		if (v->adv == EXS_SP_ADV_LIVE && v->adv_phase < phase)
 			v->adv = EXS_SP_ADV_DEAD;
 	}
@@ -209,7 +162,7 @@ static void heard(struct exs_sp_rx *r, uint32_t phase)
 static void kill_through(struct exs_sp_rx *r, uint32_t p)
 {
 	for (unsigned i = 0; i < r->count; i++) {
-		struct exs_sp_recv *v = rq(r, i);
+		struct exs_sp_recv *v = exs_sp_rq(r, i);
 		if (v->adv == EXS_SP_ADV_LIVE && v->adv_phase <= p)
 			v->adv = EXS_SP_ADV_DEAD;
 	}
@@ -218,29 +171,18 @@ static void kill_through(struct exs_sp_rx *r, uint32_t p)
 	r->probing = true;
 }
 
-/* data waiting in the ring */
-static uint64_t ring_bytes(const struct exs_sp_rx *r)
-{
-	return r->slot ? r->slot_data : r->ring_in - r->ring_out;
-}
-
-/* Full, or (without MSG_WAITALL) holding data with no more to come by its
- * advert: it completes with what it has. */
-static bool recv_done(const struct exs_sp_recv *v)
-{
-	return v->filled == v->len || (!v->waitall && v->filled && v->adv != EXS_SP_ADV_LIVE);
-}
-
 int exs_sp_rx_advert(struct exs_sp_rx *r, struct exs_sp_advert *a)
 {
-	if (r->mode == EXS_SP_INDIRECT_ONLY || ring_bytes(r))
+	if (r->mode == EXS_SP_INDIRECT_ONLY || exs_sp_ring_bytes(r))
 		return 0;
+	if (r->mode == EXS_SP_PAPER)
+		return exs_sp_paper_rx_advert(r, a);
 	/* the stream position after every live advert is filled, unless
 	 * one of them may complete short (then the next one is chained) */
 	uint64_t est = r->arrived;
 	bool chain = false;
 	for (unsigned i = 0; i < r->count; i++) {
-		struct exs_sp_recv *v = rq(r, i);
+		struct exs_sp_recv *v = exs_sp_rq(r, i);
 		if (v->adv == EXS_SP_ADV_LIVE) {
 			if (v->adv_phase < r->phase || r->probing)
 				return 0; /* an earlier phase is still out */
@@ -250,7 +192,7 @@ int exs_sp_rx_advert(struct exs_sp_rx *r, struct exs_sp_advert *a)
 		}
 		/* the first receive without a live advert: advertise what is
 		 * left of it (all of it but for a head partly filled) */
-		if (recv_done(v))
+		if (exs_sp_recv_done(v))
 			return 0; /* complete, not yet reaped */
 		v->adv = EXS_SP_ADV_LIVE;
 		v->adv_phase = r->phase;
@@ -272,19 +214,23 @@ int exs_sp_rx_advert(struct exs_sp_rx *r, struct exs_sp_advert *a)
 
 int exs_sp_rx_direct(struct exs_sp_rx *r, uint32_t phase, uint32_t id, uint32_t off, uint32_t len)
 {
-	if (!r->count || !len || ring_bytes(r))
+	if (!r->count || !len || exs_sp_ring_bytes(r))
 		return -EPROTO;
-	struct exs_sp_recv *h = rq(r, 0);
+	struct exs_sp_recv *h = exs_sp_rq(r, 0);
 	if (h->adv != EXS_SP_ADV_LIVE || h->id != id || h->adv_phase != phase || off != h->filled ||
 	    (uint64_t)off + len > (uint64_t)h->adv_off + h->adv_len)
 		return -EPROTO;
 	h->filled += len;
 	r->arrived += len;
+	if (r->mode == EXS_SP_PAPER) {
+		exs_sp_paper_rx_direct(r, h, len);
+		return 0;
+	}
 	r->probing = false; /* the sender is taking adverts again */
 	if (!h->waitall || h->filled == h->adv_off + h->adv_len) {
 		h->adv = EXS_SP_ADV_DEAD; /* consumed */
 		/* the advert chained to this one begins exactly here */
-		struct exs_sp_recv *nx = r->count > 1 ? rq(r, 1) : NULL;
+		struct exs_sp_recv *nx = r->count > 1 ? exs_sp_rq(r, 1) : NULL;
 		if (nx && nx->adv == EXS_SP_ADV_LIVE && nx->adv_chain && nx->adv_seq == UINT64_MAX)
 			nx->adv_seq = r->arrived;
 	}
@@ -294,35 +240,34 @@ int exs_sp_rx_direct(struct exs_sp_rx *r, uint32_t phase, uint32_t id, uint32_t 
 
 int exs_sp_rx_indirect(struct exs_sp_rx *r, uint32_t phase, uint64_t ring_off, uint32_t len)
 {
-	uint64_t woff = r->ring_in % r->ring_size;
-	uint64_t takes = r->slot ? r->slot : len; /* ring bytes it uses up */
-	if (!len || ring_off != woff || takes > r->ring_size - (r->ring_in - r->ring_out) ||
-	    woff + len > r->ring_size || len > takes)
+	if (exs_sp_ring_arrive(r, ring_off, len))
 		return -EPROTO;
-	if (r->slot) {
-		r->slot_len[(r->slot_head + r->slot_count++) % EXS_SP_MAX_SLOTS] = len;
-		r->slot_data += len;
-	}
-	r->ring_in += takes;
-	r->arrived += len;
-	heard(r, phase);
+	if (r->mode == EXS_SP_PAPER)
+		exs_sp_paper_rx_indirect(r);
+	else
+		heard(r, phase);
 	return 0;
 }
 
 int exs_sp_rx_phase(struct exs_sp_rx *r, uint32_t phase)
 {
+	if (r->mode == EXS_SP_PAPER)
+		return -EPROTO; /* the paper's sender never says its phase */
 	heard(r, phase);
 	return 0;
 }
 
 int exs_sp_rx_drain(struct exs_sp_rx *r, struct exs_sp_copy *cp)
 {
-	uint64_t avail = ring_bytes(r);
-	if (!avail || !r->count)
+	if (!exs_sp_ring_bytes(r) || !r->count)
 		return 0;
-	struct exs_sp_recv *h = rq(r, 0);
-	if (recv_done(h))
+	struct exs_sp_recv *h = exs_sp_rq(r, 0);
+	if (exs_sp_recv_done(h))
 		return 0; /* complete it first */
+	if (r->mode == EXS_SP_PAPER) {
+		exs_sp_paper_rx_drain(r, h, cp);
+		return 1;
+	}
 	if (h->adv == EXS_SP_ADV_LIVE) {
 		/* The sender's position is at least what has arrived. An advert
 		 * whose next byte lies before that can never match it again: the
@@ -333,30 +278,7 @@ int exs_sp_rx_drain(struct exs_sp_rx *r, struct exs_sp_copy *cp)
 			return 0;
 		kill_through(r, h->adv_phase);
 	}
-	uint64_t roff = r->ring_out % r->ring_size;
-	uint32_t n;
-	if (r->slot) {
-		/* the head slot's data, from where the last copy stopped */
-		uint32_t in_slot = r->slot_len[r->slot_head] - r->slot_off;
-		n = (uint32_t)min64(in_slot, h->len - h->filled);
-		roff += r->slot_off;
-		r->slot_off += n;
-		r->slot_data -= n;
-		if (n == in_slot) {
-			r->slot_head = (r->slot_head + 1) % EXS_SP_MAX_SLOTS;
-			r->slot_count--;
-			r->slot_off = 0;
-			r->ring_out += r->slot;
-			r->c.ring_used += r->slot;
-		}
-	} else {
-		n = (uint32_t)min64(min64(avail, h->len - h->filled), r->ring_size - roff);
-		r->ring_out += n;
-		r->c.ring_used += n;
-	}
-	*cp = (struct exs_sp_copy){ .id = h->id, .off = h->filled, .len = n, .ring_off = roff };
-	h->filled += n;
-	r->c.copied += n;
+	exs_sp_ring_take(r, h, cp);
 	return 1;
 }
 
@@ -364,15 +286,15 @@ int exs_sp_rx_complete(struct exs_sp_rx *r, uint32_t *id, uint32_t *bytes)
 {
 	if (!r->count)
 		return 0;
-	struct exs_sp_recv *h = rq(r, 0);
-	if (!recv_done(h))
+	struct exs_sp_recv *h = exs_sp_rq(r, 0);
+	if (!exs_sp_recv_done(h))
 		return 0;
-	if (h->filled < h->len) {
+	if (h->filled < h->len && r->mode != EXS_SP_PAPER) {
 		/* Short: the adverts after it estimated a full receive here, so
 		 * their sequence numbers are too high and the sender cannot
 		 * match the first of them: they are all gone (kill_through). */
 		for (unsigned i = 1; i < r->count; i++) {
-			struct exs_sp_recv *v = rq(r, i);
+			struct exs_sp_recv *v = exs_sp_rq(r, i);
 			/* (a chained one was fixed when this one's transfer came) */
 			if (v->adv == EXS_SP_ADV_LIVE && !v->adv_chain)
 				kill_through(r, v->adv_phase);
@@ -380,8 +302,7 @@ int exs_sp_rx_complete(struct exs_sp_rx *r, uint32_t *id, uint32_t *bytes)
 	}
 	*id = h->id;
 	*bytes = h->filled;
-	r->head = (r->head + 1) % EXS_SP_MAX_RECVS;
-	r->count--;
+	exs_sp_rq_pop(r);
 	return 1;
 }
 
@@ -392,9 +313,10 @@ bool exs_sp_rx_ack_due(struct exs_sp_rx *r, uint64_t *drained)
 	 * sender is then blocked at exactly the position the receiver's next
 	 * adverts (sent before the ACK) estimate, so it takes them. Room given
 	 * back earlier is filled while the adverts are on their way, and they
-	 * arrive stale, round after round. */
-	if (!unacked ||
-	    (ring_bytes(r) && (r->mode == EXS_SP_DYNAMIC || unacked < r->ring_size / 4)))
+	 * arrive stale, round after round. The paper acknowledges as the
+	 * ring drains (its Fig. 5), before any advert. */
+	if (!unacked || (exs_sp_ring_bytes(r) && r->mode != EXS_SP_PAPER &&
+			 (r->mode == EXS_SP_DYNAMIC || unacked < r->ring_size / 4)))
 		return false;
 	r->ring_acked = r->ring_out;
 	*drained = r->ring_out;

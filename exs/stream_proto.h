@@ -6,6 +6,10 @@
  * carries out what they decide; the simulation in tests/exs (sim.c, run by
  * test_exs_stream.c) drives two of them against each other.
  *
+ * Two rule sets share this interface: uwarp's own variant, described here
+ * (EXS_SP_DYNAMIC and the forced modes), and the paper's rules exactly
+ * (EXS_SP_PAPER, stream_paper.h; docs/exs.md compares them).
+ *
  * The receiver advertises its posted receives (ADVERT: phase, estimated
  * stream sequence number, where in the receive the space begins, its
  * length, MSG_WAITALL). The sender writes into the advert at the head of
@@ -61,9 +65,10 @@
 #define EXS_SP_MAX_SLOTS 256
 
 enum exs_sp_mode {
-	EXS_SP_DYNAMIC,       /* the paper's protocol */
+	EXS_SP_DYNAMIC,       /* uwarp's variant of the paper's protocol (above) */
 	EXS_SP_DIRECT_ONLY,   /* the sender waits for adverts, never uses the ring */
 	EXS_SP_INDIRECT_ONLY, /* the receiver never advertises */
+	EXS_SP_PAPER,         /* the paper's algorithm exactly (stream_paper.c) */
 };
 
 struct exs_sp_advert {
@@ -165,6 +170,7 @@ struct exs_sp_rx {
 	uint32_t slot_off;  /* bytes of the head slot copied out */
 	uint64_t slot_data; /* data bytes in the slots, not yet copied */
 	uint32_t next_id;
+	uint64_t est; /* EXS_SP_PAPER: S'_r, the next advert's sequence number */
 	struct exs_sp_counters c;
 };
 

@@ -499,6 +499,8 @@ enum exs_stream_mode {
 	EXS_MODE_DYNAMIC = 0,  /* the dynamic protocol (default) */
 	EXS_MODE_DIRECT = 1,   /* direct transfers only: a send waits for an advert */
 	EXS_MODE_INDIRECT = 2, /* indirect only: the receiver never advertises */
+	EXS_MODE_PAPER = 3,    /* the dynamic protocol exactly as MacArthur and
+				* Russell give it (IPDPS 2014; docs/exs.md) */
 };
 /* struct exs_stream_counters, read only: what this socket did. */
 #define EXS_SO_COUNTERS 2

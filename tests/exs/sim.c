@@ -52,6 +52,28 @@ void sim_init(struct sim *s, enum exs_sp_mode mode, uint64_t ring_size)
 	exs_sp_rx_init(&s->rx, mode, ring_size);
 	s->ring = calloc(1, ring_size);
 	s->recvs_tail = &s->recvs;
+	s->paper = mode == EXS_SP_PAPER;
+}
+
+/* Lemma 3: a sender in a direct (even) phase sent directly last. */
+static void check_sender_phase(struct sim *s)
+{
+	if (s->paper && !(s->tx.phase & 1) && s->last_kind == EXS_SP_INDIRECT)
+		fail(s, "lemma 3: sender in an even phase after an indirect transfer", s->tx.phase,
+		     s->last_phase);
+}
+
+/* a direct transfer: even phase; the last one's, or past an indirect one's */
+static void check_direct(struct sim *s, const struct exs_sp_xfer *x)
+{
+	if (x->phase & 1)
+		fail(s, "direct transfer in an odd phase", x->phase, 0);
+	else if (s->last_kind == EXS_SP_DIRECT && x->phase != s->last_phase)
+		fail(s, "direct transfer changed phase without an indirect one", x->phase,
+		     s->last_phase);
+	else if (s->last_kind == EXS_SP_INDIRECT && x->phase <= s->last_phase)
+		fail(s, "direct transfer after an indirect one without a fresh advert", x->phase,
+		     s->last_phase);
 }
 
 static void free_chan(struct sim_chan *c)
@@ -112,6 +134,13 @@ bool sim_sender_step(struct sim *s)
 	}
 	if (x.seq != seq || x.len == 0 || x.seq + x.len > s->posted)
 		fail(s, "sender sent outside its stream", x.seq, x.len);
+	if (x.kind == EXS_SP_DIRECT && s->last_kind == EXS_SP_INDIRECT)
+		s->back_to_direct++;
+	if (s->paper && x.kind == EXS_SP_DIRECT)
+		check_direct(s, &x);
+	s->last_kind = x.kind;
+	s->last_phase = x.phase;
+	check_sender_phase(s);
 	struct sim_msg *m = calloc(1, sizeof(*m));
 	m->type = SIM_DATA;
 	m->x = x;
@@ -175,6 +204,9 @@ bool sim_deliver_to_receiver(struct sim *s)
 		else if (m->x.off != h->placed)
 			fail(s, "direct transfer not where the receive's data continues", m->x.off,
 			     h->placed);
+		else if (s->paper && h->from_ring)
+			fail(s, "direct transfer into a receive filled from the ring", m->x.id,
+			     h->from_ring);
 		else if (exs_sp_rx_direct(&s->rx, m->x.phase, m->x.id, m->x.off, m->x.len))
 			fail(s, "receiver refused a direct transfer", m->x.id, m->x.off);
 		else {
@@ -186,6 +218,7 @@ bool sim_deliver_to_receiver(struct sim *s)
 			fail(s, "receiver refused an indirect transfer", m->x.ring_off, m->x.len);
 		else
 			memcpy(s->ring + m->x.ring_off, m->bytes, m->x.len);
+		s->adv_phase_set = false;
 	}
 	free(m->bytes);
 	free(m);
@@ -210,6 +243,7 @@ bool sim_receiver_step(struct sim *s)
 			T("R: copy %u bytes into %u at %u\n", cp.len, cp.id, cp.off);
 			memcpy(h->buf + cp.off, s->ring + cp.ring_off, cp.len);
 			h->placed += cp.len;
+			h->from_ring += cp.len;
 		}
 		return true;
 	}
@@ -226,6 +260,13 @@ bool sim_receiver_step(struct sim *s)
 		m->a = a;
 		T("R: ADVERT id %u phase %u seq %llu off %u len %u%s\n", a.id, a.phase,
 		  (unsigned long long)a.seq, a.off, a.len, a.waitall ? " WAITALL" : "");
+		if (s->paper && (a.phase & 1))
+			fail(s, "lemma 1: an advert with an odd phase", a.id, a.phase);
+		if (s->paper && s->adv_phase_set && a.phase != s->adv_phase)
+			fail(s, "lemma 2: adverts changed phase without an indirect arrival",
+			     a.phase, s->adv_phase);
+		s->adv_phase_set = true;
+		s->adv_phase = a.phase;
 		push(&s->r2s, m);
 		return true;
 	}
@@ -245,6 +286,7 @@ bool sim_deliver_to_sender(struct sim *s)
 		fail(s,
 		     m->type == SIM_ADVERT ? "sender refused an advert" : "sender refused an ack",
 		     (unsigned long long)-rc, 0);
+	check_sender_phase(s);
 	free(m);
 	return true;
 }

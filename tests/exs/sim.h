@@ -5,7 +5,13 @@
  * protocol against it: each direct transfer must land in the oldest
  * receive still open, at the byte where that receive's data continues (the
  * paper's safety property), and every receive must complete with exactly
- * the next bytes of the sender's stream.
+ * the next bytes of the sender's stream. In EXS_SP_PAPER it also checks
+ * the paper's lemmas as they go: every advert's phase is even (Lemma 1);
+ * adverts between two indirect arrivals share one phase (Lemma 2); a
+ * sender in an even phase last sent directly (Lemma 3); a direct transfer
+ * goes in an even phase, in the phase of the one before it or, after an
+ * indirect one, in a higher phase (a fresh advert); and never into a
+ * receive that has taken data from the ring.
  */
 #ifndef UWARP_TESTS_EXS_SIM_H
 #define UWARP_TESTS_EXS_SIM_H
@@ -34,6 +40,7 @@ struct sim_chan {
 
 struct sim_recv {
 	uint32_t id, len, placed;
+	uint32_t from_ring; /* bytes copied into it out of the ring */
 	uint8_t *buf;
 	struct sim_recv *next;
 };
@@ -48,6 +55,13 @@ struct sim {
 	struct sim_recv *recvs, **recvs_tail; /* open receives, oldest first */
 	unsigned nrecvs;
 	uint64_t completions, partial_completions;
+	uint64_t back_to_direct; /* direct transfers right after an indirect one */
+	/* the paper's lemmas (EXS_SP_PAPER) */
+	bool paper;
+	enum exs_sp_kind last_kind; /* the sender's last transfer, 0 before one */
+	uint32_t last_phase;
+	bool adv_phase_set; /* an advert since the last indirect arrival */
+	uint32_t adv_phase;
 	char failure[256]; /* set when a check failed */
 };
 

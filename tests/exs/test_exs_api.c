@@ -320,6 +320,20 @@ static void forced_modes_show_in_the_counters(void **state)
 	assert_int_equal(rx.rx_direct + rx.rx_indirect, y.direct + y.indirect);
 }
 
+/* The paper's mode (EXS_MODE_PAPER) over a real connection: agreed by
+ * both ends, the stream arrives whole (run_mode checks every byte), every
+ * transfer sent is one received, and the receiver sent adverts. */
+static void the_papers_mode_carries_the_stream(void **state)
+{
+	(void)state;
+	struct exs_stream_counters rx;
+	struct exs_stream_counters y = run_mode(EXS_MODE_PAPER, 0, &rx);
+	assert_true(y.direct + y.indirect > 0);
+	assert_int_equal(rx.rx_direct + rx.rx_indirect, y.direct + y.indirect);
+	assert_true(rx.adverts > 0);
+	assert_int_equal(y.coalesced, 0); /* the paper's sender has no buffer */
+}
+
 static void without_immediate_data_notifications_are_sends(void **state)
 {
 	struct exs_stream_counters rx;
@@ -1413,6 +1427,7 @@ int main(void)
 		cmocka_unit_test(receive_without_waitall_completes_with_what_arrived),
 		cmocka_unit_test(seqpacket_cuts_a_long_message_to_the_receive),
 		cmocka_unit_test(forced_modes_show_in_the_counters),
+		cmocka_unit_test(the_papers_mode_carries_the_stream),
 		cmocka_unit_test(without_immediate_data_notifications_are_sends),
 		cmocka_unit_test(shutdown_ends_the_stream_and_close_cancels),
 		cmocka_unit_test(qdequeue_negative_count_waits_for_that_many),

@@ -123,7 +123,12 @@ run_to_tcp() {
 run_ddp() {
 	local sender=$1 size=$2 so=$3 rsize=$4 ro=$5 how=${6:-setsockopt} rd=${7:-}
 	local renv=()
-	[ -n "$rd" ] && [ "$how" = env ] && renv=(env ESOCK_DDPMODE=all)
+	# The accepting end waits ESOCK_PEEK_MS (200 ms by default) for the
+	# client's first bytes before it takes the socket for plain TCP; this
+	# client always speaks MPA first, but a loaded machine (sanitizers, two
+	# suites at once) has taken longer than 200 ms to get it there.
+	[ -n "$rd" ] && renv=(env ESOCK_PEEK_MS=20000)
+	[ -n "$rd" ] && [ "$how" = env ] && renv+=(ESOCK_DDPMODE=all)
 	# shellcheck disable=SC2086
 	start_server "$work/recv.out" "${renv[@]}" "$work/exs_receiver" $rd "$rsize" "$ro"
 	local mode=()

@@ -7,7 +7,7 @@
  *
  *   exs-pump -s [-p PORT] [--loop] [--ring BYTES] [--crc on|off]
  *   exs-pump -c HOST [-p PORT] [--type stream|seqpacket]
- *            [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]
+ *            [--mode dynamic|direct|indirect|paper] [--size BYTES|exp:MEAN:MAX]
  *            [--sends N] [--recvs N] [--rsize BYTES]
  *            (--time SECONDS | --bytes N) [--flow credit|rdma|rdma-auto]
  *            [--burst N (--compute USEC | --idle USEC)] [--json]
@@ -549,11 +549,11 @@ connected:
 		c.direct + c.indirect ? (double)c.direct / (double)(c.direct + c.indirect) : 0;
 	double util = r.ring_used ? (double)r.copied / (double)r.ring_used : 0;
 	double us_round = rounds ? secs * 1e6 / (double)rounds : 0;
-	static const char *modes[] = { "dynamic", "direct", "indirect", "tcp" };
+	static const char *modes[] = { "dynamic", "direct", "indirect", "paper", "tcp" };
 	static const char *flows[] = { "rdma-auto", "rdma", "credit", "none" };
 	int flow = 3; /* messages have no indirect path, nor plain TCP */
 	socklen_t fl = sizeof(flow);
-	int mode = system_sockets && !ddp_sockets ? 3 : o->mode;
+	int mode = system_sockets && !ddp_sockets ? 4 : o->mode;
 	if (o->type == SOCK_STREAM && (!system_sockets || ddp_sockets))
 		exs_getsockopt(fd, SOL_EXS, EXS_SO_FLOW, &flow, &fl);
 	if (o->json) {
@@ -609,7 +609,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: exs-pump -s [-p PORT] [--loop] [--ring BYTES] [--crc on|off]\n"
 		"       exs-pump -c HOST [-p PORT] [--type stream|seqpacket]\n"
-		"                [--mode dynamic|direct|indirect] [--size BYTES|exp:MEAN:MAX]\n"
+		"                [--mode dynamic|direct|indirect|paper] [--size "
+		"BYTES|exp:MEAN:MAX]\n"
 		"                [--sends N] [--recvs N] [--rsize BYTES]\n"
 		"                (--time SECONDS | --bytes N) [--json]\n"
 		"                [--flow credit|rdma|rdma-auto]  (indirect flow control)\n"
@@ -660,8 +661,9 @@ int main(int argc, char **argv)
 					    { 0, 0, 0, 0 } };
 	static const char *const types[] = { "stream", "seqpacket", NULL };
 	static const int type_of[] = { SOCK_STREAM, SOCK_SEQPACKET };
-	static const char *const modes[] = { "dynamic", "direct", "indirect", NULL };
-	static const int mode_of[] = { EXS_MODE_DYNAMIC, EXS_MODE_DIRECT, EXS_MODE_INDIRECT };
+	static const char *const modes[] = { "dynamic", "direct", "indirect", "paper", NULL };
+	static const int mode_of[] = { EXS_MODE_DYNAMIC, EXS_MODE_DIRECT, EXS_MODE_INDIRECT,
+				       EXS_MODE_PAPER };
 	static const char *const flows[] = { "credit", "rdma", "rdma-auto", NULL };
 	static const int flow_of[] = { EXS_FLOW_CREDIT, EXS_FLOW_RDMA, EXS_FLOW_RDMA_AUTO };
 	static const char *const off_on[] = { "off", "on", NULL };
