@@ -341,6 +341,14 @@ void uw__conn_tx(struct uw_conn *c)
 				batch_written(c);
 			fill(c);
 			if (!c->batch.niov) {
+				/* A message whose last FPDU closed the list before
+				 * (its byte budget reached there) is seen done only
+				 * by this fill: its bytes have all left, and no list
+				 * of its own will complete it. Without this its
+				 * completion waited for the next post, for ever when
+				 * the application waited for it first. */
+				if (c->nbatch_done)
+					batch_written(c);
 				uw__conn_poll(c, UV_READABLE);
 				return;
 			}

@@ -448,6 +448,61 @@ static void write_with_immediate_and_solicited_events(void **state)
 	pair_close(&p);
 }
 
+/* A message whose last FPDU (or, for a Write with Immediate Data, the
+ * Immediate's FPDU) closes the engine's gather list, which stops adding at
+ * 256 KiB, was counted done only by the next fill of the list; with
+ * nothing else to send there was no list to complete it, and its
+ * completion waited for the next post: for ever when the application
+ * waited for it first (an ES-API sender with one send outstanding hung
+ * so). Every length around 256 KiB, posted alone, completes. */
+static void a_message_that_closes_a_gather_list_completes_alone(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	pair_connect(&p, NULL, NULL, 0, 0);
+	size_t big = 512u << 10;
+	uint8_t *sb = aligned_alloc(4096, big), *cb = aligned_alloc(4096, big);
+	memset(cb, 0x5a, big);
+	struct uw_mr *smr =
+		uw_reg_mr(p.s.pd, sb, big, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	struct uw_mr *cmr = uw_reg_mr(p.c.pd, cb, big, UW_ACCESS_LOCAL_WRITE);
+	assert_non_null(smr);
+	assert_non_null(cmr);
+	for (int imm = 0; imm < 2; imm++) {
+		for (uint32_t len = (256u << 10) - 1024; len <= (256u << 10) + 512; len += 4) {
+			if (imm) {
+				struct uw_recv_wr r = { .wr_id = len };
+				assert_int_equal(uw_post_recv(p.s.qp, &r, NULL), 0);
+			}
+			struct uw_sge g = { (uintptr_t)cb, len, cmr->lkey };
+			struct uw_send_wr wr = { .wr_id = len,
+						 .sg_list = &g,
+						 .num_sge = 1,
+						 .opcode = imm ? UW_WR_RDMA_WRITE_WITH_IMM
+							       : UW_WR_RDMA_WRITE,
+						 .send_flags = UW_SEND_SIGNALED,
+						 .imm_data = len,
+						 .rdma = { (uintptr_t)sb, smr->rkey } };
+			assert_int_equal(uw_post_send(p.c.qp, &wr, NULL), 0);
+			struct uw_wc wc = wait_wc(p.c.cq);
+			assert_int_equal(wc.status, UW_WC_SUCCESS);
+			assert_int_equal(wc.wr_id, len);
+			if (imm) {
+				wc = wait_wc(p.s.cq);
+				assert_int_equal(wc.opcode, UW_WC_RECV_IMM);
+				assert_int_equal(wc.imm_data, len);
+			}
+		}
+	}
+	assert_int_equal(sb[(256u << 10) - 1], 0x5a);
+	assert_int_equal(uw_dereg_mr(smr), 0);
+	assert_int_equal(uw_dereg_mr(cmr), 0);
+	free(sb);
+	free(cb);
+	pair_close(&p);
+}
+
 /* Writes with Immediate Data kept four deep, 1 MiB each: the Immediate's
  * FPDU follows the Write's last FPDU, and once (when that FPDU's CRC was
  * computed after it was written) shared a gather list with the start of
@@ -988,6 +1043,7 @@ int main(void)
 		cmocka_unit_test(atomics_return_the_old_value_and_update_memory),
 		cmocka_unit_test(write_with_immediate_and_solicited_events),
 		cmocka_unit_test(write_with_immediate_train_keeps_every_value),
+		cmocka_unit_test(a_message_that_closes_a_gather_list_completes_alone),
 		cmocka_unit_test(unsignalled_sends_complete_only_when_they_fail),
 		cmocka_unit_test(shared_receive_queue_feeds_two_connections),
 		cmocka_unit_test(a_resized_cq_keeps_its_completions_in_order),
