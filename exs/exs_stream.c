@@ -283,7 +283,14 @@ int exs__stream_ctl(struct exs_sock *s, const struct exs_ctl *m)
 		return 0;
 	}
 	case EXS_CTL_ACK:
-		return exs_sp_tx_ack(&s->tx, m->seq) ? -EPROTO : 0;
+		if (exs_sp_tx_ack(&s->tx, m->seq))
+			return -EPROTO;
+		/* The paper's sender acts on each completion as it comes: room
+		 * in the ring is used before adverts that arrived behind the ACK
+		 * are looked at (uwarp's mode waits for the whole batch). */
+		if (s->mode == EXS_MODE_PAPER && s->st == S_CONNECTED)
+			tx_pump(s);
+		return 0;
 	case EXS_CTL_PHASE:
 		return exs_sp_rx_phase(&s->rx, m->phase) ? -EPROTO : 0;
 	default:

@@ -1,8 +1,9 @@
 /*
  * exs-pump: a blast tool for ES-API sockets. A client sends as fast as it
  * can, keeping --sends operations outstanding; the server keeps --recvs
- * receives outstanding (the client tells it how many), checks every byte
- * and reports. Both ends print throughput, time per message, CPU use and
+ * receives outstanding (the client tells it how many in a job message,
+ * and starts only on the server's "ok" once they are all posted, as the
+ * EXS papers' pumpexs does), checks every byte and reports. Both ends print throughput, time per message, CPU use and
  * the transfer counts of the dynamic stream protocol.
  *
  *   exs-pump -s [-p PORT] [--loop] [--ring BYTES] [--crc on|off]
@@ -161,6 +162,12 @@ static int serve(int fd, int type)
 			failed = "exs_recv";
 			goto end;
 		}
+	/* "ok": every receive is posted (and advertised); the client starts
+	 * now, as the UNH EXS papers' pumpexs does */
+	if (exs_send(fd, "ok", 2, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != 2) {
+		failed = "sending ok";
+		goto end;
+	}
 	uint64_t off = 0, msgs = 0, bad = UINT64_MAX;
 	bool eof = false;
 	while (out) {
@@ -494,6 +501,10 @@ connected:
 	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
 	    HDR_LEN)
 		die("job");
+	char go[2];
+	if (exs_recv(fd, go, 2, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != 2 ||
+	    memcmp(go, "ok", 2))
+		die("waiting for the server's ok");
 	size_t slab = (size_t)o->sends * max;
 	uint8_t *buf = aligned_alloc(4096, (slab + 4095) / 4096 * 4096);
 	exs_mhandle_t mh = buf ? exs_mregister(buf, slab, EXS_ACCESS_READ) : EXS_MHANDLE_INVALID;
