@@ -376,10 +376,46 @@ static void a_number_closed_with_close_and_used_again_is_a_new_socket(void **sta
 	close(c);
 }
 
+/* What cannot be done says why: an option of SOL_ESOCK's that is not
+ * there, a value of the wrong size, and an ES-API call on a socket marked
+ * for DDP mode that was never connected (there is no one to speak MPA
+ * to): ENOPROTOOPT, EINVAL, ENOTCONN; the socket is unharmed and can
+ * still be connected and used. */
+static void bad_options_and_a_never_connected_socket_say_why(void **state)
+{
+	(void)state;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(exs_setsockopt(fd, SOL_ESOCK, 99, &one, sizeof(one)), -1);
+	assert_int_equal(errno, ENOPROTOOPT);
+	assert_int_equal(exs_setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &one, 2), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(exs_setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+	assert_int_equal(exs_send(fd, "x", 1, 0, EXS_QHANDLE_INVALID, NULL, NULL), -1);
+	assert_int_equal(errno, ENOTCONN);
+	char c;
+	assert_int_equal(exs_recv(fd, &c, 1, 0, EXS_QHANDLE_INVALID, NULL, NULL), -1);
+	assert_int_equal(errno, ENOTCONN);
+	/* connected now, to an ES-API server: it switches and talks */
+	struct sockaddr_in sa;
+	int l = es_listener(&sa);
+	assert_int_equal(connect(fd, (const struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(exs_send(fd, "y", 1, 0, EXS_QHANDLE_INVALID, NULL, NULL), 1);
+	int a = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+	assert_true(a >= 0);
+	assert_int_equal(exs_recv(a, &c, 1, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, NULL), 1);
+	assert_int_equal(c, 'y');
+	assert_int_equal(ddp_mode(fd), 1);
+	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
+	exs_close(a, EXS_QHANDLE_INVALID, NULL);
+	exs_close(l, EXS_QHANDLE_INVALID, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_connected_socket_switches_and_talks_to_an_es_api_server),
+		cmocka_unit_test(bad_options_and_a_never_connected_socket_say_why),
 		cmocka_unit_test(a_socket_marked_before_connect_switches_at_its_first_call),
 		cmocka_unit_test(a_peer_that_is_not_iwarp_fails_the_switch),
 		cmocka_unit_test(two_system_sockets_in_ddp_mode_talk_over_ddp),
