@@ -315,9 +315,18 @@ bool exs_sp_rx_ack_due(struct exs_sp_rx *r, uint64_t *drained)
 	 * back earlier is filled while the adverts are on their way, and they
 	 * arrive stale, round after round. The paper acknowledges as the
 	 * ring drains (its Fig. 5), before any advert. */
-	if (!unacked || (exs_sp_ring_bytes(r) && r->mode != EXS_SP_PAPER &&
-			 (r->mode == EXS_SP_DYNAMIC || unacked < r->ring_size / 4)))
+	if (!unacked)
 		return false;
+	if (r->slot && r->mode != EXS_SP_DYNAMIC && r->mode != EXS_SP_PAPER) {
+		/* Credits on the indirect path (the SDP paper's first scheme,
+		 * its delayed acknowledgement): once half the credits are used,
+		 * not before, whether or not more data waits. */
+		if (unacked * 2 < r->ring_size)
+			return false;
+	} else if (exs_sp_ring_bytes(r) && r->mode != EXS_SP_PAPER &&
+		   (r->mode == EXS_SP_DYNAMIC || unacked < r->ring_size / 4)) {
+		return false;
+	}
 	r->ring_acked = r->ring_out;
 	*drained = r->ring_out;
 	return true;
