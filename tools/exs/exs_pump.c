@@ -42,7 +42,8 @@
 #include "tools/lib/tool_opt.h"
 #include "util/clock.h"
 
-#define JOB_MAGIC 0x50554d50u /* "PUMP" */
+/* "PUM2": the job, then the server's "ok" (an older exs-pump fails at once) */
+#define JOB_MAGIC 0x50554d32u
 #define HDR_LEN 64
 
 #define JOB_NO_VERIFY 1u /* job flags */
