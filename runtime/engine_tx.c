@@ -337,8 +337,13 @@ void uw__conn_tx(struct uw_conn *c)
 	for (int round = 0;
 	     round < UW_TX_ROUNDS && sent < UW_TX_BUDGET && uw_life_tx_open(&c->life); round++) {
 		if (c->wr_iov == c->batch.niov) {
-			if (c->batch.niov)
+			if (c->batch.niov) {
 				batch_written(c);
+				/* a completion that overflowed the CQ ended the
+				 * connection: nothing more may go on its socket */
+				if (!uw_life_tx_open(&c->life))
+					return;
+			}
 			fill(c);
 			if (!c->batch.niov) {
 				/* A message whose last FPDU closed the list before
@@ -349,7 +354,8 @@ void uw__conn_tx(struct uw_conn *c)
 				 * the application waited for it first. */
 				if (c->nbatch_done)
 					batch_written(c);
-				uw__conn_poll(c, UV_READABLE);
+				if (uw_life_tx_open(&c->life))
+					uw__conn_poll(c, UV_READABLE);
 				return;
 			}
 		}
@@ -370,12 +376,11 @@ void uw__conn_tx(struct uw_conn *c)
 			return;
 		}
 	}
-	if (uw_life_tx_open(&c->life)) {
-		if (c->wr_iov == c->batch.niov && c->batch.niov)
-			batch_written(c);
-		/* more may remain: come back when the loop runs again */
+	if (uw_life_tx_open(&c->life) && c->wr_iov == c->batch.niov && c->batch.niov)
+		batch_written(c);
+	/* more may remain: come back when the loop runs again */
+	if (uw_life_tx_open(&c->life))
 		uw__conn_poll(c, UV_READABLE | UV_WRITABLE);
-	}
 }
 
 /* Wait for the socket to take more; false if the connection ended. */

@@ -503,6 +503,40 @@ static void a_message_that_closes_a_gather_list_completes_alone(void **state)
 	pair_close(&p);
 }
 
+/* Completions that overflow the send CQ end the connection (an RNIC's QP
+ * fails so rather than lose one). The engine learns it while completing a
+ * gather list that has left, in the middle of its send loop, and stops
+ * there (runtime/engine_tx.c). The completions that fit are kept in order,
+ * the QP's end says ENOSPC, and the peer sees the connection end. */
+static void a_send_cq_overflow_ends_the_connection_cleanly(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	assert_int_equal(uw_destroy_cq(p.c.cq), 0);
+	p.c.cq = uw_create_cq(p.c.ctx, 2, NULL, NULL);
+	assert_non_null(p.c.cq);
+	pair_connect(&p, NULL, NULL, 0, 0);
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 32; i++) {
+			int rc = post(p.c.qp, UW_WR_RDMA_WRITE, (uint64_t)i, p.c.buf, BUF,
+				      p.c.mr->lkey, (uintptr_t)p.s.buf, p.s.mr->rkey,
+				      UW_SEND_SIGNALED);
+			if (rc) /* the QP failed while we posted */
+				assert_int_equal(rc, EINVAL);
+		}
+	struct uw_cm_event *e = expect_event(p.c.ch, UW_CM_EVENT_DISCONNECTED);
+	assert_int_equal(e->status, ENOSPC);
+	uw_cm_ack_event(e);
+	uw_cm_ack_event(expect_event(p.s.ch, UW_CM_EVENT_DISCONNECTED));
+	/* the first two completions made it, as written */
+	struct uw_wc wc[4];
+	assert_int_equal(uw_poll_cq(p.c.cq, 4, wc), 2);
+	assert_int_equal(wc[0].status, UW_WC_SUCCESS);
+	assert_int_equal(wc[1].wr_id, 1);
+	pair_close(&p);
+}
+
 /* Writes with Immediate Data kept four deep, 1 MiB each: the Immediate's
  * FPDU follows the Write's last FPDU, and once (when that FPDU's CRC was
  * computed after it was written) shared a gather list with the start of
@@ -1044,6 +1078,7 @@ int main(void)
 		cmocka_unit_test(write_with_immediate_and_solicited_events),
 		cmocka_unit_test(write_with_immediate_train_keeps_every_value),
 		cmocka_unit_test(a_message_that_closes_a_gather_list_completes_alone),
+		cmocka_unit_test(a_send_cq_overflow_ends_the_connection_cleanly),
 		cmocka_unit_test(unsignalled_sends_complete_only_when_they_fail),
 		cmocka_unit_test(shared_receive_queue_feeds_two_connections),
 		cmocka_unit_test(a_resized_cq_keeps_its_completions_in_order),
