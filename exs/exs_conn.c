@@ -169,6 +169,8 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 		s->fl_head = (s->fl_head + 1) % EXS_SQ_DEPTH;
 		s->fl_count--;
 		struct exs_op *op = f.op;
+		if (f.sendbuf)
+			exs__stream_sendbuf_done(s);
 		if (op && wc->status == UW_WC_SUCCESS) {
 			op->done += s->type == SOCK_STREAM ? f.len : op->len;
 			/* transfers complete in order: a finished send is the head */
@@ -176,6 +178,8 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 				util_list_del(&op->link);
 				s->nsends--;
 				exs__send_finished(s, op, 0, (ssize_t)op->len);
+				/* copied sends behind it were waiting for it */
+				exs__stream_reap_copied(s);
 			}
 		}
 	}

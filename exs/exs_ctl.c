@@ -109,6 +109,17 @@ int exs__post_ctl(struct exs_sock *s, struct exs_ctl *m)
 	return exs__post_ctl_raw(s, m);
 }
 
+static int post_xfer(struct exs_sock *s, struct uw_sge *sge, int ns, uint32_t len, uint64_t raddr,
+		     uint32_t rkey, const struct exs_note *n, struct exs_inflight f);
+
+int exs__post_xfer_buf(struct exs_sock *s, void *buf, uint32_t lkey, uint32_t len, uint64_t raddr,
+		       uint32_t rkey, const struct exs_note *n)
+{
+	struct uw_sge sge = { (uintptr_t)buf, len, lkey };
+	return post_xfer(s, &sge, 1, len, raddr, rkey, n,
+			 (struct exs_inflight){ .len = len, .sendbuf = true });
+}
+
 int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_t len,
 		   uint64_t raddr, uint32_t rkey, const struct exs_note *n)
 {
@@ -128,6 +139,12 @@ int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_
 		left -= take;
 		skip = 0;
 	}
+	return post_xfer(s, sge, ns, len, raddr, rkey, n, (struct exs_inflight){ op, len, false });
+}
+
+static int post_xfer(struct exs_sock *s, struct uw_sge *sge, int ns, uint32_t len, uint64_t raddr,
+		     uint32_t rkey, const struct exs_note *n, struct exs_inflight f)
+{
 	struct uw_send_wr w[2];
 	int nw = 0;
 	if (s->imm) {
@@ -184,6 +201,6 @@ int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_
 		s->credits--;
 		s->sq_out++;
 	}
-	s->fl[(s->fl_head + s->fl_count++) % EXS_SQ_DEPTH] = (struct exs_inflight){ op, len };
+	s->fl[(s->fl_head + s->fl_count++) % EXS_SQ_DEPTH] = f;
 	return 0;
 }

@@ -117,6 +117,8 @@ struct exs_op {
 	int flags;       /* RECV: MSG_WAITALL; result MSG_TRUNC */
 	uint32_t rid;    /* RECV: the protocol's receive id */
 	bool *coal_busy; /* a coalescing buffer's send (no event): frees it */
+	bool copied;     /* SEND: some of it went through EXS_FLOW_CREDIT's send
+			  * buffers, and counts as done once copied */
 	/* SEND on a stream: on its socket's send_order until its event goes
 	 * (exs__send_finished), with the result it finished with */
 	struct util_list order;
@@ -132,8 +134,9 @@ struct exs_sync {
 
 /* A transfer in flight: completes its operation's bytes in posting order. */
 struct exs_inflight {
-	struct exs_op *op; /* NULL: a control message */
+	struct exs_op *op; /* NULL: a control message, or a copied send */
 	uint32_t len;
+	bool sendbuf; /* sent from an EXS_FLOW_CREDIT send buffer: frees it */
 };
 
 /* the sender's copy of a receive's advert: where its buffer is */
@@ -230,6 +233,13 @@ struct exs_sock {
 	struct exs_coal coal[EXS_COALESCE_BUFS];
 	uint32_t coal_size; /* each one's */
 	uint64_t coalesced, flushes;
+	/* EXS_FLOW_CREDIT: the sender's own buffers, one per credit, a slot
+	 * each (the SDP paper's N send buffers of S bytes); used and freed in
+	 * order, as the transfers from them complete */
+	uint8_t *cbuf;
+	struct uw_mr *cbuf_mr;
+	uint32_t cbuf_n, cbuf_busy;
+	uint64_t cbuf_next, sendbuf_bytes;
 
 	/* seqpacket: adverts held (sender), and receives' ids (receiver) */
 	struct exs_adv_where *sp_adv;
@@ -431,6 +441,10 @@ bool exs__can_ctl(const struct exs_sock *s);
 bool exs__can_xfer(const struct exs_sock *s);
 int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_t len,
 		   uint64_t raddr, uint32_t rkey, const struct exs_note *n);
+/* A transfer of @len bytes from one of EXS_FLOW_CREDIT's send buffers
+ * (@buf, registered as @lkey): its completion frees the buffer. */
+int exs__post_xfer_buf(struct exs_sock *s, void *buf, uint32_t lkey, uint32_t len, uint64_t raddr,
+		       uint32_t rkey, const struct exs_note *n);
 void exs__on_cm(struct uw_cm_event *e);
 /* an ACCEPT event bringing connected socket s */
 void exs__complete_accept(struct exs_op *op, const struct exs_sock *s);
@@ -514,6 +528,10 @@ void exs__stream_pump(struct exs_sock *s);
  * in a coalescing buffer queued behind the waiting sends). */
 bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcnt, size_t len);
 void exs__stream_free(struct exs_sock *s);
+/* A send buffer's transfer completed; and the sends at the head whose
+ * bytes were all copied complete. */
+void exs__stream_sendbuf_done(struct exs_sock *s);
+void exs__stream_reap_copied(struct exs_sock *s);
 int exs__stream_ctl(struct exs_sock *s, const struct exs_ctl *m);
 int exs__stream_note(struct exs_sock *s, const struct exs_note *n, bool full);
 bool exs__stream_readable(struct exs_sock *s);

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -714,10 +715,18 @@ int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optl
 						 .rx_indirect = s->rx_indirect,
 						 .ring_used = s->rx.c.ring_used,
 						 .coalesced = s->coalesced,
-						 .flushes = s->flushes };
+						 .flushes = s->flushes,
+						 .sendbuf = s->sendbuf_bytes,
+						 .ring_held = exs_sp_rx_held(&s->rx) };
 		if (s->type == SOCK_SEQPACKET)
 			c.direct = s->sent_seq, c.rx_direct = s->rx_msgs;
-		return unlock_err(put_out(optval, optlen, &c, sizeof(c)));
+		/* the struct grows at its end: a shorter one gets its part */
+		socklen_t len =
+			optlen && *optlen >= offsetof(struct exs_stream_counters, sendbuf) &&
+					*optlen < sizeof(c)
+				? *optlen
+				: sizeof(c);
+		return unlock_err(put_out(optval, optlen, &c, len));
 	}
 	default:
 		return unlock_err(ENOPROTOOPT);

@@ -122,15 +122,85 @@ static void rx_pump(struct exs_sock *s)
 	send_ack(s);
 }
 
-/* the sender: transfers while adverts or ring space allow */
-static void tx_pump(struct exs_sock *s)
+/* EXS_FLOW_CREDIT's send buffers, made at the first indirect transfer:
+ * one per credit, a slot each, as the SDP paper's credit scheme has them. */
+static bool cbuf_ready(struct exs_sock *s)
 {
-	if (!exs__tx_may_run(s))
-		return;
+	if (s->cbuf)
+		return true;
+	uint32_t n = (uint32_t)(s->tx.ring_size / s->tx.slot);
+	size_t bytes = (size_t)n * s->tx.slot;
+	s->cbuf = malloc(bytes);
+	s->cbuf_mr = s->cbuf ? uw_reg_mr(exs_rt.pd, s->cbuf, bytes, UW_ACCESS_LOCAL_WRITE) : NULL;
+	if (!s->cbuf_mr) {
+		free(s->cbuf);
+		s->cbuf = NULL;
+		return false;
+	}
+	s->cbuf_n = n;
+	return true;
+}
+
+/* Copy @len bytes of @op's from @off into @dst. */
+static void op_copy_out(const struct exs_op *op, size_t off, uint8_t *dst, size_t len)
+{
+	for (int i = 0; i < op->iovcnt && len; i++) {
+		size_t l = op->iov[i].iov_len;
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		size_t take = l - off < len ? l - off : len;
+		memcpy(dst, (const uint8_t *)op->iov[i].iov_base + off, take);
+		dst += take;
+		len -= take;
+		off = 0;
+	}
+}
+
+/* An indirect transfer under credits: the bytes are copied into the next
+ * send buffer and go from there; for the application they are sent. */
+static int post_copied(struct exs_sock *s, struct exs_op *op, const struct exs_sp_xfer *x,
+		       uint64_t raddr, uint32_t rkey, const struct exs_note *n)
+{
+	if (!cbuf_ready(s))
+		return -ENOMEM;
+	uint8_t *b = s->cbuf + (size_t)(s->cbuf_next % s->cbuf_n) * s->tx.slot;
+	op_copy_out(op, op->assigned, b, x->len);
+	int rc = exs__post_xfer_buf(s, b, s->cbuf_mr->lkey, x->len, raddr, rkey, n);
+	if (rc)
+		return rc;
+	s->cbuf_next++;
+	s->cbuf_busy++;
+	s->sendbuf_bytes += x->len;
+	op->done += x->len;
+	op->copied = true;
+	return 0;
+}
+
+void exs__stream_sendbuf_done(struct exs_sock *s) { s->cbuf_busy--; }
+
+void exs__stream_reap_copied(struct exs_sock *s)
+{
+	struct exs_op *op;
+	while ((op = exs__op_first(&s->sends)) && op->copied && op->posted && op->done == op->len) {
+		util_list_del(&op->link);
+		s->nsends--;
+		exs__send_finished(s, op, 0, (ssize_t)op->len);
+	}
+}
+
+/* the sender: transfers while adverts or ring space allow */
+static void tx_run(struct exs_sock *s)
+{
 	struct exs_op *op = exs__op_first(&s->sends);
 	while (op && op->posted)
 		op = exs__op_after(&s->sends, op);
 	while (op && exs__can_xfer(s)) {
+		/* every send buffer in flight: their completions come first
+		 * (one per credit, so with credits to spend this is rare) */
+		if (s->tx.slot && s->cbuf && s->cbuf_busy == s->cbuf_n)
+			return;
 		/* A coalescing buffer at the end fills while transfers are in
 		 * flight; their completions bring it out (Nagle's rule, with
 		 * the completion for the ACK). */
@@ -168,8 +238,11 @@ static void tx_pump(struct exs_sock *s)
 			raddr = s->peer_ring_addr + x.ring_off;
 			rkey = s->peer_ring_stag;
 		}
-		if (exs__post_xfer(s, op, op->assigned, x.len, raddr, rkey, &n)) {
-			exs__abort(s, ECONNRESET);
+		int rc = x.kind == EXS_SP_INDIRECT && s->tx.slot
+				 ? post_copied(s, op, &x, raddr, rkey, &n)
+				 : exs__post_xfer(s, op, op->assigned, x.len, raddr, rkey, &n);
+		if (rc) {
+			exs__abort(s, rc == -ENOMEM ? ENOMEM : ECONNRESET);
 			return;
 		}
 		if (op->coal_busy && !op->assigned)
@@ -180,6 +253,15 @@ static void tx_pump(struct exs_sock *s)
 			op = exs__op_after(&s->sends, op);
 		}
 	}
+}
+
+static void tx_pump(struct exs_sock *s)
+{
+	if (!exs__tx_may_run(s))
+		return;
+	tx_run(s);
+	if (s->st == S_CONNECTED)
+		exs__stream_reap_copied(s);
 }
 
 static struct exs_op *coal_op(struct exs_sock *s)
@@ -249,6 +331,9 @@ bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcn
 
 void exs__stream_free(struct exs_sock *s)
 {
+	if (s->cbuf_mr)
+		uw_dereg_mr(s->cbuf_mr);
+	free(s->cbuf);
 	for (int i = 0; i < EXS_COALESCE_BUFS; i++) {
 		if (s->coal[i].mr)
 			uw_dereg_mr(s->coal[i].mr);

@@ -131,6 +131,8 @@ void exs_sp_rx_slots(struct exs_sp_rx *r, uint32_t slot)
 
 uint64_t exs_sp_rx_ring_next(const struct exs_sp_rx *r) { return r->ring_in % r->ring_size; }
 
+uint64_t exs_sp_rx_held(const struct exs_sp_rx *r) { return exs_sp_ring_bytes(r); }
+
 int exs_sp_rx_post(struct exs_sp_rx *r, uint32_t len, bool waitall, uint32_t *id)
 {
 	if (!len || len > (1u << 31))

@@ -178,6 +178,8 @@ void exs_sp_rx_init(struct exs_sp_rx *r, enum exs_sp_mode mode, uint64_t ring_si
 void exs_sp_rx_slots(struct exs_sp_rx *r, uint32_t slot);
 /* Where the next indirect transfer must land. */
 uint64_t exs_sp_rx_ring_next(const struct exs_sp_rx *r);
+/* Data bytes in the ring now: arrived, not yet copied out. */
+uint64_t exs_sp_rx_held(const struct exs_sp_rx *r);
 /* A receive of len bytes (1..2^31) was posted: its id in *id; -ENOBUFS
  * when too many are. */
 int exs_sp_rx_post(struct exs_sp_rx *r, uint32_t len, bool waitall, uint32_t *id);

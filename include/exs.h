@@ -518,7 +518,12 @@ struct exs_stream_counters {
 			      * ring_used is the ring's utilisation */
 	uint64_t coalesced;   /* sends copied into a coalescing buffer */
 	uint64_t flushes;     /* coalescing buffers sent */
+	uint64_t sendbuf;     /* bytes copied into EXS_FLOW_CREDIT's send buffers */
+	uint64_t ring_held;   /* data in its ring now, arrived and not yet copied
+			       * out: sampled over time, the SDP paper's buffer
+			       * utilisation (divided by EXS_SO_RING_SIZE) */
 };
+/* (A caller built with an older, shorter struct gets its fields.) */
 /* int, bytes, set before connect or listen: the hidden receive ring
  * (SOCK_STREAM; default 1 MiB, at least 4 KiB, at most 256 MiB). */
 #define EXS_SO_RING_SIZE 3

@@ -1316,6 +1316,53 @@ static void credit_flow_takes_a_slot_per_send(void **state)
 	assert_int_equal(tx.coalesced, 0);
 	assert_int_equal(rx.copied, N * LEN);
 	assert_int_equal(rx.ring_used, (uint64_t)N * 4096); /* a whole slot each */
+	assert_int_equal(tx.sendbuf, N * LEN);              /* each went through a send buffer */
+	close_pair(c, s);
+}
+
+/* Credit-based as the SDP paper has it: the sender copies each slot's
+ * worth into one of its own send buffers (one per credit, a slot each)
+ * and the transfer goes from there, so the send is done once copied. A
+ * 10000-byte send in three pieces (1000 + 5000 + 4000 bytes) cut into
+ * 4 KiB slots across the pieces' edges: the application reuses its memory
+ * as soon as the event comes, before the peer has posted a receive, and
+ * the peer still reads what was sent. The ring's data is counted while it
+ * waits (the paper's buffer utilisation is that, sampled), and is gone
+ * once read. */
+static void credit_sends_are_copied_and_done_before_the_peer_reads(void **state)
+{
+	int c, s;
+	flow_pair(EXS_FLOW_CREDIT, 4096, 65536, &c, &s);
+	enum { LEN = 10000 };
+	static uint8_t src[LEN], want[LEN], dst[LEN];
+	for (size_t i = 0; i < LEN; i++)
+		want[i] = src[i] = (uint8_t)(i * 11 + (i >> 7));
+	struct iovec iov[3] = { { src, 1000 }, { src + 1000, 5000 }, { src + 6000, 4000 } };
+	assert_int_equal(exs_sendv(c, iov, 3, 0, Q, (void *)1, NULL), 0);
+	exs_event_t ev = ev1();
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_SEND);
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, LEN);
+	memset(src, 0, sizeof(src));
+	struct exs_stream_counters tx = counters(c);
+	assert_int_equal(tx.sendbuf, LEN);
+	assert_int_equal(tx.indirect, 3); /* 4096 + 4096 + 1808 */
+	/* the data reaches the peer's ring without a receive */
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (counters(s).ring_held == LEN)
+			break;
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		assert_true(t.tv_sec - t0.tv_sec < 20);
+		struct pollfd pf = { s, POLLIN, 0 };
+		exs_poll(&pf, 1, 100);
+	}
+	assert_int_equal(exs_recv(s, dst, LEN, MSG_WAITALL, Q, (void *)2, NULL), 0);
+	ev = ev1();
+	assert_int_equal(ev.exs_evt_union.xfer.bytes, LEN);
+	assert_memory_equal(dst, want, LEN);
+	assert_int_equal(counters(s).ring_held, 0);
 	close_pair(c, s);
 }
 
@@ -1453,6 +1500,7 @@ int main(void)
 		cmocka_unit_test(hello_slot_and_chain_flag_are_checked),
 		cmocka_unit_test(flow_options_are_checked),
 		cmocka_unit_test(credit_flow_takes_a_slot_per_send),
+		cmocka_unit_test(credit_sends_are_copied_and_done_before_the_peer_reads),
 		cmocka_unit_test(small_sends_behind_a_waiting_one_are_coalesced),
 		cmocka_unit_test(progress_without_auto_waits_for_a_call),
 	};

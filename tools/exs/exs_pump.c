@@ -39,14 +39,17 @@
 #include <exs.h>
 
 #include "pump_pattern.h"
+#include "pump_pingpong.h"
 #include "tools/lib/tool_opt.h"
 #include "util/clock.h"
 
-/* "PUM2": the job, then the server's "ok" (an older exs-pump fails at once) */
-#define JOB_MAGIC 0x50554d32u
-#define HDR_LEN 64
+/* "PUM3": the job, then the server's "ok" (an older exs-pump fails at once) */
+#define JOB_MAGIC 0x50554d33u
+#define HDR_LEN 128
 
 #define JOB_NO_VERIFY 1u /* job flags */
+#define JOB_PINGPONG 2u  /* echo messages of rsize bytes (pump_pingpong.c) */
+#define JOB_SAMPLE 4u    /* sample the ring's occupancy while receiving */
 
 struct job {
 	uint32_t magic, recvs, rsize, flags;
@@ -58,6 +61,7 @@ struct result {
 	uint64_t bytes, msgs, bad_at;
 	double cpu, secs;
 	uint64_t copied, ring_used; /* the server's ring: data and room it took */
+	double occupancy;           /* JOB_SAMPLE: mean data held / ring size */
 };
 _Static_assert(sizeof(struct result) <= HDR_LEN, "a result fits its header");
 
@@ -71,12 +75,15 @@ struct opts {
 	bool exp;
 	double time;
 	uint64_t bytes;
-	int flow;          /* -1: the library's default */
-	size_t rsize;      /* the server's receives (0: the largest message) */
-	size_t ring;       /* server: its ring (0: the default) */
-	int burst;         /* progress test: sends per round (0: off) */
-	double compute_us; /* ...and the computation between rounds */
-	bool idle;         /* ...spent asleep, not spinning */
+	int flow;           /* -1: the library's default */
+	size_t rsize;       /* the server's receives (0: the largest message) */
+	size_t ring;        /* server: its ring (0: the default) */
+	int burst;          /* progress test: sends per round (0: off) */
+	double compute_us;  /* ...and the computation between rounds */
+	bool idle;          /* ...spent asleep, not spinning */
+	bool pingpong;      /* latency: one message each way per round */
+	bool occupancy;     /* sample the server's ring occupancy */
+	size_t credit_size; /* EXS_SO_CREDIT_SIZE (0: the default) */
 };
 
 static double cpu(void)
@@ -125,6 +132,34 @@ static size_t next_size(const struct opts *o)
 /* One connection's run. A failure ends this connection alone, in one line
  * on stderr: a --loop server serves others meanwhile and goes on after.
  * Returns 0, or 1 when the connection failed. */
+/* The server's side of --pingpong: "ok", echo until the client's end of
+ * stream, then the result. 0, or -1 with errno. */
+static int serve_pingpong(int fd, const struct job *j, uint8_t *hdr)
+{
+	if (exs_send(fd, "ok", 2, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != 2)
+		return -1;
+	double t0 = util_now_s(), c0 = cpu();
+	int64_t rounds = pingpong_serve(fd, j->rsize);
+	if (rounds < 0)
+		return -1;
+	struct result r = { .magic = JOB_MAGIC,
+			    .ok = 1,
+			    .bytes = (uint64_t)rounds * j->rsize,
+			    .msgs = (uint64_t)rounds,
+			    .bad_at = UINT64_MAX,
+			    .cpu = cpu() - c0,
+			    .secs = util_now_s() - t0 };
+	memset(hdr, 0, HDR_LEN);
+	memcpy(hdr, &r, sizeof(r));
+	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
+	    HDR_LEN)
+		return -1;
+	printf("server: ping-pong, %lld rounds of %u bytes, %.3f s\n", (long long)rounds, j->rsize,
+	       r.secs);
+	fflush(stdout);
+	return 0;
+}
+
 static int serve(int fd, int type)
 {
 	exs_qhandle_t q = exs_qcreate(EXS_MAX_RECVS + 4);
@@ -133,6 +168,8 @@ static int serve(int fd, int type)
 	exs_mhandle_t mh = EXS_MHANDLE_INVALID;
 	const char *failed = NULL;
 	int out = 0;
+	struct ring_sampler rs;
+	bool sampling = false;
 	if (q == EXS_QHANDLE_INVALID) {
 		failed = "exs_qcreate";
 		goto end;
@@ -149,6 +186,11 @@ static int serve(int fd, int type)
 		failed = "not a job";
 		goto end;
 	}
+	if (j.flags & JOB_PINGPONG) {
+		out = serve_pingpong(fd, &j, hdr);
+		failed = out ? "ping-pong" : NULL;
+		goto end;
+	}
 	size_t slab = (size_t)j.recvs * j.rsize;
 	buf = aligned_alloc(4096, (slab + 4095) / 4096 * 4096);
 	mh = buf ? exs_mregister(buf, slab, EXS_ACCESS_WRITE) : EXS_MHANDLE_INVALID;
@@ -157,6 +199,7 @@ static int serve(int fd, int type)
 		goto end;
 	}
 	double t0 = util_now_s(), c0 = cpu();
+	sampling = (j.flags & JOB_SAMPLE) && type == SOCK_STREAM && !ring_sampler_start(&rs, fd);
 	for (uint32_t i = 0; i < j.recvs; i++, out++)
 		if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, (void *)(uintptr_t)i,
 			     mh)) {
@@ -201,10 +244,16 @@ static int serve(int fd, int type)
 			out++;
 		}
 	}
+	double held = sampling ? ring_sampler_stop(&rs) : 0;
+	sampling = false;
 	struct exs_stream_counters c = { 0 };
 	socklen_t cl = sizeof(c);
-	if (type == SOCK_STREAM)
+	int ring = 0;
+	socklen_t rl = sizeof(ring);
+	if (type == SOCK_STREAM) {
 		exs_getsockopt(fd, SOL_EXS, EXS_SO_COUNTERS, &c, &cl);
+		exs_getsockopt(fd, SOL_EXS, EXS_SO_RING_SIZE, &ring, &rl);
+	}
 	struct result r = { JOB_MAGIC,
 			    bad == UINT64_MAX && (!j.bytes || off == j.bytes),
 			    off,
@@ -213,7 +262,8 @@ static int serve(int fd, int type)
 			    cpu() - c0,
 			    util_now_s() - t0,
 			    c.copied,
-			    c.ring_used };
+			    c.ring_used,
+			    ring > 0 ? held / ring : 0 };
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, &r, sizeof(r));
 	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
@@ -230,6 +280,8 @@ static int serve(int fd, int type)
 	       r.secs, r.cpu);
 	fflush(stdout);
 end:
+	if (sampling)
+		ring_sampler_stop(&rs);
 	if (failed)
 		fprintf(stderr, "exs-pump: server: a connection failed: %s: %s\n", failed,
 			strerror(errno));
@@ -257,6 +309,10 @@ static void *serve_thread(void *arg)
 
 static size_t server_ring;
 static int server_crc = 1;
+/* the flow control of the server's own sends (ping-pong replies), and
+ * the credit slots of either end's (0: the defaults) */
+static int server_flow = -1;
+static int credit_size;
 /* --sockets system: the stream's sockets are the system's (socket(2),
  * accept(2), connect(2)) and the ES-API's calls on them run in plain TCP;
  * --sockets ddp: the same sockets switched to DDP mode at both ends
@@ -293,6 +349,12 @@ static int listen_try(int type, int port)
 	if (ring && type == SOCK_STREAM &&
 	    exs_setsockopt(fd, SOL_EXS, EXS_SO_RING_SIZE, &ring, sizeof(ring)))
 		die("EXS_SO_RING_SIZE");
+	if (server_flow >= 0 && type == SOCK_STREAM &&
+	    exs_setsockopt(fd, SOL_EXS, EXS_SO_FLOW, &server_flow, sizeof(server_flow)))
+		die("EXS_SO_FLOW");
+	if (credit_size && type == SOCK_STREAM &&
+	    exs_setsockopt(fd, SOL_EXS, EXS_SO_CREDIT_SIZE, &credit_size, sizeof(credit_size)))
+		die("EXS_SO_CREDIT_SIZE");
 	/* as many waiting clients as the system allows a listener */
 	if (exs_listen(fd, SOMAXCONN)) {
 		exs_close(fd, EXS_QHANDLE_INVALID, NULL);
@@ -453,6 +515,50 @@ static uint64_t burst_rounds(struct sender *t, double until)
 	return rounds;
 }
 
+static const char *const mode_names[] = { "dynamic", "direct", "indirect", "paper", "tcp" };
+static const char *const flow_names[] = { "rdma-auto", "rdma", "credit", "none" };
+
+/* --pingpong: rounds until --time (or --bytes' worth), then the server's
+ * result; half round trips as the SDP paper reports them. */
+static int client_pingpong(const struct opts *o, int fd, uint8_t *hdr)
+{
+	struct pingpong_result pr;
+	uint64_t rounds = o->bytes ? (o->bytes + o->size - 1) / o->size : 0;
+	if (pingpong_run(fd, o->size, o->time, rounds, !o->no_verify, &pr))
+		die("ping-pong");
+	if (exs_shutdown(fd, SHUT_WR, EXS_QHANDLE_INVALID, NULL))
+		die("exs_shutdown");
+	if (exs_recv(fd, hdr, HDR_LEN, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL,
+		     EXS_MHANDLE_INVALID) != HDR_LEN)
+		die("result");
+	struct result r;
+	memcpy(&r, hdr, sizeof(r));
+	bool ok = r.magic == JOB_MAGIC && r.ok && r.msgs == pr.rounds && pr.echoed;
+	int flow = 3, mode = system_sockets && !ddp_sockets ? 4 : o->mode;
+	socklen_t fl = sizeof(flow);
+	if (o->type == SOCK_STREAM && (!system_sockets || ddp_sockets))
+		exs_getsockopt(fd, SOL_EXS, EXS_SO_FLOW, &flow, &fl);
+	if (o->json)
+		printf("{\"type\":\"%s\",\"mode\":\"%s\",\"flow\":\"%s\",\"pingpong\":true,"
+		       "\"size\":%zu,\"rounds\":%llu,\"seconds\":%.6f,\"half_rtt_mean_us\":%.3f,"
+		       "\"half_rtt_p50_us\":%.3f,\"half_rtt_p99_us\":%.3f,\"verified\":%s}\n",
+		       o->type == SOCK_STREAM ? "stream" : "seqpacket", mode_names[mode],
+		       flow_names[flow], o->size, (unsigned long long)pr.rounds, pr.secs,
+		       pr.half_rtt_mean_us, pr.half_rtt_p50_us, pr.half_rtt_p99_us,
+		       ok && !o->no_verify ? "true" : "false");
+	else
+		printf("client: ping-pong %s %s, flow %s, %zu bytes: %llu rounds, half round "
+		       "trip mean %.2f us, p50 %.2f, p99 %.2f; replies %s\n",
+		       o->type == SOCK_STREAM ? "stream" : "seqpacket", mode_names[mode],
+		       flow_names[flow], o->size, (unsigned long long)pr.rounds,
+		       pr.half_rtt_mean_us, pr.half_rtt_p50_us, pr.half_rtt_p99_us,
+		       !ok            ? "WRONG"
+		       : o->no_verify ? "not checked"
+				      : "equal to their messages");
+	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
+	return ok ? 0 : 2;
+}
+
 static int run_client(const struct opts *o)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
@@ -486,6 +592,9 @@ static int run_client(const struct opts *o)
 		die("EXS_SO_NO_IMMEDIATE");
 	if (o->flow >= 0 && exs_setsockopt(fd, SOL_EXS, EXS_SO_FLOW, &o->flow, sizeof(o->flow)))
 		die("EXS_SO_FLOW");
+	if (credit_size && o->type == SOCK_STREAM &&
+	    exs_setsockopt(fd, SOL_EXS, EXS_SO_CREDIT_SIZE, &credit_size, sizeof(credit_size)))
+		die("EXS_SO_CREDIT_SIZE");
 	if (exs_connect(fd, ai->ai_addr, ai->ai_addrlen, EXS_QHANDLE_INVALID, NULL))
 		die("exs_connect");
 connected:
@@ -493,8 +602,11 @@ connected:
 	size_t max = o->exp ? o->max : o->size;
 	struct job j = { JOB_MAGIC,
 			 (uint32_t)o->recvs,
-			 (uint32_t)(o->rsize ? o->rsize : max),
-			 o->no_verify ? JOB_NO_VERIFY : 0,
+			 (uint32_t)(o->pingpong ? max
+				    : o->rsize  ? o->rsize
+						: max),
+			 (o->no_verify ? JOB_NO_VERIFY : 0) | (o->pingpong ? JOB_PINGPONG : 0) |
+				 (o->occupancy ? JOB_SAMPLE : 0),
 			 (uint64_t)time(NULL),
 			 o->bytes };
 	uint8_t hdr[HDR_LEN] = { 0 };
@@ -506,6 +618,8 @@ connected:
 	if (exs_recv(fd, go, 2, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) != 2 ||
 	    memcmp(go, "ok", 2))
 		die("waiting for the server's ok");
+	if (o->pingpong)
+		return client_pingpong(o, fd, hdr);
 	size_t slab = (size_t)o->sends * max;
 	uint8_t *buf = aligned_alloc(4096, (slab + 4095) / 4096 * 4096);
 	exs_mhandle_t mh = buf ? exs_mregister(buf, slab, EXS_ACCESS_READ) : EXS_MHANDLE_INVALID;
@@ -561,8 +675,7 @@ connected:
 		c.direct + c.indirect ? (double)c.direct / (double)(c.direct + c.indirect) : 0;
 	double util = r.ring_used ? (double)r.copied / (double)r.ring_used : 0;
 	double us_round = rounds ? secs * 1e6 / (double)rounds : 0;
-	static const char *modes[] = { "dynamic", "direct", "indirect", "paper", "tcp" };
-	static const char *flows[] = { "rdma-auto", "rdma", "credit", "none" };
+	const char *const *modes = mode_names, *const *flows = flow_names;
 	int flow = 3; /* messages have no indirect path, nor plain TCP */
 	socklen_t fl = sizeof(flow);
 	int mode = system_sockets && !ddp_sockets ? 4 : o->mode;
@@ -574,7 +687,8 @@ connected:
 		       "\"direct\":%llu,\"indirect\":%llu,\"direct_ratio\":%.4f,\"switches\":%llu,"
 		       "\"discarded\":%llu,\"cpu_client\":%.4f,\"cpu_server\":%.4f,"
 		       "\"sends\":%d,\"recvs\":%d,\"flow\":\"%s\",\"coalesced\":%llu,"
-		       "\"flushes\":%llu,\"ring_utilisation\":%.4f,\"rounds\":%llu,"
+		       "\"flushes\":%llu,\"ring_utilisation\":%.4f,\"ring_occupancy\":%.4f,"
+		       "\"sendbuf\":%llu,\"rounds\":%llu,"
 		       "\"usec_per_round\":%.2f,\"checked\":%s,\"verified\":%s}\n",
 		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[mode],
 		       (unsigned long long)off, (unsigned long long)msgs, secs, gbps,
@@ -583,7 +697,8 @@ connected:
 		       (unsigned long long)c.discarded, ccpu / secs,
 		       r.cpu / (r.secs > 0 ? r.secs : 1), o->sends, o->recvs, flows[flow],
 		       (unsigned long long)c.coalesced, (unsigned long long)c.flushes, util,
-		       (unsigned long long)rounds, us_round, o->no_verify ? "false" : "true",
+		       r.occupancy, (unsigned long long)c.sendbuf, (unsigned long long)rounds,
+		       us_round, o->no_verify ? "false" : "true",
 		       ok && !o->no_verify ? "true" : "false");
 	} else {
 		printf("client: %s %s, %llu bytes in %llu sends: %.3f Gbit/s, %.2f us/message\n",
@@ -598,6 +713,10 @@ connected:
 		       "ring held %.1f%% data\n",
 		       flows[flow], (unsigned long long)c.coalesced, (unsigned long long)c.flushes,
 		       100 * util);
+		if (o->occupancy)
+			printf("client: the server's ring held %.1f%% of its size on average "
+			       "(sampled each ms)\n",
+			       100 * r.occupancy);
 		if (rounds)
 			printf("client: %llu rounds of %d sends and %.0f us %s: %.1f us per "
 			       "round\n",
@@ -620,6 +739,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: exs-pump -s [-p PORT] [--loop] [--ring BYTES] [--crc on|off]\n"
+		"                [--flow F] [--credit-size BYTES]  (the server's own sends)\n"
 		"       exs-pump -c HOST [-p PORT] [--type stream|seqpacket]\n"
 		"                [--mode dynamic|direct|indirect|paper] [--size "
 		"BYTES|exp:MEAN:MAX]\n"
@@ -630,6 +750,11 @@ static void usage(void)
 		"                 sends, then compute or sleep, then wait for them)\n"
 		"                [--no-imm]  (Write + Send instead of Immediate Data)\n"
 		"                [--no-verify]  (neither write nor check the data pattern)\n"
+		"                [--pingpong]  (latency: one --size message each way per\n"
+		"                 round; half the round trip, mean, p50 and p99)\n"
+		"                [--occupancy]  (the server samples its ring's data each ms:\n"
+		"                 the SDP paper's buffer utilisation)\n"
+		"                [--credit-size BYTES]  (credit flow's slot, default 8 KiB)\n"
 		"                [--crc on|off]  (ask for MPA CRC; default on; CRC is off\n"
 		"                 only when both ends ask for that)\n"
 		"  --sockets system (both ends): the stream's sockets are made by socket(2),\n"
@@ -670,6 +795,9 @@ int main(int argc, char **argv)
 					    { "idle", required_argument, 0, 'i' },
 					    { "no-verify", no_argument, 0, 'V' },
 					    { "sockets", required_argument, 0, 'k' },
+					    { "pingpong", no_argument, 0, 'P' },
+					    { "occupancy", no_argument, 0, 'O' },
+					    { "credit-size", required_argument, 0, 'Z' },
 					    { 0, 0, 0, 0 } };
 	static const char *const types[] = { "stream", "seqpacket", NULL };
 	static const int type_of[] = { SOCK_STREAM, SOCK_SEQPACKET };
@@ -706,6 +834,18 @@ int main(int argc, char **argv)
 			break;
 		case 'V':
 			o.no_verify = true;
+			break;
+		case 'P':
+			o.pingpong = true;
+			break;
+		case 'O':
+			o.occupancy = true;
+			break;
+		case 'Z':
+			/* a power of two from 512 to 1 MiB (EXS_SO_CREDIT_SIZE) */
+			credit_size = (int)tool_opt_size(p, "--credit-size", optarg, 512, 1u << 20);
+			if (credit_size & (credit_size - 1))
+				tool_opt_fail(p, "--credit-size '%s': a power of two", optarg);
 			break;
 		case 'k':
 			system_sockets = tool_opt_word(p, "--sockets", optarg, sockets) >= 1;
@@ -790,6 +930,9 @@ int main(int argc, char **argv)
 		tool_opt_fail(p, "--burst N goes with --compute USEC or --idle USEC");
 	if (o.burst && o.sends < o.burst)
 		o.sends = o.burst; /* a round's sends are all outstanding */
+	if (o.pingpong && (o.exp || o.burst || system_sockets))
+		tool_opt_fail(p, "--pingpong takes one --size, without --burst, on ES-API sockets");
+	server_flow = o.server ? o.flow : -1;
 	server_ring = o.ring;
 	server_crc = o.crc;
 	if (exs_init(EXS_VERSION))
