@@ -27,7 +27,7 @@ const struct exs_fd_carrier *exs__carrier(void) { return carrier; }
 void exs_carried_done(void *o, int status, size_t bytes)
 {
 	struct exs_op *op = o;
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	exs__op_complete(op, status, status ? -1 : (ssize_t)bytes);
 	pthread_mutex_unlock(&exs_rt.lock);
 }
@@ -37,7 +37,7 @@ ssize_t exs__carried_xfer(int fd, enum exs_op_kind kind, const struct iovec *iov
 			  const exs_mhandle_t *mh)
 {
 	const struct exs_fd_carrier *c = carrier;
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	struct exs_sync w;
 	struct exs_op *op = exs__op_new(fd, kind, qh, ahandle, &w);
 	int err = op ? 0 : errno;
@@ -55,14 +55,14 @@ ssize_t exs__carried_xfer(int fd, enum exs_op_kind kind, const struct iovec *iov
 	pthread_mutex_unlock(&exs_rt.lock);
 	if (!err && !total) {
 		/* nothing to move: as on any stream socket */
-		pthread_mutex_lock(&exs_rt.lock);
+		exs__lock();
 		exs__op_complete(op, 0, 0);
 		return exs__finish(&w, qh);
 	}
 	if (!err)
 		err = kind == OP_SEND ? c->send(fd, iov, iovcnt, mh, op)
 				      : c->recv(fd, iov, iovcnt, flags & MSG_WAITALL, op);
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	if (err) {
 		if (op)
 			exs__op_drop(op);
@@ -79,7 +79,7 @@ ssize_t exs__carried_xfer(int fd, enum exs_op_kind kind, const struct iovec *iov
  * before anything is done) */
 static int at_once(int fd, enum exs_op_kind kind, int how, exs_qhandle_t qh, exs_ahandle_t ahandle)
 {
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	struct exs_sync w;
 	struct exs_op *op = exs__op_new(fd, kind, qh, ahandle, &w);
 	pthread_mutex_unlock(&exs_rt.lock);
@@ -89,7 +89,7 @@ static int at_once(int fd, enum exs_op_kind kind, int how, exs_qhandle_t qh, exs
 	 * receives end, its sends linger */
 	const struct exs_fd_carrier *c = carrier;
 	int err = (kind == OP_SHUTDOWN ? c->shutdown(fd, how) : c->close(fd)) ? errno : 0;
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	exs__op_complete(op, err, 0);
 	return (int)exs__finish(&w, qh);
 }

@@ -286,7 +286,7 @@ static int take(int fd, ino_t ino, const struct sockaddr_storage *local,
 static bool none_wanted(void)
 {
 	pthread_once(&env_once, env_read);
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	bool none = util_list_empty(&exs_rt.ddp_marks) &&
 		    (exs__fd_claims() || (!env_mode.all && !env_mode.nports));
 	pthread_mutex_unlock(&exs_rt.lock);
@@ -304,7 +304,7 @@ int exs__ddp_take(int fd, struct exs_sock **out)
 	if (!ino || util_sys_getsockname(fd, (struct sockaddr *)&local, &ll))
 		return 0; /* (the plain path says what it is) */
 	bool connected = !util_sys_getpeername(fd, (struct sockaddr *)&peer, &pl);
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	struct exs_ddp_mark *m = mark_find(fd, ino);
 	bool want = m ? m->on : connected && env_selects(&local, &peer);
 	pthread_mutex_unlock(&exs_rt.lock);
@@ -315,7 +315,7 @@ int exs__ddp_take(int fd, struct exs_sock **out)
 		return -1;
 	}
 	bool passive = listening_on(util_sockaddr_port((struct sockaddr *)&local));
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	/* another thread may have switched it meanwhile */
 	if ((*out = exs__ddp_alias(fd)))
 		return 1;

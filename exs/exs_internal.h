@@ -22,6 +22,7 @@
 #include "exs_fin.h"
 #include "exs_wire.h"
 #include "stream_proto.h"
+#include "util/handoff.h"
 #include "util/list.h"
 #include "util/sys.h"
 
@@ -279,6 +280,11 @@ struct exs_rt {
 	int npollers;
 	int app_inside; /* application threads waiting inside a call: while
 			 * any is, EXS_FLOW_RDMA sockets progress too */
+	/* The progress thread keeps the lock while completions keep coming:
+	 * between two rounds it lets in the application threads that wait
+	 * for it (exs__lock), or that sleep on sync_cv and were woken */
+	struct util_handoff handoff;
+	int sync_waiting;
 };
 
 extern struct exs_rt exs_rt;
@@ -295,6 +301,11 @@ void exs__wake(void);
 void exs__kick(void);
 void exs__changed(void); /* readiness may have changed: tell exs_poll callers */
 bool exs__on_progress_thread(void);
+/* An application thread takes exs_rt.lock (never the progress thread):
+ * a progress thread busy with completions lets it in between two rounds. */
+void exs__lock(void);
+/* An application thread holds the lock again after a condition wait. */
+void exs__lock_taken(void);
 struct exs_sock *exs__sock(int fd);      /* under the lock; NULL: EBADF */
 void exs__sock_free(struct exs_sock *s); /* out of the table; reaped later */
 void exs__drain_cq(void);                /* handle every completion waiting */

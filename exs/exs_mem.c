@@ -32,7 +32,7 @@ exs_mhandle_t exs_mregister(const void *addr, size_t len, int access)
 		errno = ENOMEM;
 		return EXS_MHANDLE_INVALID;
 	}
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	m->mr = uw_reg_mr(exs_rt.pd, (void *)addr, len, uw_access(access));
 	int err = errno;
 	pthread_mutex_unlock(&exs_rt.lock);
@@ -54,7 +54,7 @@ int exs_mderegister(exs_mhandle_t *mh)
 		return -1;
 	}
 	struct exs_mem *m = *mh;
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	if (m->users) {
 		pthread_mutex_unlock(&exs_rt.lock);
 		errno = EBUSY;

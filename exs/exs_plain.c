@@ -378,7 +378,7 @@ static ssize_t xfer(int fd, enum exs_op_kind kind, const struct iovec *iov, int 
 		    size_t total, int flags, exs_qhandle_t qh, exs_ahandle_t ahandle,
 		    const exs_mhandle_t *mh)
 {
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	struct exs_plain *p = get(fd);
 	if (!p)
 		return refuse(NULL, ENOMEM);
@@ -428,7 +428,7 @@ static void cancel_recvs(struct exs_plain *p)
 
 int exs__plain_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle)
 {
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	struct exs_plain *p = get(fd);
 	if (!p)
 		return (int)refuse(NULL, ENOMEM);
@@ -458,7 +458,7 @@ int exs__plain_shutdown(int fd, int how, exs_qhandle_t qh, exs_ahandle_t ahandle
 
 int exs__plain_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 {
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	exs__ddp_forget_mark(fd); /* (the number may name another socket next) */
 	struct exs_plain *p = get(fd);
 	if (!p)

@@ -48,7 +48,7 @@ exs_qhandle_t exs_qcreate(int depth)
 	}
 	q->cap = depth;
 	util_list_init(&q->waiters);
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	util_list_add_head(&exs_rt.queues, &q->link);
 	pthread_mutex_unlock(&exs_rt.lock);
 	return q->qh;
@@ -66,7 +66,7 @@ int exs_qresize(exs_qhandle_t qh, int depth)
 		errno = ENOMEM;
 		return -1;
 	}
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	struct exs_queue *q = exs__queue(qh);
 	int err = !q ? EBADF : q->count + q->reserved > depth ? EINVAL : 0;
 	if (!err) {
@@ -89,7 +89,7 @@ int exs_qresize(exs_qhandle_t qh, int depth)
 
 int exs_qdelete(exs_qhandle_t qh)
 {
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	struct exs_queue *q = exs__queue(qh);
 	int err = !q                                                          ? EBADF
 		  : q->reserved || !util_list_empty(&q->waiters) || q->notify ? EBUSY
@@ -111,7 +111,7 @@ int exs_qnotify(exs_qhandle_t qh, exs_qnotify_fn fn, void *arg)
 {
 	if (exs__ready())
 		return -1;
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	struct exs_queue *q = exs__queue(qh);
 	if (q) {
 		q->notify = fn;
@@ -143,8 +143,8 @@ void exs__run_notifies(void)
 			exs_qhandle_t qh = q->qh;
 			pthread_mutex_unlock(&exs_rt.lock);
 			fn(qh, arg);
-			pthread_mutex_lock(&exs_rt.lock);
-			again = true; /* the list may have changed meanwhile */
+			pthread_mutex_lock(&exs_rt.lock); /* (the progress thread's) */
+			again = true;                     /* the list may have changed meanwhile */
 			break;
 		}
 	}
@@ -168,6 +168,8 @@ void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev)
 		op->sync->ev = *ev;
 		op->sync->done = true;
 		pthread_cond_broadcast(&exs_rt.sync_cv);
+		if (exs_rt.sync_waiting)
+			exs_rt.handoff.woken = true; /* it wants the lock back */
 	} else if (op->q) {
 		struct exs_queue *q = op->q;
 		q->ev[(q->head + q->count) % q->cap] = *ev;
@@ -252,10 +254,18 @@ static void app_enter(void)
 
 static void app_leave(void) { exs_rt.app_inside--; }
 
+static void sync_cv_wait(void)
+{
+	exs_rt.sync_waiting++;
+	pthread_cond_wait(&exs_rt.sync_cv, &exs_rt.lock);
+	exs_rt.sync_waiting--;
+	exs__lock_taken();
+}
+
 void exs__sync_wait_change(void)
 {
 	app_enter();
-	pthread_cond_wait(&exs_rt.sync_cv, &exs_rt.lock);
+	sync_cv_wait();
 	app_leave();
 }
 
@@ -263,7 +273,7 @@ void exs__sync_wait(struct exs_sync *w)
 {
 	app_enter();
 	while (!w->done)
-		pthread_cond_wait(&exs_rt.sync_cv, &exs_rt.lock);
+		sync_cv_wait();
 	app_leave();
 }
 
@@ -310,7 +320,7 @@ static int queue_wait(struct exs_queue *q, int want, uint64_t deadline_ms)
 		struct pollfd p = { w.fd, POLLIN, 0 };
 		int n = util_sys_poll(&p, 1, ms);
 		err = n < 0 ? errno : 0;
-		pthread_mutex_lock(&exs_rt.lock);
+		exs__lock();
 		if (n > 0)
 			util_evfd_lower(w.fd);
 		if (err == EINTR)
@@ -331,7 +341,7 @@ int exs_qdequeue(exs_qhandle_t qh, exs_event_t *events, int count, const struct 
 		errno = EINVAL;
 		return -1;
 	}
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	struct exs_queue *q = exs__queue(qh);
 	if (!q) {
 		pthread_mutex_unlock(&exs_rt.lock);
@@ -411,7 +421,7 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 	}
 	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
 	int ready = -1;
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	bool registered =
 		exs_rt.npollers < (int)(sizeof(exs_rt.pollers) / sizeof(exs_rt.pollers[0]));
 	if (registered)
@@ -449,7 +459,7 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 		 * kernel says: esock keeps its end of the socket pair readable
 		 * while data it holds waits) */
 		int n = util_sys_poll(os, (nfds_t)nos + 1, wait);
-		pthread_mutex_lock(&exs_rt.lock);
+		exs__lock();
 		if (n < 0) {
 			ready = -1;
 			break;

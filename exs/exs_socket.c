@@ -19,7 +19,7 @@ static struct exs_sock *lookup(int fd, int *route, bool sw)
 	*route = EXS_ROUTE_NONE;
 	if (exs__ready())
 		return NULL;
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	/* (exs__sock's walk, which also sees the sockets closed already:
 	 * they hold their numbers for a while, closed to the caller all the
 	 * same; a system socket's number in DDP mode is another matter: the
@@ -160,7 +160,7 @@ int exs_socket(int domain, int type, int protocol)
 	struct exs_sock *s = exs__sock_new(domain, type);
 	if (!s)
 		return -1;
-	pthread_mutex_lock(&exs_rt.lock);
+	exs__lock();
 	util_list_add_head(&exs_rt.socks, &s->link);
 	pthread_mutex_unlock(&exs_rt.lock);
 	return s->fd;
@@ -513,7 +513,7 @@ static int ddp_option(int fd, int optname, const void *optval, socklen_t optlen)
 	int v = 0;
 	int err = optname != ESOCK_DDPMODE ? ENOPROTOOPT : get_int(optval, optlen, &v);
 	if (!err) {
-		pthread_mutex_lock(&exs_rt.lock);
+		exs__lock();
 		/* plain bytes of ours are on their way: MPA cannot follow them */
 		err = exs__plain_known(fd) ? EBUSY : exs__ddp_set(fd, v != 0);
 		pthread_mutex_unlock(&exs_rt.lock);
@@ -649,7 +649,7 @@ int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optl
 		if (optname != ESOCK_DDPMODE)
 			return s ? unlock_err(ENOPROTOOPT) : (errno = ENOPROTOOPT, -1);
 		if (!s)
-			pthread_mutex_lock(&exs_rt.lock);
+			exs__lock();
 		v = s ? 1 : exs__ddp_wanted(fd);
 		return unlock_err(put_out(optval, optlen, &v, sizeof(v)));
 	}
