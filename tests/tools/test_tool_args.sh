@@ -64,6 +64,8 @@ refused_by exs-pump "--size exp: MAX '1K': out of range" -c 127.0.0.1 -p 9 --siz
 refused_by exs-pump "--time and --bytes exclude each other" -c 127.0.0.1 -p 9 --time 1 --bytes 1
 refused_by exs-pump "--burst N goes with --compute" -c 127.0.0.1 -p 9 --burst 4 --bytes 1
 refused_by exs-pump "give -s (server) or -c HOST" --bytes 1
+refused_by exs-pump "--credit-size '3000': a power of two" -c 127.0.0.1 -p 9 --credit-size 3000
+refused_by exs-pump "--pingpong takes one --size" -c 127.0.0.1 -p 9 --pingpong --size exp:1K:4K
 refused_by exs-pump "'stray': not an option" -s stray
 
 # uwarp-rping

@@ -50,6 +50,7 @@
 #define JOB_NO_VERIFY 1u /* job flags */
 #define JOB_PINGPONG 2u  /* echo messages of rsize bytes (pump_pingpong.c) */
 #define JOB_SAMPLE 4u    /* sample the ring's occupancy while receiving */
+#define JOB_WAITALL 8u   /* receives with MSG_WAITALL */
 
 struct job {
 	uint32_t magic, recvs, rsize, flags;
@@ -83,6 +84,7 @@ struct opts {
 	bool idle;          /* ...spent asleep, not spinning */
 	bool pingpong;      /* latency: one message each way per round */
 	bool occupancy;     /* sample the server's ring occupancy */
+	bool waitall;       /* the server\'s receives wait to be full */
 	size_t credit_size; /* EXS_SO_CREDIT_SIZE (0: the default) */
 };
 
@@ -198,11 +200,12 @@ static int serve(int fd, int type)
 		failed = "buffers";
 		goto end;
 	}
+	int rflags = j.flags & JOB_WAITALL ? MSG_WAITALL : 0;
 	double t0 = util_now_s(), c0 = cpu();
 	sampling = (j.flags & JOB_SAMPLE) && type == SOCK_STREAM && !ring_sampler_start(&rs, fd);
 	for (uint32_t i = 0; i < j.recvs; i++, out++)
-		if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q, (void *)(uintptr_t)i,
-			     mh)) {
+		if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, rflags, q,
+			     (void *)(uintptr_t)i, mh)) {
 			failed = "exs_recv";
 			goto end;
 		}
@@ -236,7 +239,7 @@ static int serve(int fd, int type)
 		off += (uint64_t)n;
 		msgs++;
 		if (!eof) {
-			if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, 0, q,
+			if (exs_recv(fd, buf + (size_t)i * j.rsize, j.rsize, rflags, q,
 				     ev.exs_evt_ahandle, mh)) {
 				failed = "exs_recv";
 				goto end;
@@ -541,11 +544,12 @@ static int client_pingpong(const struct opts *o, int fd, uint8_t *hdr)
 	if (o->json)
 		printf("{\"type\":\"%s\",\"mode\":\"%s\",\"flow\":\"%s\",\"pingpong\":true,"
 		       "\"size\":%zu,\"rounds\":%llu,\"seconds\":%.6f,\"half_rtt_mean_us\":%.3f,"
-		       "\"half_rtt_p50_us\":%.3f,\"half_rtt_p99_us\":%.3f,\"verified\":%s}\n",
+		       "\"half_rtt_p50_us\":%.3f,\"half_rtt_p99_us\":%.3f,\"checked\":%s,"
+		       "\"verified\":%s}\n",
 		       o->type == SOCK_STREAM ? "stream" : "seqpacket", mode_names[mode],
 		       flow_names[flow], o->size, (unsigned long long)pr.rounds, pr.secs,
 		       pr.half_rtt_mean_us, pr.half_rtt_p50_us, pr.half_rtt_p99_us,
-		       ok && !o->no_verify ? "true" : "false");
+		       o->no_verify ? "false" : "true", ok && !o->no_verify ? "true" : "false");
 	else
 		printf("client: ping-pong %s %s, flow %s, %zu bytes: %llu rounds, half round "
 		       "trip mean %.2f us, p50 %.2f, p99 %.2f; replies %s\n",
@@ -606,7 +610,7 @@ connected:
 				    : o->rsize  ? o->rsize
 						: max),
 			 (o->no_verify ? JOB_NO_VERIFY : 0) | (o->pingpong ? JOB_PINGPONG : 0) |
-				 (o->occupancy ? JOB_SAMPLE : 0),
+				 (o->occupancy ? JOB_SAMPLE : 0) | (o->waitall ? JOB_WAITALL : 0),
 			 (uint64_t)time(NULL),
 			 o->bytes };
 	uint8_t hdr[HDR_LEN] = { 0 };
@@ -755,6 +759,8 @@ static void usage(void)
 		"                [--occupancy]  (the server samples its ring's data each ms:\n"
 		"                 the SDP paper's buffer utilisation)\n"
 		"                [--credit-size BYTES]  (credit flow's slot, default 8 KiB)\n"
+		"                [--waitall]  (the server's receives use MSG_WAITALL: each\n"
+		"                 fills to --rsize before it completes)\n"
 		"                [--crc on|off]  (ask for MPA CRC; default on; CRC is off\n"
 		"                 only when both ends ask for that)\n"
 		"  --sockets system (both ends): the stream's sockets are made by socket(2),\n"
@@ -797,6 +803,7 @@ int main(int argc, char **argv)
 					    { "sockets", required_argument, 0, 'k' },
 					    { "pingpong", no_argument, 0, 'P' },
 					    { "occupancy", no_argument, 0, 'O' },
+					    { "waitall", no_argument, 0, 'W' },
 					    { "credit-size", required_argument, 0, 'Z' },
 					    { 0, 0, 0, 0 } };
 	static const char *const types[] = { "stream", "seqpacket", NULL };
@@ -840,6 +847,9 @@ int main(int argc, char **argv)
 			break;
 		case 'O':
 			o.occupancy = true;
+			break;
+		case 'W':
+			o.waitall = true;
 			break;
 		case 'Z':
 			/* a power of two from 512 to 1 MiB (EXS_SO_CREDIT_SIZE) */
