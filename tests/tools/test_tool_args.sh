@@ -143,6 +143,61 @@ else
 fi
 rm -f "$log"
 
+# A timed run reports each interval (iperf3's way): uwarp-perf and exs-pump
+# print a line per second for --time (or per --interval), none with --json
+# or --interval 0 (before, nothing came until the end). Servers on ports
+# the kernel chose.
+refused "--interval 'soon': not a number" "${c[@]}" --op write --time 1 --interval soon
+refused_by exs-pump "--interval '-1'" -c 127.0.0.1 -p 9 --time 1 --interval -1
+plog=$(mktemp) elog=$(mktemp)
+"$perf" -s -p 0 --loop >"$plog" 2>&1 &
+psrv=$!
+"$bin/exs-pump" -s -p 0 --loop >"$elog" 2>&1 &
+esrv=$!
+pport= eport=
+for _ in $(seq 100); do
+	pport=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$plog")
+	eport=$(sed -n 's/^server: listening on port \([0-9]*\) .*/\1/p' "$elog")
+	[ -n "$pport" ] && [ -n "$eport" ] && break
+	sleep 0.05
+done
+intervals() { grep -cE '^\[ *[0-9.]+- *[0-9.]+ s\] ' <<<"$1"; }
+expect_intervals() { # WHAT MIN MAX OUTPUT
+	local n
+	n=$(intervals "$4")
+	if [ "$n" -ge "$2" ] && [ "$n" -le "$3" ]; then
+		echo "ok   $1: $n interval lines"
+	else
+		echo "FAIL $1: $n interval lines, wanted $2 to $3:"
+		sed 's/^/    /' <<<"$4" | head -8
+		fails=$((fails + 1))
+	fi
+}
+pc=(-c 127.0.0.1 -p "$pport")
+ec=(-c 127.0.0.1 -p "$eport")
+expect_intervals "uwarp-perf --time 2.5 (bw)" 2 3 "$(timeout 60 "$perf" "${pc[@]}" --op write --time 2.5)"
+expect_intervals "uwarp-perf --lat --time 1 --interval 0.25" 3 5 \
+	"$(timeout 60 "$perf" "${pc[@]}" --op send --size 64 --lat --time 1 --interval 0.25)"
+expect_intervals "uwarp-perf --time 1.5 --json" 0 0 "$(timeout 60 "$perf" "${pc[@]}" --time 1.5 --json)"
+expect_intervals "uwarp-perf --time 1.5 --interval 0" 0 0 \
+	"$(timeout 60 "$perf" "${pc[@]}" --time 1.5 --interval 0)"
+expect_intervals "uwarp-perf --iters 100" 0 0 "$(timeout 60 "$perf" "${pc[@]}" --iters 100)"
+expect_intervals "exs-pump --time 2.5" 2 3 "$(timeout 60 "$bin/exs-pump" "${ec[@]}" --time 2.5 --size 64K)"
+expect_intervals "exs-pump --pingpong --time 1 --interval 0.25" 3 5 \
+	"$(timeout 60 "$bin/exs-pump" "${ec[@]}" --pingpong --size 100 --time 1 --interval 0.25)"
+expect_intervals "exs-pump --time 1.5 --json" 0 0 "$(timeout 60 "$bin/exs-pump" "${ec[@]}" --time 1.5 --json)"
+# a bandwidth run's latency columns say nothing rather than 0.00
+out=$(timeout 60 "$perf" "${pc[@]}" --op write --iters 100)
+if grep -q " 0\.00 " <<<"$out" || ! grep -qE '^write +bw .* - +- *$' <<<"$out"; then
+	echo "FAIL uwarp-perf bandwidth table: $out"
+	fails=$((fails + 1))
+else
+	echo "ok   uwarp-perf bandwidth table: no latency figures"
+fi
+kill "$psrv" "$esrv" 2>/dev/null
+wait "$psrv" "$esrv" 2>/dev/null
+rm -f "$plog" "$elog"
+
 # and what is right still runs: --help, and sizes with a suffix
 for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-demo; do
 	if ! timeout 10 "$bin/$t" --help >/dev/null 2>&1; then

@@ -40,6 +40,7 @@
 
 #include "pump_pattern.h"
 #include "pump_pingpong.h"
+#include "tools/lib/tool_interval.h"
 #include "tools/lib/tool_opt.h"
 #include "util/clock.h"
 
@@ -86,6 +87,7 @@ struct opts {
 	bool occupancy;     /* sample the server's ring occupancy */
 	bool waitall;       /* the server\'s receives wait to be full */
 	size_t credit_size; /* EXS_SO_CREDIT_SIZE (0: the default) */
+	double interval;    /* reports every so many seconds (0: none; -1: default) */
 };
 
 static double cpu(void)
@@ -151,14 +153,14 @@ static int serve_pingpong(int fd, const struct job *j, uint8_t *hdr)
 			    .bad_at = UINT64_MAX,
 			    .cpu = cpu() - c0,
 			    .secs = util_now_s() - t0 };
+	printf("server: ping-pong, %lld rounds of %u bytes, %.3f s\n", (long long)rounds, j->rsize,
+	       r.secs);
+	fflush(stdout);
 	memset(hdr, 0, HDR_LEN);
 	memcpy(hdr, &r, sizeof(r));
 	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
 	    HDR_LEN)
 		return -1;
-	printf("server: ping-pong, %lld rounds of %u bytes, %.3f s\n", (long long)rounds, j->rsize,
-	       r.secs);
-	fflush(stdout);
 	return 0;
 }
 
@@ -267,13 +269,9 @@ static int serve(int fd, int type)
 			    c.copied,
 			    c.ring_used,
 			    ring > 0 ? held / ring : 0 };
-	memset(hdr, 0, sizeof(hdr));
-	memcpy(hdr, &r, sizeof(r));
-	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
-	    HDR_LEN) {
-		failed = "sending the result";
-		goto end;
-	}
+	/* said before the client hears it: a client that has its result
+	 * finds the server's line already there (test_exs_pump_server counts
+	 * them once its clients are done, and once counted one short) */
 	printf("server: %s %llu bytes in %llu receives, %s, %.3f s, cpu %.3f s\n",
 	       type == SOCK_STREAM ? "stream" : "seqpacket", (unsigned long long)off,
 	       (unsigned long long)msgs,
@@ -282,6 +280,13 @@ static int serve(int fd, int type)
 					 : "data verified",
 	       r.secs, r.cpu);
 	fflush(stdout);
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr, &r, sizeof(r));
+	if (exs_send(fd, hdr, HDR_LEN, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
+	    HDR_LEN) {
+		failed = "sending the result";
+		goto end;
+	}
 end:
 	if (sampling)
 		ring_sampler_stop(&rs);
@@ -527,7 +532,7 @@ static int client_pingpong(const struct opts *o, int fd, uint8_t *hdr)
 {
 	struct pingpong_result pr;
 	uint64_t rounds = o->bytes ? (o->bytes + o->size - 1) / o->size : 0;
-	if (pingpong_run(fd, o->size, o->time, rounds, !o->no_verify, &pr))
+	if (pingpong_run(fd, o->size, o->time, rounds, !o->no_verify, o->interval, &pr))
 		die("ping-pong");
 	if (exs_shutdown(fd, SHUT_WR, EXS_QHANDLE_INVALID, NULL))
 		die("exs_shutdown");
@@ -634,7 +639,9 @@ connected:
 	struct sender t = { o, fd, q, buf, max, mh, j.seed, 0, 0 };
 	int out = 0;
 	bool more = true;
-	uint64_t rounds = 0;
+	uint64_t rounds = 0, done_msgs = 0, done_bytes = 0;
+	struct tool_interval iv;
+	tool_interval_start(&iv, o->burst ? 0 : o->interval, t0, stdout);
 	if (o->burst)
 		rounds = burst_rounds(&t, until);
 	/* (the progress test has done its sends) */
@@ -652,7 +659,11 @@ connected:
 			errno = ev.exs_evt_errno;
 			die("send");
 		}
-		more = o->bytes ? t.off < o->bytes : util_now_s() < until;
+		done_msgs++;
+		done_bytes += (uint64_t)ev.exs_evt_union.xfer.bytes;
+		double now = util_now_s();
+		tool_interval_tick(&iv, now, done_msgs, done_bytes, -1);
+		more = o->bytes ? t.off < o->bytes : now < until;
 		if (!more) {
 			i = o->sends; /* drain */
 			continue;
@@ -660,6 +671,7 @@ connected:
 		send_next(&t, (uintptr_t)ev.exs_evt_ahandle);
 		out++;
 	}
+	tool_interval_finish(&iv, util_now_s(), done_msgs, done_bytes, -1);
 	uint64_t off = t.off, msgs = t.msgs;
 	/* the peer has every byte when the shutdown completes */
 	if (exs_shutdown(fd, SHUT_WR, EXS_QHANDLE_INVALID, NULL))
@@ -759,6 +771,8 @@ static void usage(void)
 		"                [--occupancy]  (the server samples its ring's data each ms:\n"
 		"                 the SDP paper's buffer utilisation)\n"
 		"                [--credit-size BYTES]  (credit flow's slot, default 8 KiB)\n"
+		"                [--interval SECONDS]  (a report per interval; default 1 with\n"
+		"                 --time, none with --json; 0: none)\n"
 		"                [--waitall]  (the server's receives use MSG_WAITALL: each\n"
 		"                 fills to --rsize before it completes)\n"
 		"                [--crc on|off]  (ask for MPA CRC; default on; CRC is off\n"
@@ -780,7 +794,8 @@ int main(int argc, char **argv)
 			  .crc = 1,
 			  .size = 1 << 20,
 			  .time = 5,
-			  .flow = -1 };
+			  .flow = -1,
+			  .interval = -1 };
 	static const struct option lo[] = { { "loop", no_argument, 0, 'L' },
 					    { "type", required_argument, 0, 't' },
 					    { "mode", required_argument, 0, 'm' },
@@ -804,6 +819,7 @@ int main(int argc, char **argv)
 					    { "pingpong", no_argument, 0, 'P' },
 					    { "occupancy", no_argument, 0, 'O' },
 					    { "waitall", no_argument, 0, 'W' },
+					    { "interval", required_argument, 0, 'v' },
 					    { "credit-size", required_argument, 0, 'Z' },
 					    { 0, 0, 0, 0 } };
 	static const char *const types[] = { "stream", "seqpacket", NULL };
@@ -850,6 +866,10 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			o.waitall = true;
+			break;
+		case 'v':
+			/* 0 turns the reports off */
+			o.interval = tool_opt_decimal(p, "--interval", optarg, 0, 86400);
 			break;
 		case 'Z':
 			/* a power of two from 512 to 1 MiB (EXS_SO_CREDIT_SIZE) */
@@ -943,6 +963,9 @@ int main(int argc, char **argv)
 	if (o.pingpong && (o.exp || o.burst || system_sockets))
 		tool_opt_fail(p, "--pingpong takes one --size, without --burst, on ES-API sockets");
 	server_flow = o.server ? o.flow : -1;
+	/* a timed run reports each second, as iperf3 does; JSON stays one line */
+	if (o.interval < 0)
+		o.interval = timed && !o.json ? 1 : 0;
 	server_ring = o.ring;
 	server_crc = o.crc;
 	if (exs_init(EXS_VERSION))

@@ -11,6 +11,7 @@
 #include <exs.h>
 
 #include "pump_pingpong.h"
+#include "tools/lib/tool_interval.h"
 #include "util/clock.h"
 
 int64_t pingpong_serve(int fd, size_t size)
@@ -47,7 +48,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int pingpong_run(int fd, size_t size, double secs, uint64_t rounds, bool verify,
+int pingpong_run(int fd, size_t size, double secs, uint64_t rounds, bool verify, double interval,
 		 struct pingpong_result *r)
 {
 	uint8_t *out = malloc(size), *in = malloc(size);
@@ -60,7 +61,9 @@ int pingpong_run(int fd, size_t size, double secs, uint64_t rounds, bool verify,
 		goto end;
 	for (size_t i = 0; i < size; i++)
 		out[i] = (uint8_t)(i * 29 + 1);
-	double t0 = util_now_s(), until = t0 + secs;
+	double t0 = util_now_s(), until = t0 + secs, half_sum = 0;
+	struct tool_interval iv;
+	tool_interval_start(&iv, interval, t0, stdout);
 	for (uint64_t k = 0; rounds ? k < rounds : util_now_s() < until; k++) {
 		out[0] = (uint8_t)k; /* each round's message differs */
 		double a = util_now_s();
@@ -85,7 +88,10 @@ int pingpong_run(int fd, size_t size, double secs, uint64_t rounds, bool verify,
 			cap *= 2;
 		}
 		rtt[n++] = b - a;
+		half_sum += (b - a) / 2 * 1e6;
+		tool_interval_tick(&iv, b, n, 2 * n * size, half_sum);
 	}
+	tool_interval_finish(&iv, util_now_s(), n, 2 * n * size, half_sum);
 	r->rounds = n;
 	r->secs = util_now_s() - t0;
 	if (n) {

@@ -28,7 +28,7 @@ struct pingpong_result {
 int64_t pingpong_serve(int fd, size_t size);
 /* The client's: rounds for @secs seconds (or @rounds of them when not 0);
  * 0, or -1 with errno. */
-int pingpong_run(int fd, size_t size, double secs, uint64_t rounds, bool verify,
+int pingpong_run(int fd, size_t size, double secs, uint64_t rounds, bool verify, double interval,
 		 struct pingpong_result *r);
 
 struct ring_sampler {

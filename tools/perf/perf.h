@@ -52,6 +52,7 @@ struct perf_opts {
 	uint64_t size;
 	uint64_t iters;
 	double seconds;
+	double interval; /* reports every so many seconds (0: none); -1: the default */
 	enum perf_mode mode;
 	enum uw_crc_mode crc;
 	int markers;

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "perf.h"
+#include "tools/lib/tool_interval.h"
 
 struct qstate {
 	struct uw_cm_id *id;
@@ -339,13 +340,23 @@ static int wait_reports(struct qstate *qs, int nq)
 	return fail("no report from the server", 0);
 }
 
+/* Bytes an operation moves: Immediate Data and atomics 8, whatever --size */
+static double op_bytes(void)
+{
+	return o->op == OP_IMM || o->op == OP_ATOMIC ? 8.0 : (double)o->size;
+}
+
 static int run_bw(struct qstate *qs, int nq, double *elapsed)
 {
 	double t0 = util_now_s(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
 	bool more = true, flow = o->op == OP_SEND || o->op == OP_IMM;
-	uint64_t busy_qps = (uint64_t)nq;
+	uint64_t busy_qps = (uint64_t)nq, done = 0;
+	struct tool_interval iv;
+	tool_interval_start(&iv, o->interval, t0, stdout);
 	while (busy_qps) {
-		if (stop && more && util_now_s() >= stop)
+		double now = util_now_s();
+		tool_interval_tick(&iv, now, done, (uint64_t)((double)done * op_bytes()), -1);
+		if (stop && more && now >= stop)
 			more = false;
 		busy_qps = 0;
 		for (int k = 0; k < nq; k++) {
@@ -381,9 +392,11 @@ static int run_bw(struct qstate *qs, int nq, double *elapsed)
 			}
 			q->outstanding--;
 			q->completed++;
+			done++;
 			completed(q, &wc[i]);
 		}
 	}
+	tool_interval_finish(&iv, util_now_s(), done, (uint64_t)((double)done * op_bytes()), -1);
 	*elapsed = util_now_s() - t0;
 	return 0;
 }
@@ -393,6 +406,9 @@ static int run_lat(struct qstate *q, double *elapsed)
 	double t0 = util_now_s(), stop = o->seconds > 0 ? t0 + o->seconds : 0;
 	q->cap_lat = o->iters ? o->iters : 1 << 20;
 	q->lat = malloc(q->cap_lat * sizeof(double));
+	struct tool_interval iv;
+	double lat_sum = 0;
+	tool_interval_start(&iv, o->interval, t0, stdout);
 	for (uint64_t i = 0; stop ? util_now_s() < stop : i < o->iters; i++) {
 		uint8_t mark = (uint8_t)(i % 255 + 1);
 		bool echo = o->op == OP_SEND || o->op == OP_IMM;
@@ -437,11 +453,17 @@ static int run_lat(struct qstate *q, double *elapsed)
 				    mark)
 				answered = true;
 		}
+		double now = util_now_s(), us = (now - a) * 1e6;
 		if (q->nlat < q->cap_lat)
-			q->lat[q->nlat++] = (util_now_s() - a) * 1e6;
+			q->lat[q->nlat++] = us;
 		q->posted++;
 		q->completed++;
+		lat_sum += us;
+		tool_interval_tick(&iv, now, q->completed,
+				   (uint64_t)((double)q->completed * op_bytes()), lat_sum);
 	}
+	tool_interval_finish(&iv, util_now_s(), q->completed,
+			     (uint64_t)((double)q->completed * op_bytes()), lat_sum);
 	*elapsed = util_now_s() - t0;
 	return 0;
 }
@@ -550,9 +572,7 @@ int perf_client(const struct perf_opts *opt)
 	if (rc)
 		return rc;
 
-	/* Immediate Data and atomics move 8 bytes each, whatever --size says */
-	double bytes =
-		(double)ops * (o->op == OP_IMM || o->op == OP_ATOMIC ? 8.0 : (double)o->size);
+	double bytes = (double)ops * op_bytes();
 	double gbps = elapsed > 0 ? bytes * 8 / elapsed / 1e9 : 0;
 	double p50 = 0, p99 = 0;
 	if (o->mode == MODE_LAT) {
@@ -584,11 +604,17 @@ int perf_client(const struct perf_opts *opt)
 		       "p50 us", "p99 us");
 		if (o->tcp)
 			printf(" %10s %10s %7s", "TCP Gb/s", "TCP p50", "ratio");
-		printf("\n%-7s %-4s %10llu %9llu %10.3f %10.2f %10.2f", perf_op_name(o->op),
-		       lat ? "lat" : "bw", (unsigned long long)o->size, (unsigned long long)ops,
-		       gbps, p50, p99);
-		if (o->tcp)
+		printf("\n%-7s %-4s %10llu %9llu %10.3f", perf_op_name(o->op), lat ? "lat" : "bw",
+		       (unsigned long long)o->size, (unsigned long long)ops, gbps);
+		/* a bandwidth run times no single operation: no latency */
+		if (lat)
+			printf(" %10.2f %10.2f", p50, p99);
+		else
+			printf(" %10s %10s", "-", "-");
+		if (o->tcp && lat)
 			printf(" %10.3f %10.2f %7.3f", tcp.gbps, tcp.lat_p50_us, ratio);
+		else if (o->tcp)
+			printf(" %10.3f %10s %7.3f", tcp.gbps, "-", ratio);
 		printf("\n%s\n", errors ? "VERIFICATION FAILED" : o->verify ? "data verified" : "");
 	}
 	fflush(stdout);

@@ -34,7 +34,7 @@ static void usage(const char *argv0)
 		"          (--iters N | --time SECONDS) [--lat|--bw] [--crc on|off] [--markers "
 		"on|off]\n"
 		"          [--progress manual|auto] [--qps N] [--depth N] [--sge N] [--rev 1|2]\n"
-		"          [--tcp] [--no-verify] [--json]\n"
+		"          [--tcp] [--no-verify] [--json] [--interval SECONDS]\n"
 		"       %s --perftest TEST [-c HOST] [-p PORT] [--size BYTES] [--iters N] ...\n",
 		argv0, argv0, argv0);
 }
@@ -56,6 +56,7 @@ int main(int argc, char **argv)
 			       .depth = 16,
 			       .sge = 1,
 			       .verify = true,
+			       .interval = -1,
 			       .max_conns = PERF_DEFAULT_MAX_CONNS,
 			       .max_mem = PERF_DEFAULT_MAX_MEM };
 	static const struct option longopts[] = {
@@ -63,6 +64,7 @@ int main(int argc, char **argv)
 		{ "size", required_argument, 0, 'S' },
 		{ "iters", required_argument, 0, 'n' },
 		{ "time", required_argument, 0, 't' },
+		{ "interval", required_argument, 0, 'I' },
 		{ "lat", no_argument, 0, 'L' },
 		{ "bw", no_argument, 0, 'B' },
 		{ "crc", required_argument, 0, 'C' },
@@ -112,6 +114,10 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			o.seconds = tool_opt_seconds(p, "--time", optarg, 86400);
+			break;
+		case 'I':
+			/* 0 turns the reports off */
+			o.interval = tool_opt_decimal(p, "--interval", optarg, 0, 86400);
 			break;
 		case 'L':
 			o.mode = MODE_LAT;
@@ -185,6 +191,9 @@ int main(int argc, char **argv)
 		return perf_server(&o);
 	if (!o.iters && o.seconds <= 0)
 		o.iters = o.mode == MODE_LAT ? 10000 : 1000;
+	/* a timed run reports each second, as iperf3 does; JSON stays one line */
+	if (o.interval < 0)
+		o.interval = o.seconds > 0 && !o.json ? 1 : 0;
 	if (o.mode == MODE_LAT)
 		o.depth = 1;
 	if (o.op == OP_ATOMIC)
