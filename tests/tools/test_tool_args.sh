@@ -205,6 +205,16 @@ for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-demo; d
 		fails=$((fails + 1))
 	fi
 done
+# --help explains on stdout, with the defaults a user cannot guess (the
+# ports above all): before, uwarp-perf's was a bare synopsis on stderr
+for want in "uwarp-perf:default 19515" "uwarp-perf:--max-mem BYTES     buffers over all sessions (default 1G)" \
+	"exs-pump:default 7480" "exs-pump:--ring 1M"; do
+	t=${want%%:*} w=${want#*:}
+	if ! timeout 10 "$bin/$t" --help 2>/dev/null | grep -qF -- "$w"; then
+		echo "FAIL $t --help does not say '$w' on stdout"
+		fails=$((fails + 1))
+	fi
+done
 # --version: every tool says the project's version (CMakeLists.txt) and exits 0
 version=$(sed -n 's/^project(uwarp VERSION \([0-9.]*\).*/\1/p' "$(dirname "$0")/../../CMakeLists.txt")
 for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-delayline uwarp-demo \

@@ -751,9 +751,9 @@ connected:
 	return ok ? 0 : 2;
 }
 
-static void usage(void)
+static void usage(FILE *out)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: exs-pump -s [-p PORT] [--loop] [--ring BYTES] [--crc on|off]\n"
 		"                [--flow F] [--credit-size BYTES]  (the server's own sends)\n"
 		"       exs-pump -c HOST [-p PORT] [--type stream|seqpacket]\n"
@@ -781,7 +781,10 @@ static void usage(void)
 		"                 accept(2) and connect(2), and the ES-API's calls on them\n"
 		"                 run on plain TCP; --sockets ddp: the same sockets in DDP\n"
 		"                 mode (SOL_ESOCK); default --sockets exs (uwarp's DDP)\n"
-		"  -p 0 on the server picks free ports\n");
+		"  -p PORT: the stream's port (default 7480; seqpacket on PORT+1); -p 0 on\n"
+		"  the server picks free ports and prints them\n"
+		"  defaults: --sends 8 --recvs 8 --size 1M --time 5 --mode dynamic, --flow\n"
+		"  rdma-auto, --rsize the largest message, --ring 1M (the server's)\n");
 }
 
 int main(int argc, char **argv)
@@ -940,16 +943,16 @@ int main(int argc, char **argv)
 			counted = true;
 			break;
 		case 'h':
-			usage();
+			usage(stdout);
 			return 0;
 		default:
-			usage();
+			usage(stderr);
 			return 2;
 		}
 	}
 	tool_opt_no_more(p, argc, argv, optind);
 	if (o.server == !!o.host) {
-		usage();
+		usage(stderr);
 		tool_opt_fail(p, "give -s (server) or -c HOST (client), one of them");
 	}
 	if (timed && counted)

@@ -24,9 +24,9 @@
 #include "tools/lib/tool_opt.h"
 #include "perf_pt.h"
 
-static void usage(const char *argv0)
+static void usage(FILE *out, const char *argv0)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: %s -s [-p PORT] [-a ADDR] [--loop] [--progress manual|auto] [--crc on|off] "
 		"[--tcp]\n"
 		"          [--max-conns N] [--max-mem BYTES]\n"
@@ -35,8 +35,53 @@ static void usage(const char *argv0)
 		"on|off]\n"
 		"          [--progress manual|auto] [--qps N] [--depth N] [--sge N] [--rev 1|2]\n"
 		"          [--tcp] [--no-verify] [--json] [--interval SECONDS]\n"
-		"       %s --perftest TEST [-c HOST] [-p PORT] [--size BYTES] [--iters N] ...\n",
-		argv0, argv0, argv0);
+		"       %s --perftest TEST [-c HOST] [-p PORT] [--size BYTES] [--iters N]\n"
+		"          [--crc on|off] [--json]   (%s --perftest --help)\n",
+		argv0, argv0, argv0, argv0);
+}
+
+/* --help: what each option means and its default */
+static void help(const char *argv0)
+{
+	usage(stdout, argv0);
+	printf("\nRDMA operations over uwarp between two processes, measured beside plain TCP.\n"
+	       "\nBoth ends:\n"
+	       "  -p PORT             the server's port (default 19515; -s -p 0: one the\n"
+	       "                      kernel picks, printed); the TCP baseline uses PORT+1\n"
+	       "  --crc on|off        ask for MPA CRC (default on; off only when both ends\n"
+	       "                      ask so)\n"
+	       "  --progress manual|auto  who moves the data: the calling thread (default)\n"
+	       "                      or uwarp's engine thread\n"
+	       "  --version           uwarp's version\n"
+	       "\nServer (-s):\n"
+	       "  -a ADDR             listen on ADDR only (default: every address)\n"
+	       "  --loop              serve clients until killed (default: one client)\n"
+	       "  --tcp               also serve the TCP baseline on PORT+1\n"
+	       "  --max-conns N       sessions at once (default %d); more are rejected\n"
+	       "  --max-mem BYTES     buffers over all sessions (default 1G); a client past\n"
+	       "                      it is rejected, with the reason in the MPA Reject\n"
+	       "\nClient (-c HOST):\n"
+	       "  --op OP             send, write (default), read, imm (Write with Immediate\n"
+	       "                      Data) or atomic (fetch-and-add, 8 bytes)\n"
+	       "  --size BYTES        per operation (default 64K; K, M and G: 1K = 1024)\n"
+	       "  --iters N           operations (default 1000, 10000 with --lat)\n"
+	       "  --time SECONDS      run for this long instead of --iters\n"
+	       "  --bw                throughput, --depth operations in flight (default)\n"
+	       "  --lat               round trips, one operation at a time (p50 and p99)\n"
+	       "  --qps N             connections, each with its own buffers (default 1)\n"
+	       "  --depth N           operations in flight per QP (default 16)\n"
+	       "  --sge N             scatter-gather elements per operation (default 1)\n"
+	       "  --markers on|off    ask for MPA markers (default off)\n"
+	       "  --rev 1|2           MPA revision to ask for (default 2)\n"
+	       "  --tcp               the same pattern over plain TCP in the same run, and\n"
+	       "                      the ratio\n"
+	       "  --no-verify         do not check the data (checked by default: exit 3 when\n"
+	       "                      it differs)\n"
+	       "  --json              one JSON object per result\n"
+	       "  --interval SECONDS  a report per interval of a --time run (default 1; 0:\n"
+	       "                      none; none with --json)\n"
+	       "\nExit status: 0 done, 2 bad command line, 3 data differed, 1 other failures.\n",
+	       PERF_DEFAULT_MAX_CONNS);
 }
 
 /* on|off (or two other words): 1, 0, or -1 for anything else */
@@ -169,14 +214,17 @@ int main(int argc, char **argv)
 		case 'Y':
 			o.max_mem = tool_opt_size(p, "--max-mem", optarg, 1, UINT64_MAX);
 			break;
+		case 'h':
+			help(argv[0]);
+			return 0;
 		default:
-			usage(argv[0]);
-			return c == 'h' ? 0 : 2;
+			usage(stderr, argv[0]);
+			return 2;
 		}
 	}
 	tool_opt_no_more(name, argc, argv, optind);
 	if (o.server == !!o.host) {
-		usage(argv[0]);
+		usage(stderr, argv[0]);
 		tool_opt_fail(name, "give -s (server) or -c HOST (client), one of them");
 	}
 	if (o.iters && o.seconds > 0)
