@@ -35,6 +35,17 @@ for f in include/uwarp/verbs.h include/uwarp/ep.h include/uwarp/wire.h include/e
 	bin/uwarp-ucmatose bin/uwarp-fuzz bin/uwarp-delayline bin/uwarp-demo bin/uwarp-crcbench; do
 	[ -e "$work/prefix/$f" ] || fail "not installed: $f"
 done
+# a manual page per tool and per public header, found by man(1) in the
+# prefix and rendered without a warning
+for page in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-delayline uwarp-demo \
+	uwarp-crcbench uwarp-verbs.3 uwarp-ep.3 uwarp-wire.3 exs.3 esock.3; do
+	sec=1 name=$page
+	case $page in *.3) sec=3 name=${page%.3} ;; esac
+	f=$(man -M "$work/prefix/share/man" -w "$sec" "$name" 2>/dev/null) ||
+		fail "man -M PREFIX/share/man $sec $name finds no page"
+	w=$(groff -ww -man -z "$f" 2>&1)
+	[ -z "$w" ] || fail "$f: groff warns: $w"
+done
 pc=$(find "$work/prefix" -name uwarp.pc)
 [ -n "$pc" ] || fail "no uwarp.pc installed"
 libdir=$(dirname "$(dirname "$pc")")

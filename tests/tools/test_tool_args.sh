@@ -64,6 +64,7 @@ refused_by exs-pump "--size exp: MAX '1K': out of range" -c 127.0.0.1 -p 9 --siz
 refused_by exs-pump "--time and --bytes exclude each other" -c 127.0.0.1 -p 9 --time 1 --bytes 1
 refused_by exs-pump "--burst N goes with --compute" -c 127.0.0.1 -p 9 --burst 4 --bytes 1
 refused_by exs-pump "give -s (server) or -c HOST" --bytes 1
+refused_by uwarp-crcbench "--ms 'abc': not a number" --ms abc
 refused_by exs-pump "--credit-size '3000': a power of two" -c 127.0.0.1 -p 9 --credit-size 3000
 refused_by exs-pump "--pingpong takes one --size" -c 127.0.0.1 -p 9 --pingpong --size exp:1K:4K
 refused_by exs-pump "'stray': not an option" -s stray
@@ -199,7 +200,8 @@ wait "$psrv" "$esrv" 2>/dev/null
 rm -f "$plog" "$elog"
 
 # and what is right still runs: --help, and sizes with a suffix
-for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-demo; do
+for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-demo uwarp-delayline \
+	uwarp-crcbench; do
 	if ! timeout 10 "$bin/$t" --help >/dev/null 2>&1; then
 		echo "FAIL $t --help did not exit 0"
 		fails=$((fails + 1))

@@ -59,9 +59,17 @@ int main(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--ms") && i + 1 < argc) {
-			seconds = atof(argv[++i]) / 1000.0;
+			seconds = tool_opt_decimal(argv[0], "--ms", argv[++i], 1, 3600000) / 1000.0;
 		} else if (!strcmp(argv[i], "--order")) {
 			order = true;
+		} else if (!strcmp(argv[i], "--help")) {
+			printf("usage: %s [--ms MILLISECONDS_PER_POINT] [--order]\n"
+			       "CRC32c throughput (GB/s) of each engine built in, at MPA's sizes.\n"
+			       "  --ms MS    time per point (default 300)\n"
+			       "  --order    the sender's CRC taken before against after the\n"
+			       "             kernel's copy of the payload\n",
+			       argv[0]);
+			return 0;
 		} else {
 			fprintf(stderr, "usage: %s [--ms MILLISECONDS_PER_POINT] [--order]\n",
 				argv[0]);

@@ -122,6 +122,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = { { "delay-ms", required_argument, 0, 'd' },
 					    { "mtu", required_argument, 0, 'm' },
 					    { "limit", required_argument, 0, 'l' },
+					    { "help", no_argument, 0, 'h' },
 					    { 0, 0, 0, 0 } };
 	const char *p = "uwarp-delayline";
 	int c;
@@ -136,6 +137,23 @@ int main(int argc, char **argv)
 		case 'l':
 			limit = (size_t)tool_opt_uint(p, "--limit", optarg, 1, 100000000);
 			break;
+		case 'h':
+			printf("usage: uwarp-delayline [--delay-ms MS] [--mtu N] [--limit PACKETS] "
+			       "TUN_A TUN_B\n"
+			       "Two TUN devices joined by a wire with a fixed delay each way: "
+			       "every\n"
+			       "IP packet written into one comes out of the other MS later, in "
+			       "order.\n"
+			       "Prints \"ready\" once both exist; they live as long as the "
+			       "process.\n"
+			       "  --delay-ms MS      the one-way delay (default 24, a fraction "
+			       "allowed)\n"
+			       "  --mtu N            the devices' MTU (default 9000)\n"
+			       "  --limit PACKETS    packets held each way at most; more are "
+			       "dropped\n"
+			       "                     (default 100000)\n"
+			       "Needs CAP_NET_ADMIN (root) for the TUN devices.\n");
+			return 0;
 		default:
 			goto usage;
 		}
