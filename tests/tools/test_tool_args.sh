@@ -197,7 +197,32 @@ else
 fi
 kill "$psrv" "$esrv" 2>/dev/null
 wait "$psrv" "$esrv" 2>/dev/null
-rm -f "$plog" "$elog"
+# A server killed in the middle of a run: the client says the connection
+# ended and why, in words (it said only "flushed: failed"), and exits 1.
+"$perf" -s -p 0 >"$plog" 2>&1 &
+psrv=$!
+pport=
+for _ in $(seq 100); do
+	pport=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$plog")
+	[ -n "$pport" ] && break
+	sleep 0.05
+done
+cout=$(mktemp)
+timeout 60 "$perf" -c 127.0.0.1 -p "$pport" --op write --time 30 --interval 0.2 >"$cout" 2>&1 &
+pcli=$!
+for _ in $(seq 200); do grep -q '^\[' "$cout" && break; sleep 0.05; done # running
+kill -9 "$psrv"
+wait "$psrv" 2>/dev/null
+wait "$pcli"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "client: the connection ended before the run did: " "$cout"; then
+	echo "ok   uwarp-perf, server killed mid-run: $(grep 'connection ended' "$cout")"
+else
+	echo "FAIL uwarp-perf, server killed mid-run: exit $rc:"
+	sed 's/^/    /' "$cout" | tail -5
+	fails=$((fails + 1))
+fi
+rm -f "$plog" "$elog" "$cout"
 
 # and what is right still runs: --help, and sizes with a suffix
 for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-demo uwarp-delayline \

@@ -46,6 +46,28 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
+/* A failed completion, in words. A flushed one says what ended its
+ * connection (a server stopped or interrupted mid-run used to leave only
+ * "flushed: failed"); one the peer refused gives the Terminate's codes. */
+static int wc_fail(const struct uw_wc *wc)
+{
+	if (wc->status == UW_WC_WR_FLUSH_ERR) {
+		int why = wc->qp ? uw_qp_end_errno(wc->qp) : 0;
+		fprintf(stderr, "client: the connection ended before the run did: %s\n",
+			why == 0        ? "the server closed it (stopped or interrupted?)"
+			: why == EPROTO ? "a protocol error, the connection was terminated"
+					: strerror(why));
+		return 1;
+	}
+	if (wc->term_layer || wc->term_etype || wc->term_ecode)
+		fprintf(stderr, "client: %s (the peer's Terminate: layer %u, type %u, code %#x)\n",
+			uw_wc_status_str(wc->status), wc->term_layer, wc->term_etype,
+			wc->term_ecode);
+	else
+		fprintf(stderr, "client: %s\n", uw_wc_status_str(wc->status));
+	return 1;
+}
+
 static uint8_t *src_slot(struct qstate *q, uint64_t i) { return q->buf + (i % q->slots) * o->size; }
 
 static uint8_t *sink_slot(struct qstate *q, uint64_t i)
@@ -281,7 +303,7 @@ static int take_acks(int wait_ms, int *reports)
 	for (int i = 0; i < n; i++) {
 		struct qstate *q = owner(&wc[i]);
 		if (wc[i].status != UW_WC_SUCCESS)
-			return fail(uw_wc_status_str(wc[i].status), 0);
+			return wc_fail(&wc[i]);
 		if (is_ack(&wc[i]))
 			*reports += on_ack(q, &wc[i], true);
 	}
@@ -318,7 +340,7 @@ static int wait_reports(struct qstate *qs, int nq)
 		for (int i = 0; i < n; i++) {
 			struct qstate *q = owner(&wc[i]);
 			if (wc[i].status != UW_WC_SUCCESS)
-				return fail(uw_wc_status_str(wc[i].status), 0);
+				return wc_fail(&wc[i]);
 			if (is_ack(&wc[i]) && on_ack(q, &wc[i], false)) {
 				left--;
 				deadline = util_now_s() + 30;
@@ -384,7 +406,7 @@ static int run_bw(struct qstate *qs, int nq, double *elapsed)
 		for (int i = 0; i < n; i++) {
 			struct qstate *q = owner(&wc[i]);
 			if (wc[i].status != UW_WC_SUCCESS)
-				return fail(uw_wc_status_str(wc[i].status), 0);
+				return wc_fail(&wc[i]);
 			if (is_ack(&wc[i])) {
 				q->credits += o->depth;
 				post_ack_recv(q, UINT64_MAX);
@@ -431,7 +453,7 @@ static int run_lat(struct qstate *q, double *elapsed)
 			int n = uw_poll_cq(q->cq, 4, wc);
 			for (int k = 0; k < n; k++) {
 				if (wc[k].status != UW_WC_SUCCESS)
-					return fail(uw_wc_status_str(wc[k].status), 0);
+					return wc_fail(&wc[k]);
 				if (!is_ack(&wc[k])) {
 					sent = true;
 					completed(q, &wc[k]);
@@ -491,7 +513,7 @@ static int verify_writes(struct qstate *q)
 			got = k;
 		}
 		if (wc.status != UW_WC_SUCCESS)
-			return fail(uw_wc_status_str(wc.status), 0);
+			return wc_fail(&wc);
 		uint64_t expect = o->mode == MODE_LAT ? 1000 : j + 1000;
 		uint64_t bad = perf_check(sink_slot(q, 0), o->size - (o->mode == MODE_LAT), expect);
 		if (bad != o->size - (o->mode == MODE_LAT))
