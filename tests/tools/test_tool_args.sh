@@ -235,7 +235,9 @@ done
 # --help explains on stdout, with the defaults a user cannot guess (the
 # ports above all): before, uwarp-perf's was a bare synopsis on stderr
 for want in "uwarp-perf:default 19515" "uwarp-perf:--max-mem BYTES     buffers over all sessions (default 1G)" \
-	"exs-pump:default 7480" "exs-pump:--ring 1M"; do
+	"exs-pump:default 7480" "exs-pump:--ring 1M" "uwarp-rping:default 7174" \
+	"uwarp-ucmatose:default 7471" "uwarp-fuzz:cases per class (default 20)" \
+	"uwarp-delayline:default 24" "uwarp-crcbench:default 300"; do
 	t=${want%%:*} w=${want#*:}
 	if ! timeout 10 "$bin/$t" --help 2>/dev/null | grep -qF -- "$w"; then
 		echo "FAIL $t --help does not say '$w' on stdout"

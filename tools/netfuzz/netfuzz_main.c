@@ -136,9 +136,31 @@ int main(int argc, char **argv)
 		case 'q':
 			quiet = true;
 			break;
+		case 'h':
+			printf("usage: %s (-c HOST -p PORT | -s -p PORT) [--crc on|off] [--seed "
+			       "N]\n"
+			       "          [--cases N] [--class NAME[,NAME...]] [--case I] "
+			       "[--timeout MS]\n"
+			       "          [--stag X] [--to N] [--payload N] [--watch PID] [--json "
+			       "FILE]\n"
+			       "          [--quiet]\n"
+			       "Mutated FPDUs against an iWARP peer, one MPA connection per case.\n"
+			       "  -c HOST -p PORT   connect to the peer; -s -p PORT: it connects\n"
+			       "  --cases N         cases per class (default 20)\n"
+			       "  --seed N, --class NAMES, --case I   a case alone, reproduced\n"
+			       "  --timeout MS      wait for the peer's reaction (default 2000)\n"
+			       "  --stag X, --to N, --payload N   tagged cases' target; payload\n"
+			       "                    bytes (default 64)\n"
+			       "  --watch PID       a local peer whose death is a crash\n"
+			       "  --json FILE       the report; --quiet: no table\n"
+			       "  --crc on|off      ask for MPA CRC (default on)\n"
+			       "Exit: 0 every case ran, 1 the peer crashed or MPA failed, 2 "
+			       "usage.\n",
+			       argv[0]);
+			return 0;
 		default:
 			usage(argv[0]);
-			return o == 'h' ? 0 : 2;
+			return 2;
 		}
 	}
 	tool_opt_no_more(p, argc, argv, optind);

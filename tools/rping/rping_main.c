@@ -93,9 +93,31 @@ int main(int argc, char **argv)
 		case 'F':
 			o.fault_bad_rkey = !tool_opt_word(p, "--fault", optarg, faults);
 			break;
+		case 'h':
+			printf("usage: %s -s [-a ADDR] [-p PORT] [-S SIZE] [-P] [-v] [-V] [-q]\n"
+			       "       %s -c -a ADDR [-p PORT] [-C COUNT] [-S SIZE] [-v] [-V] "
+			       "[-q]\n"
+			       "       (both) [--crc on|off] [--markers on|off] [--rev 1|2]\n"
+			       "              [--fault bad-rkey]\n"
+			       "rdma-core's rping over uwarp, with Linux's rping on siw at either "
+			       "end.\n"
+			       "  -s, -c        server or client\n"
+			       "  -a ADDR       the server's address (the server binds to it)\n"
+			       "  -p PORT       default %d, as rping\n"
+			       "  -C COUNT      pings (default: until interrupted)\n"
+			       "  -S SIZE       the ping's size (default %d, at most 16M)\n"
+			       "  -P            server: keep accepting, a thread per client\n"
+			       "  -v, -V, -q    print the pings; check the echoes; say less\n"
+			       "  --crc on|off  ask for MPA CRC (default on)\n"
+			       "  --markers on|off  ask for MPA markers (default off)\n"
+			       "  --rev 1|2     the MPA revision to ask for (default 2)\n"
+			       "  --fault bad-rkey  advertise a wrong rkey (the peer's error "
+			       "path)\n",
+			       argv[0], argv[0], RPING_PORT, RPING_DEFAULT_SIZE);
+			return 0;
 		default:
 			usage(argv[0]);
-			return c == 'h' ? 0 : 2;
+			return 2;
 		}
 	}
 	tool_opt_no_more(p, argc, argv, optind);

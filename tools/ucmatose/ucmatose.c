@@ -332,11 +332,25 @@ int main(int argc, char **argv)
 			o.markers = tool_opt_word(p, "--markers", optarg, off_on);
 			break;
 		default:
-			fprintf(stderr,
+			fprintf(c == 'h' ? stdout : stderr,
 				"usage: %s [-s server_address] [-b bind_address] [-c connections]\n"
 				"\t[-C message_count] [-S message_size] [-p port_number]\n"
 				"\t[--crc on|off] [--markers on|off]\n",
 				argv[0]);
+			if (c == 'h')
+				printf("librdmacm's cmatose test over uwarp: without -s a server.\n"
+				       "  -s ADDR   be the client of the server at ADDR\n"
+				       "  -b ADDR   the address to listen on or connect from\n"
+				       "  -c N      connections (default 1, at most 1024)\n"
+				       "  -C N      messages each way on each connection (default "
+				       "10)\n"
+				       "  -S BYTES  per message (default 100)\n"
+				       "  -p PORT   a number or a service name (default 7471; -p 0 "
+				       "on\n"
+				       "            the server: one the kernel picks, printed)\n"
+				       "  --crc on|off, --markers on|off   ask for MPA CRC "
+				       "(default on)\n"
+				       "            and markers (default off)\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
