@@ -9,16 +9,13 @@
 # registry file names the installed provider.
 set -euo pipefail
 build=$1
+. "$(dirname "$0")/throwaway_root.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() {
 	echo "FAIL: $*"
 	exit 1
 }
-if ! unshare -m --propagation private true 2>/dev/null; then
-	echo "SKIP: no mount namespace here (not root?): the package is built but not installed"
-	exit 77
-fi
 
 (cd "$build" && cpack -G DEB -B "$work/pkg") >"$work/cpack.log" 2>&1 ||
 	{ cat "$work/cpack.log"; fail "cpack -G DEB"; }
@@ -31,37 +28,31 @@ done
 
 cat >"$work/inside.sh" <<'IN'
 set -eu
-work=$1 deb=$2
-mount -t tmpfs none "$work/ov"
-mkdir -p "$work/ov/up" "$work/ov/work" "$work/ov/root"
-mount -t overlay overlay -o "lowerdir=/,upperdir=$work/ov/up,workdir=$work/ov/work" "$work/ov/root"
-r=$work/ov/root
-mount -t proc proc "$r/proc"
-mount --rbind /dev "$r/dev"
-cp "$deb" "$r/tmp/uwarp.deb"
+deb=$1
 # the host's package lists: everything the package needs is installed, so
 # nothing is downloaded
-chroot "$r" env DEBIAN_FRONTEND=noninteractive apt-get install -y /tmp/uwarp.deb \
-	>"$work/apt.log" 2>&1 || { cat "$work/apt.log"; exit 1; }
-chroot "$r" dpkg -s uwarp | grep -q "Status: install ok installed"
-chroot "$r" uwarp-perf --version
-chroot "$r" pkg-config --modversion uwarp exs esock
-chroot "$r" man -w uwarp-perf exs
-grep -q " /usr/lib/libuwarp-dapl.so.2 " "$r/usr/share/uwarp/dat.conf"
-chroot "$r" uwarp-perf -s -p 0 >"$work/server.log" 2>&1 &
+DEBIAN_FRONTEND=noninteractive apt-get install -y "$deb" >/tmp/apt.log 2>&1 ||
+	{ cat /tmp/apt.log; exit 1; }
+dpkg -s uwarp | grep -q "Status: install ok installed"
+uwarp-perf --version
+pkg-config --modversion uwarp exs esock
+man -w uwarp-perf exs
+grep -q " /usr/lib/libuwarp-dapl.so.2 " /usr/share/uwarp/dat.conf
+uwarp-perf -s -p 0 >/tmp/server.log 2>&1 &
 srv=$!
 port=
 for _ in $(seq 100); do
-	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$work/server.log")
+	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' /tmp/server.log)
 	[ -n "$port" ] && break
 	sleep 0.05
 done
-[ -n "$port" ] || { cat "$work/server.log"; exit 1; }
-chroot "$r" uwarp-perf -c 127.0.0.1 -p "$port" --op write --iters 100 | grep -q "data verified"
+[ -n "$port" ] || { cat /tmp/server.log; exit 1; }
+uwarp-perf -c 127.0.0.1 -p "$port" --op write --iters 100 | grep -q "data verified"
 wait $srv
 IN
-mkdir -p "$work/ov"
-unshare -m --propagation private bash "$work/inside.sh" "$work" "$deb" ||
-	fail "installing the package into a throwaway root"
+rc=0
+in_throwaway_root "$work" bash "$work/inside.sh" "$deb" || rc=$?
+[ $rc -ne 77 ] || { echo "SKIP: no mount namespace here (not root?)"; exit 77; }
+[ $rc -eq 0 ] || fail "installing the package into a throwaway root"
 echo "ok: apt-get install ./$(basename "$deb") in a throwaway root; its uwarp-perf verified data"
 dpkg -s uwarp >/dev/null 2>&1 && fail "the host now has the package: the install leaked" || true
