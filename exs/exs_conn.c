@@ -170,7 +170,7 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 		s->fl_count--;
 		struct exs_op *op = f.op;
 		if (f.sendbuf)
-			exs__stream_sendbuf_done(s);
+			s->cbuf_busy--; /* its send buffer is free again */
 		if (op && wc->status == UW_WC_SUCCESS) {
 			op->done += s->type == SOCK_STREAM ? f.len : op->len;
 			/* transfers complete in order: a finished send is the head */

@@ -120,25 +120,30 @@ int exs__post_xfer_buf(struct exs_sock *s, void *buf, uint32_t lkey, uint32_t le
 			 (struct exs_inflight){ .len = len, .sendbuf = true });
 }
 
+int exs__op_sges(const struct exs_op *op, size_t off, uint32_t len, struct uw_sge *sge)
+{
+	int ns = 0;
+	size_t left = len;
+	for (int i = 0; i < op->iovcnt && left; i++) {
+		size_t l = op->iov[i].iov_len;
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		size_t take = l - off < left ? l - off : left;
+		sge[ns++] = (struct uw_sge){ (uintptr_t)op->iov[i].iov_base + off, (uint32_t)take,
+					     op->lkey[i] };
+		left -= take;
+		off = 0;
+	}
+	return ns;
+}
+
 int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_t len,
 		   uint64_t raddr, uint32_t rkey, const struct exs_note *n)
 {
-	/* the operation's bytes [op_off, op_off + len) as SGEs */
 	struct uw_sge sge[EXS_IOV_MAX];
-	int ns = 0;
-	size_t skip = op_off, left = len;
-	for (int i = 0; i < op->iovcnt && left; i++) {
-		size_t l = op->iov[i].iov_len;
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		size_t take = l - skip < left ? l - skip : left;
-		sge[ns++] = (struct uw_sge){ (uintptr_t)op->iov[i].iov_base + skip, (uint32_t)take,
-					     op->lkey[i] };
-		left -= take;
-		skip = 0;
-	}
+	int ns = exs__op_sges(op, op_off, len, sge);
 	return post_xfer(s, sge, ns, len, raddr, rkey, n, (struct exs_inflight){ op, len, false });
 }
 

@@ -450,6 +450,8 @@ uint32_t exs__op_rkey(const struct exs_op *op); /* its window's key */
 int exs__post_ctl(struct exs_sock *s, struct exs_ctl *m);
 bool exs__can_ctl(const struct exs_sock *s);
 bool exs__can_xfer(const struct exs_sock *s);
+/* @op's bytes [off, off + len) as SGEs (at most EXS_IOV_MAX): their count */
+int exs__op_sges(const struct exs_op *op, size_t off, uint32_t len, struct uw_sge *sge);
 int exs__post_xfer(struct exs_sock *s, struct exs_op *op, size_t op_off, uint32_t len,
 		   uint64_t raddr, uint32_t rkey, const struct exs_note *n);
 /* A transfer of @len bytes from one of EXS_FLOW_CREDIT's send buffers
@@ -539,9 +541,7 @@ void exs__stream_pump(struct exs_sock *s);
  * in a coalescing buffer queued behind the waiting sends). */
 bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcnt, size_t len);
 void exs__stream_free(struct exs_sock *s);
-/* A send buffer's transfer completed; and the sends at the head whose
- * bytes were all copied complete. */
-void exs__stream_sendbuf_done(struct exs_sock *s);
+/* The sends at the head whose bytes were all copied complete. */
 void exs__stream_reap_copied(struct exs_sock *s);
 int exs__stream_ctl(struct exs_sock *s, const struct exs_ctl *m);
 int exs__stream_note(struct exs_sock *s, const struct exs_note *n, bool full);

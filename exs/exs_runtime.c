@@ -13,7 +13,6 @@
 #include "util/evfd.h"
 
 struct exs_rt exs_rt = { .lock = PTHREAD_MUTEX_INITIALIZER,
-			 .handoff = UTIL_HANDOFF_INIT,
 			 .sync_cv = PTHREAD_COND_INITIALIZER,
 			 .queues = UTIL_LIST_INIT(exs_rt.queues),
 			 .socks = UTIL_LIST_INIT(exs_rt.socks),
@@ -171,6 +170,7 @@ static int linger_timeout(void)
 static void *progress_thread(void *arg)
 {
 	on_progress_thread = true;
+	util_handoff_init(&exs_rt.handoff); /* the offers are this thread's */
 	uint64_t next_linger_check = 0;
 	struct pollfd fixed[3], *pf = fixed;
 	int npf = 3;
@@ -203,7 +203,7 @@ static void *progress_thread(void *arg)
 			 * only when the sender paused; with the paper's rules and
 			 * 16 receives for 8 sends: 16 direct transfers, then the
 			 * ring for good). A thread that waits gets it now. */
-			util_handoff_offer(&exs_rt.handoff, &exs_rt.lock, 1000);
+			util_handoff_offer(&exs_rt.handoff, &exs_rt.lock, 1);
 			continue;
 		}
 		uw_req_notify_cq(exs_rt.cq, 0);

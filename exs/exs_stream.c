@@ -141,23 +141,6 @@ static bool cbuf_ready(struct exs_sock *s)
 	return true;
 }
 
-/* Copy @len bytes of @op's from @off into @dst. */
-static void op_copy_out(const struct exs_op *op, size_t off, uint8_t *dst, size_t len)
-{
-	for (int i = 0; i < op->iovcnt && len; i++) {
-		size_t l = op->iov[i].iov_len;
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		size_t take = l - off < len ? l - off : len;
-		memcpy(dst, (const uint8_t *)op->iov[i].iov_base + off, take);
-		dst += take;
-		len -= take;
-		off = 0;
-	}
-}
-
 /* An indirect transfer under credits: the bytes are copied into the next
  * send buffer and go from there; for the application they are sent. */
 static int post_copied(struct exs_sock *s, struct exs_op *op, const struct exs_sp_xfer *x,
@@ -166,7 +149,13 @@ static int post_copied(struct exs_sock *s, struct exs_op *op, const struct exs_s
 	if (!cbuf_ready(s))
 		return -ENOMEM;
 	uint8_t *b = s->cbuf + (size_t)(s->cbuf_next % s->cbuf_n) * s->tx.slot;
-	op_copy_out(op, op->assigned, b, x->len);
+	struct uw_sge sge[EXS_IOV_MAX];
+	int ns = exs__op_sges(op, op->assigned, x->len, sge);
+	uint8_t *at = b;
+	for (int i = 0; i < ns; i++) {
+		memcpy(at, (const void *)(uintptr_t)sge[i].addr, sge[i].length);
+		at += sge[i].length;
+	}
 	int rc = exs__post_xfer_buf(s, b, s->cbuf_mr->lkey, x->len, raddr, rkey, n);
 	if (rc)
 		return rc;
@@ -177,8 +166,6 @@ static int post_copied(struct exs_sock *s, struct exs_op *op, const struct exs_s
 	op->copied = true;
 	return 0;
 }
-
-void exs__stream_sendbuf_done(struct exs_sock *s) { s->cbuf_busy--; }
 
 void exs__stream_reap_copied(struct exs_sock *s)
 {

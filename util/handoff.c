@@ -3,8 +3,8 @@
  * (handoff.h).
  */
 #include <errno.h>
-#include <time.h>
 
+#include "clock.h"
 #include "handoff.h"
 
 void util_handoff_lock(struct util_handoff *h, pthread_mutex_t *mu)
@@ -23,20 +23,15 @@ void util_handoff_taken(struct util_handoff *h)
 	}
 }
 
-bool util_handoff_offer(struct util_handoff *h, pthread_mutex_t *mu, long max_us)
+int util_handoff_init(struct util_handoff *h) { return util_cond_init(&h->cv); }
+
+bool util_handoff_offer(struct util_handoff *h, pthread_mutex_t *mu, unsigned max_ms)
 {
 	if (!atomic_load_explicit(&h->wanted, memory_order_relaxed) && !h->woken)
 		return false;
 	h->woken = false;
 	h->offered = true;
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl); /* (the condition's clock) */
-	dl.tv_sec += max_us / 1000000;
-	dl.tv_nsec += (max_us % 1000000) * 1000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
+	struct timespec dl = util_deadline_ms(max_ms);
 	while (h->offered && pthread_cond_timedwait(&h->cv, mu, &dl) != ETIMEDOUT) {
 	}
 	bool taken = !h->offered;

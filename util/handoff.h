@@ -23,7 +23,9 @@ struct util_handoff {
 	pthread_cond_t cv;
 };
 
-#define UTIL_HANDOFF_INIT { .cv = PTHREAD_COND_INITIALIZER }
+/* Once, zeroed, before the worker's first offer (its wait reads the
+ * monotonic clock). */
+int util_handoff_init(struct util_handoff *h);
 
 /* Take @mu as a thread the worker lets in. */
 void util_handoff_lock(struct util_handoff *h, pthread_mutex_t *mu);
@@ -31,8 +33,8 @@ void util_handoff_lock(struct util_handoff *h, pthread_mutex_t *mu);
  * worker waiting to be taken up goes on once this thread lets go. */
 void util_handoff_taken(struct util_handoff *h);
 /* The worker, @mu held, between two rounds: if a thread waits, let it
- * have @mu; back (with @mu) once one took it, or after @max_us. Returns
+ * have @mu; back (with @mu) once one took it, or after @max_ms. Returns
  * whether a thread took it. */
-bool util_handoff_offer(struct util_handoff *h, pthread_mutex_t *mu, long max_us);
+bool util_handoff_offer(struct util_handoff *h, pthread_mutex_t *mu, unsigned max_ms);
 
 #endif

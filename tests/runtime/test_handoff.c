@@ -20,7 +20,7 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static struct util_handoff h = UTIL_HANDOFF_INIT;
+static struct util_handoff h; /* util_handoff_init in main */
 static atomic_bool running, got_in;
 static bool woke; /* under mu */
 
@@ -50,33 +50,35 @@ static void *work(void *arg)
 		}
 		w->rounds++;
 		if (w->offer)
-			util_handoff_offer(&h, &mu, 1000);
+			util_handoff_offer(&h, &mu, 1);
 	}
 	w->let_in = atomic_load(&got_in);
 	pthread_mutex_unlock(&mu);
 	return NULL;
 }
 
-static void start(pthread_t *t, struct worker *w)
+/* A worker running rounds; this thread waits for the mutex the way an
+ * application thread does; whether the worker saw it get in. */
+static bool waiter_gets_in(struct worker *w)
 {
+	pthread_t t;
 	atomic_store(&running, false);
 	atomic_store(&got_in, false);
-	assert_int_equal(pthread_create(t, NULL, work, w), 0);
+	assert_int_equal(pthread_create(&t, NULL, work, w), 0);
 	while (!atomic_load(&running))
 		sched_yield();
+	util_handoff_lock(&h, &mu);
+	atomic_store(&got_in, true);
+	pthread_mutex_unlock(&mu);
+	pthread_join(t, NULL);
+	return w->let_in;
 }
 
 static void a_waiting_thread_gets_in_between_rounds(void **state)
 {
 	(void)state;
 	struct worker w = { .offer = true, .ms = 20000 };
-	pthread_t t;
-	start(&t, &w);
-	util_handoff_lock(&h, &mu);
-	atomic_store(&got_in, true);
-	pthread_mutex_unlock(&mu);
-	pthread_join(t, NULL);
-	assert_true(w.let_in);
+	assert_true(waiter_gets_in(&w));
 }
 
 /* Without the offer the worker keeps the mutex until it stops. */
@@ -84,13 +86,7 @@ static void without_the_offer_it_never_does(void **state)
 {
 	(void)state;
 	struct worker w = { .offer = false, .ms = 300 };
-	pthread_t t;
-	start(&t, &w);
-	util_handoff_lock(&h, &mu);
-	atomic_store(&got_in, true);
-	pthread_mutex_unlock(&mu);
-	pthread_join(t, NULL);
-	assert_false(w.let_in);
+	assert_false(waiter_gets_in(&w));
 }
 
 static void a_thread_woken_on_a_condition_gets_in(void **state)
@@ -120,7 +116,7 @@ static void with_nobody_waiting_the_offer_returns_at_once(void **state)
 	pthread_mutex_lock(&mu);
 	int taken = 0;
 	for (int i = 0; i < 1000; i++)
-		taken += util_handoff_offer(&h, &mu, 1000000);
+		taken += util_handoff_offer(&h, &mu, 1000);
 	assert_false(h.offered);
 	pthread_mutex_unlock(&mu);
 	assert_int_equal(taken, 0);
@@ -128,6 +124,7 @@ static void with_nobody_waiting_the_offer_returns_at_once(void **state)
 
 int main(void)
 {
+	util_handoff_init(&h);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_waiting_thread_gets_in_between_rounds),
 		cmocka_unit_test(without_the_offer_it_never_does),

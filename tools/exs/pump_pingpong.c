@@ -12,6 +12,7 @@
 
 #include "pump_pingpong.h"
 #include "tools/lib/tool_interval.h"
+#include "tools/lib/tool_stats.h"
 #include "util/clock.h"
 
 int64_t pingpong_serve(int fd, size_t size)
@@ -40,12 +41,6 @@ int64_t pingpong_serve(int fd, size_t size)
 	}
 	free(buf);
 	return rounds;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
 }
 
 int pingpong_run(int fd, size_t size, double secs, uint64_t rounds, bool verify, double interval,
@@ -95,13 +90,9 @@ int pingpong_run(int fd, size_t size, double secs, uint64_t rounds, bool verify,
 	r->rounds = n;
 	r->secs = util_now_s() - t0;
 	if (n) {
-		double sum = 0;
-		for (size_t i = 0; i < n; i++)
-			sum += rtt[i];
-		qsort(rtt, n, sizeof(*rtt), cmp_double);
-		r->half_rtt_mean_us = sum / (double)n / 2 * 1e6;
-		r->half_rtt_p50_us = rtt[n / 2] / 2 * 1e6;
-		r->half_rtt_p99_us = rtt[n * 99 / 100] / 2 * 1e6;
+		r->half_rtt_mean_us = half_sum / (double)n;
+		r->half_rtt_p50_us = tool_percentile(rtt, n, 0.50) / 2 * 1e6;
+		r->half_rtt_p99_us = tool_percentile(rtt, n, 0.99) / 2 * 1e6;
 	}
 	rc = 0;
 end:

@@ -99,7 +99,4 @@ struct perf_result {
 int perf_tcp_server_start(const struct perf_opts *o, int tcp_port);
 int perf_tcp_client(const struct perf_opts *o, struct perf_result *r);
 
-/* Sorted-sample percentiles, for latency. */
-double perf_percentile(double *v, size_t n, double p);
-
 #endif

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "perf.h"
+#include "tools/lib/tool_stats.h"
 #include "tools/lib/tool_interval.h"
 
 struct qstate {
@@ -598,8 +599,8 @@ int perf_client(const struct perf_opts *opt)
 	double gbps = elapsed > 0 ? bytes * 8 / elapsed / 1e9 : 0;
 	double p50 = 0, p99 = 0;
 	if (o->mode == MODE_LAT) {
-		p50 = perf_percentile(qs[0].lat, qs[0].nlat, 0.50);
-		p99 = perf_percentile(qs[0].lat, qs[0].nlat, 0.99);
+		p50 = tool_percentile(qs[0].lat, qs[0].nlat, 0.50);
+		p99 = tool_percentile(qs[0].lat, qs[0].nlat, 0.99);
 	}
 	bool lat = o->mode == MODE_LAT;
 	double ratio = o->tcp ? (lat ? (p50 > 0 ? tcp.lat_p50_us / p50 : 0)

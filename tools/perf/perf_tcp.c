@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "perf.h"
+#include "tools/lib/tool_stats.h"
 
 struct tcp_hello {
 	uint8_t op, mode, pad[2];
@@ -176,8 +177,8 @@ int perf_tcp_client(const struct perf_opts *o, struct perf_result *r)
 				lat[i] = (util_now_s() - a) * 1e6;
 		}
 		uint64_t n = i < cap ? i : cap;
-		r->lat_p50_us = perf_percentile(lat, n, 0.50);
-		r->lat_p99_us = perf_percentile(lat, n, 0.99);
+		r->lat_p50_us = tool_percentile(lat, n, 0.50);
+		r->lat_p99_us = tool_percentile(lat, n, 0.99);
 		free(lat);
 	} else if (o->op == OP_READ) {
 		for (; stop ? util_now_s() < stop : i < o->iters; i++)

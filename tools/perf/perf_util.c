@@ -52,18 +52,3 @@ uint64_t perf_check(const uint8_t *p, uint64_t len, uint64_t slot)
 			return k;
 	return len;
 }
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-double perf_percentile(double *v, size_t n, double p)
-{
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-	return v[i < n ? i : n - 1];
-}
