@@ -29,6 +29,18 @@ refused_by() {
 }
 refused() { refused_by uwarp-perf "$@"; }
 
+# port_in LOG: the port a server started with -p 0 says it listens on
+# ("... listening on port N ..."), once it says it (empty after 5 s)
+port_in() {
+	local p
+	for _ in $(seq 100); do
+		p=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$1" | head -1)
+		[ -n "$p" ] && break
+		sleep 0.05
+	done
+	echo "$p"
+}
+
 c=(-c 127.0.0.1 -p 9)
 refused "--size 'abc': not a size" "${c[@]}" --op write --size abc --iters 1
 refused "--size '4Q'" "${c[@]}" --op write --size 4Q --iters 1
@@ -127,12 +139,7 @@ fi
 log=$(mktemp)
 timeout 30 "$bin/uwarp-ucmatose" -b 127.0.0.1 -p 0 -C 2 >"$log" 2>&1 &
 ucs=$!
-port=
-for _ in $(seq 100); do
-	port=$(sed -n 's/^cmatose: listening on port \([0-9]*\)$/\1/p' "$log")
-	[ -n "$port" ] && break
-	sleep 0.05
-done
+port=$(port_in "$log")
 if [ -n "$port" ] && [ "$port" != 0 ] &&
 	timeout 20 "$bin/uwarp-ucmatose" -s 127.0.0.1 -p "$port" -C 2 >/dev/null 2>&1 &&
 	wait "$ucs"; then
@@ -155,13 +162,7 @@ plog=$(mktemp) elog=$(mktemp)
 psrv=$!
 "$bin/exs-pump" -s -p 0 --loop >"$elog" 2>&1 &
 esrv=$!
-pport= eport=
-for _ in $(seq 100); do
-	pport=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$plog")
-	eport=$(sed -n 's/^server: listening on port \([0-9]*\) .*/\1/p' "$elog")
-	[ -n "$pport" ] && [ -n "$eport" ] && break
-	sleep 0.05
-done
+pport=$(port_in "$plog") eport=$(port_in "$elog")
 intervals() { grep -cE '^\[ *[0-9.]+- *[0-9.]+ s\] ' <<<"$1"; }
 expect_intervals() { # WHAT MIN MAX OUTPUT
 	local n
@@ -201,12 +202,7 @@ wait "$psrv" "$esrv" 2>/dev/null
 # ended and why, in words (it said only "flushed: failed"), and exits 1.
 "$perf" -s -p 0 >"$plog" 2>&1 &
 psrv=$!
-pport=
-for _ in $(seq 100); do
-	pport=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$plog")
-	[ -n "$pport" ] && break
-	sleep 0.05
-done
+pport=$(port_in "$plog")
 cout=$(mktemp)
 timeout 60 "$perf" -c 127.0.0.1 -p "$pport" --op write --time 30 --interval 0.2 >"$cout" 2>&1 &
 pcli=$!
