@@ -281,8 +281,12 @@ EXS_EXTERN int exs_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, exs
  * Without: waits. Errors (returned, or the event's status): EBADF, EISCONN
  * (also after a failed connect: close the socket and make a new one),
  * EALREADY, ECONNREFUSED (nobody listens, or the peer refused: another
- * socket type), ETIMEDOUT (see SO_SNDTIMEO), EPROTO (not an ES-API peer),
- * ENOBUFS (EXS_MAX_CONNECTIONS connections in this process).
+ * socket type), ETIMEDOUT (TCP did not come up in time: see SO_SNDTIMEO),
+ * ETIME (TCP came up but the peer sent no MPA Reply in time: not an
+ * iWARP peer, or its program did not accept), EPROTO (not an ES-API peer:
+ * its answer is not MPA, or not the ES-API's hello), ECONNRESET (the peer
+ * closed before answering), ENOBUFS (EXS_MAX_CONNECTIONS connections in
+ * this process).
  */
 EXS_EXTERN int exs_connect(int fd, const struct sockaddr *addr, socklen_t addrlen,
 			   exs_qhandle_t qhandle, exs_ahandle_t ahandle);
@@ -580,8 +584,8 @@ enum exs_flow {
  * exs_getsockopt, exs_setsockopt - the options above (level SOL_EXS), and
  * at level SOL_SOCKET: SO_TYPE, SO_ERROR (read and cleared), SO_RCVBUF
  * (the ring size) and, to set, SO_SNDTIMEO (struct timeval: how long
- * exs_connect waits for the peer's MPA answer before ETIMEDOUT; default
- * 10 s). Returns 0 or -1 with errno: EBADF,
+ * exs_connect waits for TCP and the peer's MPA answer before ETIMEDOUT or
+ * ETIME; default 3 s, or UWARP_MPA_REPLY_MS). Returns 0 or -1 with errno: EBADF,
  * ENOPROTOOPT, EINVAL (bad length or value), EISCONN (too late to set),
  * ENOTCONN (the connection has ended).
  */

@@ -10,6 +10,7 @@
 #include "rdmap/rdmap_offer.h"
 #include "rdmap/rdmap_term.h"
 #include "uw_internal.h"
+#include "util/connect_words.h"
 
 void uw__cm_event(struct uw_cm_id_impl *id, enum uw_cm_event_type type, int status,
 		  struct uw_cm_id_impl *listen_id, const struct uw_conn *c)
@@ -159,4 +160,10 @@ const char *uw_cm_event_str(enum uw_cm_event_type t)
 		return "DISCONNECTED";
 	}
 	return "UNKNOWN";
+}
+
+const char *uw_connect_strerror(int status)
+{
+	const char *w = util_connect_words(status);
+	return w ? w : strerror(status);
 }

@@ -171,9 +171,15 @@ static void timer(struct uw_life *l, const struct uw_life_facts *f, struct uw_li
 {
 	switch (l->st) {
 	case UW_LIFE_CONNECTING:
-	case UW_LIFE_REQ_SENT:
 	case UW_LIFE_WAIT_REQ:
 		end(l, ETIMEDOUT, UW_LIFE_EV_AUTO, false, a);
+		break;
+	case UW_LIFE_REQ_SENT:
+		/* TCP came up and took the Request, but no Reply came: a peer
+		 * that does not speak MPA (or a program that never accepted).
+		 * ETIME, not ETIMEDOUT, so a caller can tell it from a TCP
+		 * connection that never came up (include/uwarp/verbs.h) */
+		end(l, ETIME, UW_LIFE_EV_AUTO, false, a);
 		break;
 	case UW_LIFE_WAIT_RTR:
 		/* a P2P initiator that never sends its RTR is as silent as one

@@ -14,6 +14,7 @@
 
 #include "uw_internal.h"
 #include "util/clock.h"
+#include "util/env_ms.h"
 
 /* Fills buf from the kernel: getrandom, or /dev/urandom where a sandbox
  * refuses the system call. With neither there is no safe STag to give. */
@@ -144,8 +145,10 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 		errno = EINVAL;
 		return NULL;
 	}
-	ctx->reply_timeout_ms =
-		attr && attr->mpa_reply_timeout_ms ? attr->mpa_reply_timeout_ms : 10000;
+	ctx->reply_timeout_ms = attr && attr->mpa_reply_timeout_ms
+					? attr->mpa_reply_timeout_ms
+					: util_env_ms("uwarp", "UWARP_MPA_REPLY_MS",
+						      UW_MPA_REPLY_MS_DEFAULT, 1, 3600000);
 	ctx->request_timeout_ms =
 		attr && attr->mpa_request_timeout_ms ? attr->mpa_request_timeout_ms : 5000;
 	ctx->next_qpn = 1;

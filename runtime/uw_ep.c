@@ -228,9 +228,16 @@ struct uw_ep *uw_ep_connect(const char *host, const char *port, const struct uw_
 			uw_cm_destroy_id(id);
 			break;
 		}
-		rc = uw_cm_connect(id, ai->ai_addr, ep->has_param ? &ep->param : NULL);
+		/* a timeout the caller gave ends the connection's own MPA
+		 * timer too, so a failure says which step did not finish
+		 * (ETIMEDOUT: TCP; ETIME: the peer's Reply); the wait allows
+		 * its event a moment more */
+		struct uw_conn_param p = ep->has_param ? ep->param : (struct uw_conn_param){ 0 };
+		if (!p.mpa_timeout_ms && deadline && attr && attr->timeout_ms > 0)
+			p.mpa_timeout_ms = left_ms(deadline) ? (unsigned)left_ms(deadline) : 1;
+		rc = uw_cm_connect(id, ai->ai_addr, &p);
 		if (!rc)
-			rc = wait_established(ep, deadline);
+			rc = wait_established(ep, deadline ? deadline + 1000 : 0);
 		if (!rc)
 			break;
 		ep_drop_conn(ep);

@@ -52,8 +52,11 @@ struct uw_ep_attr {
  *
  * Tries each address the name resolves to in turn. Returns NULL with
  * errno: ENOENT (the name does not resolve), ECONNREFUSED (no listener, or
- * the peer rejected: see uw_ep_peer_data for its reason), ETIMEDOUT,
- * EINVAL, ENOMEM, EPROTO (the MPA negotiation failed).
+ * the peer rejected: see uw_ep_peer_data for its reason), ETIMEDOUT (no
+ * connection in time), ETIME (TCP connected but no MPA Reply came: not an
+ * iWARP peer, or its program did not accept), EPROTO (the peer's answer is
+ * not MPA, or the MPA negotiation failed), EINVAL, ENOMEM;
+ * uw_connect_strerror says what each means.
  */
 UW_EXTERN struct uw_ep *uw_ep_connect(const char *host, const char *port,
 				      const struct uw_ep_attr *attr);

@@ -74,11 +74,20 @@ enum uw_progress {
 	UW_PROGRESS_AUTO = 1,
 };
 
+#define UW_MPA_REPLY_MS_DEFAULT 3000
+
 struct uw_context_attr {
 	enum uw_progress progress;
 	/* Default MPA timeouts for connections of this context, in
-	 * milliseconds; 0 takes uwarp's defaults (Reply 10000, Request 5000,
-	 * as Linux siw uses). */
+	 * milliseconds; 0 takes uwarp's defaults: Request 5000 (as Linux
+	 * siw), Reply UW_MPA_REPLY_MS_DEFAULT or the environment's
+	 * UWARP_MPA_REPLY_MS (1 to 3600000). The Reply timeout runs from
+	 * connect: a TCP connection not up by then fails with ETIMEDOUT, one
+	 * up whose peer sent no MPA Reply with ETIME (a peer that does not
+	 * speak iWARP, or whose program did not accept in time). siw waits
+	 * 10 s; uwarp's default is shorter so that a user pointed at the
+	 * wrong server hears so at once, and a server slower than that to
+	 * accept is rare and can be given more. */
 	unsigned mpa_reply_timeout_ms;
 	unsigned mpa_request_timeout_ms;
 };
@@ -703,6 +712,16 @@ UW_EXTERN int uw_cm_set_limits(struct uw_cm_id *id, unsigned idle_timeout_ms, un
 
 /* A short name for an errno or a CM event, for messages. */
 UW_EXTERN const char *uw_cm_event_str(enum uw_cm_event_type type);
+/*
+ * uw_connect_strerror - why a connection attempt failed, in words: for the
+ * status of a CONNECT_ERROR or REJECTED event, uw_ep_connect's errno or
+ * uw_qp_end_errno before the connection was up. ETIME (TCP up, no MPA
+ * Reply in time), EPROTO (the peer answered with bytes that are not an
+ * MPA Reply), ECONNRESET (it closed before replying) and ECONNREFUSED get
+ * what they mean in setting up an iWARP connection, with the likely cause;
+ * any other value strerror's text. The string is static.
+ */
+UW_EXTERN const char *uw_connect_strerror(int status);
 UW_EXTERN const char *uw_wc_status_str(enum uw_wc_status status);
 
 #ifdef __cplusplus

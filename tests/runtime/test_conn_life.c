@@ -76,7 +76,7 @@ static const struct row table[NS][NI] = {
 		SAME(REQ_SENT), SAME(REQ_SENT),
 		{ RUNNING, EST, 0, 0, 0, 1, 0, 0, 0, 0 },
 		SAME(REQ_SENT), SAME(REQ_SENT),
-		END(CERR, ETIMEDOUT), SAME(REQ_SENT), END(CERR, ECONNRESET) },
+		END(CERR, ETIME), SAME(REQ_SENT), END(CERR, ECONNRESET) },
 	[WAIT_REQ] = {
 		SAME(WAIT_REQ),
 		{ REQ_HELD, REQ, 0, 0, 0, 0, 0, 0, 1, 0 },

@@ -40,6 +40,7 @@
 
 #include "pump_pattern.h"
 #include "pump_pingpong.h"
+#include "tools/lib/tool_conn.h"
 #include "tools/lib/tool_interval.h"
 #include "tools/lib/tool_opt.h"
 #include "util/clock.h"
@@ -604,8 +605,12 @@ static int run_client(const struct opts *o)
 	if (credit_size && o->type == SOCK_STREAM &&
 	    exs_setsockopt(fd, SOL_EXS, EXS_SO_CREDIT_SIZE, &credit_size, sizeof(credit_size)))
 		die("EXS_SO_CREDIT_SIZE");
-	if (exs_connect(fd, ai->ai_addr, ai->ai_addrlen, EXS_QHANDLE_INVALID, NULL))
-		die("exs_connect");
+	if (exs_connect(fd, ai->ai_addr, ai->ai_addrlen, EXS_QHANDLE_INVALID, NULL)) {
+		char peer[300];
+		snprintf(peer, sizeof(peer), "%s port %d", o->host, o->port);
+		tool_connect_failed("exs-pump", peer, errno);
+		exit(1);
+	}
 connected:
 	freeaddrinfo(ai);
 	size_t max = o->exp ? o->max : o->size;

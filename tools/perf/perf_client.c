@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "perf.h"
+#include "tools/lib/tool_conn.h"
 #include "tools/lib/tool_stats.h"
 #include "tools/lib/tool_interval.h"
 
@@ -260,7 +261,14 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 		uw_cm_ack_event(e);
 		if (t == UW_CM_EVENT_ESTABLISHED)
 			break;
-		fprintf(stderr, "client: %s (%s)\n", uw_cm_event_str(t), strerror(status));
+		if (t == UW_CM_EVENT_CONNECT_ERROR || t == UW_CM_EVENT_REJECTED) {
+			char peer[300];
+			snprintf(peer, sizeof(peer), "%s port %d", o->host, o->port);
+			tool_connect_failed("client", peer,
+					    t == UW_CM_EVENT_REJECTED ? ECONNREFUSED : status);
+		} else {
+			fprintf(stderr, "client: %s (%s)\n", uw_cm_event_str(t), strerror(status));
+		}
 		return 1;
 	}
 	if (!q->rslots || q->rlen < o->size * q->rslots)

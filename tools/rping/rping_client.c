@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rping.h"
+#include "tools/lib/tool_conn.h"
 
 /* rping's ping text: "rdma-ping-N: " then letters from 'A' + N on, NUL-ended. */
 static void fill_ping(uint8_t *buf, uint32_t size, long ping)
@@ -71,7 +72,11 @@ static int connect_to(struct rping_conn *c, const struct rping_opts *o)
 			"we asked for markers: %s)\n",
 			e->mpa_rev, e->crc ? "on" : "off", e->markers_tx,
 			e->markers_rx ? "yes" : "no");
-	else if (t != UW_CM_EVENT_ESTABLISHED)
+	else if (t == UW_CM_EVENT_CONNECT_ERROR) {
+		char peer[300];
+		snprintf(peer, sizeof(peer), "%s port %d", o->addr, o->port);
+		tool_connect_failed("uwarp-rping", peer, status);
+	} else if (t != UW_CM_EVENT_ESTABLISHED)
 		fprintf(stderr, "uwarp-rping: %s (%s)\n", uw_cm_event_str(t), strerror(status));
 	uw_cm_ack_event(e);
 	if (t != UW_CM_EVENT_ESTABLISHED)

@@ -25,6 +25,7 @@
 
 #include <uwarp/verbs.h>
 
+#include "tools/lib/tool_conn.h"
 #include "tools/lib/tool_opt.h"
 
 struct node {
@@ -131,6 +132,14 @@ static int connect_events(bool server)
 		} else if (e->event != UW_CM_EVENT_DISCONNECTED) {
 			printf("cmatose: event: %s, error: %d\n", uw_cm_event_str(e->event),
 			       e->status);
+			if (!server && (e->event == UW_CM_EVENT_CONNECT_ERROR ||
+					e->event == UW_CM_EVENT_REJECTED)) {
+				char peer[300];
+				snprintf(peer, sizeof(peer), "%s port %s", o.dst, o.port);
+				tool_connect_failed("uwarp-ucmatose", peer,
+						    e->event == UW_CM_EVENT_REJECTED ? ECONNREFUSED
+										     : e->status);
+			}
 			left--, failed++;
 		}
 		uw_cm_ack_event(e);
