@@ -36,7 +36,7 @@ static void fresh(int fd, uint8_t flags)
 {
 	if (!in_range(fd))
 		return;
-	if (esock__get(fd) || (esock_fdflags[fd] & FD_LISTENER))
+	if (esock__peek(fd) || (esock_fdflags[fd] & FD_LISTENER))
 		esock__forget(fd);
 	esock_fdflags[fd] = flags;
 }
@@ -48,7 +48,7 @@ static void copy_name(int from, int to)
 	esock__forget(to);
 	if (!in_range(from))
 		return;
-	struct esock *e = esock__get(from);
+	struct esock *e = esock__peek(from);
 	if (e)
 		esock__set(to, e);
 	struct esock_listener *l = esock__listener(from);
@@ -81,8 +81,8 @@ static unsigned ms_of(const struct timeval *tv)
 	return ms > 0x7fffffff ? 0x7fffffff : (unsigned)ms;
 }
 
-/* wait for a DDP socket's connection: 0, or -1 with its errno */
-static int wait_connected(struct esock *e, unsigned ms)
+/* wait for a DDP socket's connection on @fd: 0, or -1 with its errno */
+static int wait_connected(int fd, struct esock *e, unsigned ms)
 {
 	pthread_mutex_lock(&e->mu);
 	int rc = 0;
@@ -91,6 +91,13 @@ static int wait_connected(struct esock *e, unsigned ms)
 			rc = EINPROGRESS;
 			break;
 		}
+	if (!rc && e->st == ES_FALLBACK) {
+		/* the peer is not iWARP: a plain connection (esock_fallback.c) */
+		pthread_mutex_unlock(&e->mu);
+		if (!esock__fall_back(fd, e))
+			return 0;
+		pthread_mutex_lock(&e->mu);
+	}
 	if (!rc && e->st == ES_FAILED) {
 		rc = e->conn_err;
 		e->so_error = 0; /* reported here, as connect(2) does */
@@ -144,6 +151,21 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 #endif
 	if (!want)
 		return REAL(connect)(fd, addr, len);
+	uint64_t since = esock__fallback_on() ? esock__plain_since(addr) : 0;
+	if (since) {
+		/* it did not speak MPA a moment ago: plain TCP at once */
+		if (esock__verbose()) {
+			struct sockaddr_storage p = { 0 };
+			memcpy(&p, addr, len < sizeof(p) ? len : sizeof(p));
+			char peer[80];
+			esock__peer_str(&p, peer, sizeof(peer));
+			fprintf(stderr,
+				"esock: pid %d: fd %d to %s: plain TCP (not iWARP %llu ms ago)\n",
+				(int)getpid(), fd, peer,
+				(unsigned long long)(util_now_ms() - since));
+		}
+		return REAL(connect)(fd, addr, len);
+	}
 	int fl = REAL(fcntl)(fd, F_GETFL);
 	int t = esock__dup_high(fd);
 	if (fl < 0 || t < 0)
@@ -158,7 +180,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return -1;
 	}
 	REAL(fcntl)(t, F_SETFL, fl); /* the caller's until uwarp takes it */
-	e = esock__switch(fd, true, t);
+	e = esock__switch(fd, true, t, addr);
 	if (!e) {
 		esock__close(t);
 		return plain_result(fd, r, fl);
@@ -167,7 +189,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = EINPROGRESS;
 		return -1;
 	}
-	return wait_connected(e, e->sndtimeo_ms);
+	return wait_connected(fd, e, e->sndtimeo_ms);
 }
 
 EXPORT int listen(int fd, int backlog)
@@ -278,14 +300,14 @@ static int set_ddpmode(int fd, const void *val, socklen_t len)
 	int t = esock__dup_high(fd);
 	if (t < 0)
 		return -1;
-	e = esock__switch(fd, initiator, t);
+	e = esock__switch(fd, initiator, t, NULL);
 	if (!e) {
 		int err = errno;
 		esock__close(t);
 		errno = err;
 		return -1;
 	}
-	return wait_connected(e, ESOCK_SETUP_MS);
+	return wait_connected(fd, e, ESOCK_SETUP_MS);
 }
 
 /* setsockopt(ESOCK_IDLE_MS): a DDP connection's limit, now; a DDP
@@ -329,7 +351,12 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		 * TCP listener's */
 		if (l && !(level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)))
 			return REAL(setsockopt)(l->tcp, level, name, val, len);
-		return REAL(setsockopt)(fd, level, name, val, len);
+		int r = REAL(setsockopt)(fd, level, name, val, len);
+		if (!r && in_range(fd) && level == SOL_SOCKET &&
+		    (name == SO_SNDBUF || name == SO_RCVBUF || name == SO_SNDBUFFORCE ||
+		     name == SO_RCVBUFFORCE))
+			esock_fdflags[fd] |= FD_BUFS_SET; /* (the kernel's own tuning is off now) */
+		return r;
 	}
 	if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)) {
 		if (!val || len < (socklen_t)sizeof(struct timeval)) {
@@ -436,13 +463,14 @@ EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 
 EXPORT int close(int fd)
 {
-	if (in_range(fd) && (esock_fdflags[fd] || esock__get(fd)))
+	if (in_range(fd) && (esock_fdflags[fd] || esock__peek(fd)))
 		esock__forget(fd);
 	return REAL(close)(fd);
 }
 
 EXPORT int dup(int fd)
 {
+	esock__get(fd); /* (a due fallback first: the copy names the plain socket) */
 	int r = REAL(dup)(fd);
 	if (r >= 0)
 		copy_name(fd, r);
@@ -451,6 +479,7 @@ EXPORT int dup(int fd)
 
 EXPORT int dup2(int fd, int to)
 {
+	esock__get(fd);
 	int r = REAL(dup2)(fd, to);
 	if (r >= 0 && fd != to)
 		copy_name(fd, r);
@@ -459,6 +488,7 @@ EXPORT int dup2(int fd, int to)
 
 EXPORT int dup3(int fd, int to, int flags)
 {
+	esock__get(fd);
 	int r = REAL(dup3)(fd, to, flags);
 	if (r >= 0)
 		copy_name(fd, r);
@@ -468,6 +498,7 @@ EXPORT int dup3(int fd, int to, int flags)
 static int fcntl_common(int fd, int cmd, va_list ap)
 {
 	long arg = va_arg(ap, long);
+	esock__get(fd); /* (a due fallback first: flags and copies are the plain socket's) */
 	int r = REAL(fcntl)(fd, cmd, arg);
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		copy_name(fd, r);

@@ -55,6 +55,8 @@ static bool hup_rd(const struct esock *e)
 
 static bool readable(const struct esock *e)
 {
+	if (e->st == ES_FALLBACK)
+		return true; /* the program's next call makes the plain connection */
 	if (e->st == ES_CONNECTING || e->arecv)
 		return false;
 	int st = e->rstate[e->rhead];
@@ -63,6 +65,8 @@ static bool readable(const struct esock *e)
 
 static bool writable(const struct esock *e)
 {
+	if (e->st == ES_FALLBACK)
+		return true;
 	if (e->wr_shut || e->conn_err || e->st == ES_FAILED)
 		return true;
 	return e->st == ES_CONNECTED && ESOCK_SBUF - e->sout >= ESOCK_SBUF / 4;
@@ -70,7 +74,7 @@ static bool writable(const struct esock *e)
 
 void esock__update(struct esock *e, bool arrived_data)
 {
-	if (e->b < 0)
+	if (e->b < 0 || e->quiet)
 		return;
 	if (hup_rd(e) && e->st != ES_CONNECTING) {
 		if (!e->rdhup_done) {
@@ -183,11 +187,16 @@ static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
 	switch (t->kind) {
 	case TAG_CONNECT:
 		if (err) {
-			e->st = ES_FAILED;
-			e->so_error = e->conn_err = err;
+			esock__connect_failed(e, err);
 			break;
 		}
 		e->st = ES_CONNECTED;
+		if (e->may_fall_back && esock__verbose()) {
+			char peer[80];
+			esock__peer_str(&e->peer, peer, sizeof(peer));
+			fprintf(stderr, "esock: pid %d: fd %d to %s: DDP\n", (int)getpid(),
+				e->conn_fd, peer);
+		}
 		int rc = esock__post_recvs(e);
 		if (rc)
 			fail(e, -rc);

@@ -47,6 +47,8 @@
 #define ESOCK_SENDS_EAGER 2         /* a write posts at once while fewer are out */
 #define ESOCK_SEND_MAX (512u << 10) /* bytes per exs send at most */
 #define ESOCK_SETUP_MS 10000        /* the MPA negotiation at most */
+#define ESOCK_REPLY_MS_DEFAULT 2000 /* a client's wait for the MPA Reply (ESOCK_REPLY_MS) */
+#define ESOCK_EPOLL_TRACK 8         /* epoll sets a connecting socket may be in (fallback) */
 
 /* the real calls (libc's, or whatever the next library provides) */
 struct esock_libc {
@@ -106,9 +108,12 @@ enum {
 	FD_DDP_LISTEN = 0x4, /* a listener whose MPA clients become DDP sockets */
 	FD_NO_DDP = 0x8,     /* setsockopt(ESOCK_DDPMODE, 0): never */
 	FD_LISTENER = 0x10,  /* the number names a DDP listener (esock_listen.c) */
+	FD_BUFS_SET = 0x20,  /* the program set SO_SNDBUF or SO_RCVBUF (a fallback keeps them) */
 };
 
-enum esock_state { ES_CONNECTING, ES_CONNECTED, ES_FAILED };
+/* ES_FALLBACK: the peer did not speak MPA; the program's next call puts a
+ * plain TCP connection under its number (esock_fallback.c) */
+enum esock_state { ES_CONNECTING, ES_CONNECTED, ES_FAILED, ES_FALLBACK };
 
 /* a receive chunk: posted, holding bytes to read, read to its end and
  * waiting to be posted again (RC_FREE), or past the stream's end */
@@ -159,6 +164,20 @@ struct esock {
 	int conn_err; /* the connection's failure, for every later call */
 	unsigned rcvtimeo_ms, sndtimeo_ms;
 
+	/* a connect's (esock_fallback.c) */
+	struct sockaddr_storage peer; /* where to (also for messages) */
+	int conn_fd;                  /* the program's number at connect */
+	bool may_fall_back;           /* connect() with ESOCK_FALLBACK on */
+	_Atomic bool fallback_due;    /* ES_FALLBACK, not yet swapped */
+	bool fell_back;               /* swapped: calls waiting go on on conn_fd */
+	bool quiet;                   /* the program's end reports nothing more */
+	int fell_err;                 /* what said the peer is not iWARP */
+	struct {
+		int ep;
+		struct epoll_event ev;
+	} eps[ESOCK_EPOLL_TRACK]; /* epoll sets holding the program's end */
+	int neps;
+
 	/* receiving */
 	uint8_t *rbuf;
 	exs_mhandle_t rmh;
@@ -196,9 +215,12 @@ struct esock {
 /* esock_table.c */
 /* (atomic: uwarp's threads close their own descriptors through close()) */
 extern _Atomic uint8_t esock_fdflags[ESOCK_FD_MAX];
-struct esock *esock__get(int fd);         /* NULL: not a DDP socket */
-void esock__set(int fd, struct esock *e); /* names it (a reference) */
-void esock__forget(int fd);               /* the number closed: drops its reference */
+struct esock *esock__get(int fd);            /* NULL: not a DDP socket (a due
+					   * fallback is made first) */
+struct esock *esock__peek(int fd);           /* the table's entry as it is */
+void esock__unname(int fd, struct esock *e); /* @fd names a plain socket now */
+void esock__set(int fd, struct esock *e);    /* names it (a reference) */
+void esock__forget(int fd);                  /* the number closed: drops its reference */
 struct esock *esock__new(int domain);
 void esock__unref_fd(struct esock *e);    /* a descriptor naming it went */
 void esock__engine_live(void);            /* an exs socket opened for one */
@@ -213,6 +235,21 @@ int esock__hide(int fd);     /* moved up there (the old number closed) */
 /* esock_policy.c */
 bool esock__env_selects(int fd, const struct sockaddr *peer);
 unsigned esock__peek_ms(void);
+bool esock__verbose(void); /* ESOCK_VERBOSE: a line per decision */
+
+/* esock_fallback.c */
+bool esock__fallback_on(void);   /* ESOCK_FALLBACK (default on) */
+unsigned esock__reply_ms(void);  /* ESOCK_REPLY_MS */
+bool esock__falls_back(int err); /* an MPA failure that says "not iWARP" */
+/* when a connection to @peer fell back to plain TCP (ms), 0: not lately */
+uint64_t esock__plain_since(const struct sockaddr *peer);
+/* under e->mu: a connect's failure; true when a fallback is due */
+bool esock__connect_failed(struct esock *e, int err);
+/* the program's call on @fd: the plain connection made and put under @fd
+ * (NULL), or @e failed (its conn_err says why) */
+struct esock *esock__fall_back(int fd, struct esock *e);
+void esock__track_epoll(struct esock *e, int ep, int op, const struct epoll_event *ev);
+void esock__peer_str(const struct sockaddr_storage *a, char *buf, size_t len);
 
 /* esock_engine.c */
 int esock__engine(void); /* start (once): 0 or -errno */
@@ -326,7 +363,8 @@ unsigned esock__backlog_cap(int backlog); /* listen(2)'s clamp */
 /* @fd (a connecting or connected TCP socket, the program's number) is
  * carried over exs from now on; @initiator: this end sends the MPA Request.
  * Returns the esock, or NULL with errno (the number is unchanged then). */
-struct esock *esock__switch(int fd, bool initiator, int tcp_copy);
+/* @to: connect()'s address (the connection may fall back), else NULL */
+struct esock *esock__switch(int fd, bool initiator, int tcp_copy, const struct sockaddr *to);
 /* a negotiated exs socket @x (@tcp: a copy of its TCP socket) becomes a
  * DDP socket: the number the program gets, or -1 with errno ECONNABORTED
  * (@x and @tcp are closed either way) */

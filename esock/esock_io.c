@@ -88,6 +88,23 @@ size_t esock__take(struct esock *e, const struct iovec *iov, int cnt, size_t at,
 	return got;
 }
 
+/* A call that was waiting on a connecting socket whose peer turned out not
+ * to be iWARP: it goes on on the plain connection now under the number
+ * (esock_fallback.c). Called with e->mu released. */
+static ssize_t on_plain(struct esock *e, const struct iovec *iov, int cnt, int flags, bool send)
+{
+	int fd = e->conn_fd;
+	struct esock *now = esock__get(fd); /* makes the connection if still due */
+	if (now) {
+		pthread_mutex_lock(&now->mu);
+		errno = now->conn_err ? now->conn_err : ENOTCONN;
+		pthread_mutex_unlock(&now->mu);
+		return -1;
+	}
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)cnt };
+	return send ? REAL(sendmsg)(fd, &m, flags) : REAL(recvmsg)(fd, &m, flags);
+}
+
 ssize_t esock__recv(struct esock *e, const struct iovec *iov, int cnt, int flags)
 {
 	if (esock__foreign(e)) {
@@ -105,6 +122,10 @@ ssize_t esock__recv(struct esock *e, const struct iovec *iov, int cnt, int flags
 	size_t got = 0;
 	int err = 0;
 	while (total) {
+		if (e->st == ES_FALLBACK || e->fell_back) {
+			pthread_mutex_unlock(&e->mu);
+			return on_plain(e, iov, cnt, flags, false);
+		}
 		/* (bytes go to pending asynchronous receives first) */
 		if (e->st != ES_CONNECTING && !e->arecv)
 			got += esock__take(e, iov, cnt, got, total - got, peek);
@@ -204,6 +225,10 @@ ssize_t esock__send(struct esock *e, const struct iovec *iov, int cnt, int flags
 	bool nb = (flags & MSG_DONTWAIT) || esock__nonblocking(e);
 	pthread_mutex_lock(&e->mu);
 	while (put < total) {
+		if (e->st == ES_FALLBACK || e->fell_back) {
+			pthread_mutex_unlock(&e->mu);
+			return on_plain(e, iov, cnt, flags, true);
+		}
 		if (e->wr_shut) {
 			err = EPIPE;
 			break;

@@ -23,8 +23,7 @@ static void parse(void)
 	if (!util_ddpmode_parse(v, &mode, why, sizeof(why)))
 		fprintf(stderr, "esock: ESOCK_DDPMODE='%s' ignored (no socket selected): %s\n", v,
 			why);
-	const char *verbose = getenv("ESOCK_VERBOSE");
-	if (verbose && *verbose && strcmp(verbose, "0")) {
+	if (esock__verbose()) {
 		/* one line: what the environment selects */
 		char list[UTIL_DDPMODE_PORTS_MAX * 7 + 1] = "";
 		for (int i = 0, at = 0; i < mode.nports; i++)
@@ -63,4 +62,16 @@ unsigned esock__peek_ms(void)
 {
 	pthread_once(&once, parse);
 	return peek_ms;
+}
+
+bool esock__verbose(void)
+{
+	static _Atomic int v = -1; /* (every thread finds the same answer) */
+	int now = atomic_load_explicit(&v, memory_order_relaxed);
+	if (now < 0) {
+		const char *s = getenv("ESOCK_VERBOSE");
+		now = s && *s && strcmp(s, "0");
+		atomic_store_explicit(&v, now, memory_order_relaxed);
+	}
+	return now;
 }

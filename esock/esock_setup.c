@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -99,7 +100,7 @@ static int take_over_accepted(struct esock *e, int t, bool *owned)
 	return esock__post_recvs(e);
 }
 
-struct esock *esock__switch(int fd, bool initiator, int t)
+struct esock *esock__switch(int fd, bool initiator, int t, const struct sockaddr *to)
 {
 	int rc = esock__engine();
 	if (rc) {
@@ -127,6 +128,22 @@ struct esock *esock__switch(int fd, bool initiator, int t)
 		if (rc >= 0) {
 			e->exs = rc;
 			e->st = ES_CONNECTING;
+			e->conn_fd = fd;
+			/* a switch at both ends waits as long as the other
+			 * end's call may take; a connect as long as a server
+			 * that may not be iWARP gets to answer */
+			unsigned ms = to ? esock__reply_ms() : ESOCK_SETUP_MS;
+			struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+			exs_setsockopt(e->exs, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+			if (to) {
+				memcpy(&e->peer, to,
+				       to->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+								 : sizeof(struct sockaddr_in));
+				e->may_fall_back = esock__fallback_on();
+			} else {
+				socklen_t pl = sizeof(e->peer);
+				REAL(getpeername)(t, (struct sockaddr *)&e->peer, &pl);
+			}
 			rc = exs_connect_fd(e->exs, t, esock_q, &e->tag_conn) ? -errno : 0;
 			if (rc) {
 				exs_close(e->exs, EXS_QHANDLE_INVALID, NULL);

@@ -26,11 +26,31 @@ static pid_t my_pid;
 
 pid_t esock__pid(void) { return my_pid; }
 
-struct esock *esock__get(int fd)
+struct esock *esock__peek(int fd)
 {
 	if (fd < 0 || fd >= ESOCK_FD_MAX)
 		return NULL;
 	return atomic_load_explicit(&tab[fd], memory_order_acquire);
+}
+
+struct esock *esock__get(int fd)
+{
+	struct esock *e = esock__peek(fd);
+	if (e && atomic_load_explicit(&e->fallback_due, memory_order_acquire))
+		return esock__fall_back(fd, e);
+	return e;
+}
+
+void esock__unname(int fd, struct esock *e)
+{
+	esock_fdflags[fd] = FD_TCP | FD_NO_DDP; /* it stays the plain socket it is */
+	pthread_mutex_lock(&tab_mu);
+	bool named = tab[fd] == e;
+	if (named)
+		atomic_store_explicit(&tab[fd], NULL, memory_order_release);
+	pthread_mutex_unlock(&tab_mu);
+	if (named)
+		esock__unref_fd(e);
 }
 
 void esock__set(int fd, struct esock *e)
@@ -204,7 +224,7 @@ int esock_is_ddp(int fd)
 {
 	if (REAL(fcntl)(fd, F_GETFD) < 0)
 		return -1;
-	return esock__get(fd) != NULL;
+	return esock__peek(fd) != NULL;
 }
 
 /*
@@ -215,7 +235,7 @@ int esock_is_ddp(int fd)
 void esock__at_exit(void)
 {
 	for (int fd = 0; fd < ESOCK_FD_MAX; fd++) {
-		struct esock *e = esock__get(fd);
+		struct esock *e = esock__peek(fd);
 		if (e && !esock__foreign(e))
 			esock__forget(fd);
 	}

@@ -97,10 +97,15 @@ EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct times
 
 EXPORT int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 {
-	if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) {
-		int err = errno;
+	int err = errno;
+	if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)
 		esock__listener_regate(fd);
-		errno = err;
-	}
-	return REAL(epoll_ctl)(ep, op, fd, ev);
+	/* a connecting socket's sets, for a fallback to plain TCP to make
+	 * again on the new socket (esock_fallback.c); a due one is made first */
+	struct esock *e = esock__get(fd);
+	errno = err;
+	int r = REAL(epoll_ctl)(ep, op, fd, ev);
+	if (!r && e && e->may_fall_back)
+		esock__track_epoll(e, ep, op, ev);
+	return r;
 }

@@ -46,14 +46,36 @@
  *                   printed to stderr when the program closes it.
  *   ESOCK_VERBOSE   1: one line on stderr, at the process's first socket
  *                   decision, says which sockets ESOCK_DDPMODE selects
- *                   (libesock-preload.so only).
+ *                   (libesock-preload.so only), and one per connection
+ *                   says whether it went DDP or plain TCP, and why.
+ *   ESOCK_FALLBACK  "on" (default): a client whose server does not speak
+ *                   iWARP falls back to plain TCP (below); "off": its
+ *                   connect fails with ECONNREFUSED (or ECONNRESET).
+ *   ESOCK_REPLY_MS  how long a client waits for the server's MPA Reply
+ *                   before it decides the server is not iWARP (default
+ *                   2000; 1 to 600000).
  *
  * SEMANTICS
  *   Connecting: connect(2) on a DDP-mode socket makes the TCP connection,
  *   then the MPA negotiation; a blocking connect returns when both are
  *   done, a non-blocking one returns EINPROGRESS and the socket turns
- *   writable (SO_ERROR 0 or the error) as TCP's does. A peer that does not
- *   speak MPA fails the connection with ECONNREFUSED (or ECONNRESET).
+ *   writable (SO_ERROR 0 or the error) as TCP's does.
+ *   A server that does not speak iWARP (it sends no MPA Reply within
+ *   ESOCK_REPLY_MS, answers with other bytes, or hangs up) gets a plain
+ *   TCP connection instead: the first connection, which carried the MPA
+ *   Request, is ended, and a new one is made with the first one's TCP
+ *   options (TCP_NODELAY, keepalive, buffer sizes, ...) and put under the
+ *   program's descriptor, with its epoll registrations, by the program's
+ *   next call on it (the wait for the Reply ends with the socket readable
+ *   and writable so that the call comes); a blocking connect returns 0
+ *   on it. Connections to that address and port are then plain at once
+ *   for 60 s. The cost: the first connection waits ESOCK_REPLY_MS for a
+ *   silent server (a round trip for one that answers or hangs up), and
+ *   the server sees one aborted connection holding the MPA Request's
+ *   bytes. A socket the program bound to a port of its own gets a new
+ *   one. With ESOCK_FALLBACK=off the connection fails with ECONNREFUSED
+ *   (or ECONNRESET) instead. A server that rejects in MPA terms (it is
+ *   iWARP) and a TCP connection that never comes up fail as they are.
  *
  *   Accepting: a DDP-mode listener sorts its clients in the background.
  *   A client whose first 16 bytes are the MPA Request key ("MPA ID Req

@@ -35,7 +35,9 @@ n=0
 # server got from it in $got
 client() {
 	n=$((n + 1))
-	ESOCK_DDPMODE=$1 ESOCK_VERBOSE=$2 LD_PRELOAD=$lib timeout 30 python3 -c '
+	# (strict: a selected client of this plain server would otherwise
+	# connect again, plainly, after the MPA Request: esock_fallback.c)
+	ESOCK_FALLBACK=off ESOCK_DDPMODE=$1 ESOCK_VERBOSE=$2 LD_PRELOAD=$lib timeout 30 python3 -c '
 import socket, sys
 s = socket.socket()
 s.settimeout(10)

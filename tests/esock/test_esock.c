@@ -729,8 +729,80 @@ static void refused_connect_reports_econnrefused(void **state)
 	close(c);
 }
 
-/* a DDP client against a plain server's peer that does not speak MPA */
-static void ddp_client_of_a_plain_server_is_refused(void **state)
+/* A DDP client of a plain TCP server (it reads the MPA Request as data
+ * and answers with an error line, then hangs up) becomes a plain TCP
+ * client (esock_fallback.c): the non-blocking connect turns writable with
+ * SO_ERROR 0, the socket is not DDP, and its bytes reach the server on a
+ * second connection; the next connection to that server is plain at once
+ * (its first bytes are the program's, no MPA Request). ESOCK_FALLBACK=off
+ * (the strict behaviour: refused) is tested with curl, test_fallback.sh. */
+static void ddp_client_of_a_plain_server_falls_back_to_tcp(void **state)
+{
+	(void)state;
+	uint16_t port;
+	int l = listener(false, &port);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	set_ddp(c, true);
+	int one = 1, rcvbuf = 96 << 10;
+	assert_int_equal(setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
+	assert_int_equal(setsockopt(c, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
+	connect_nb(c, port);
+	int s = accept(l, NULL, NULL);
+	assert_true(s >= 0);
+	char req[16];
+	read_all(s, req, sizeof(req));
+	assert_memory_equal(req, "MPA ID Req Frame", 16);
+	write_all(s, "HTTP/1.0 400 Bad Request\r\n\r\n", 28);
+	close(s);
+	assert_true(wait_fd(c, POLLOUT, 10000) & POLLOUT);
+	int err = -1;
+	socklen_t len = sizeof(err);
+	assert_int_equal(getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+	assert_int_equal(err, 0);
+	assert_int_equal(esock_is_ddp(c), 0);
+	/* the option set before connect holds on the new connection */
+	int nd = 0;
+	len = sizeof(nd);
+	assert_int_equal(getsockopt(c, IPPROTO_TCP, TCP_NODELAY, &nd, &len), 0);
+	assert_int_equal(nd, 1);
+	len = sizeof(nd);
+	assert_int_equal(getsockopt(c, SOL_SOCKET, SO_RCVBUF, &nd, &len), 0);
+	assert_int_equal(nd, 2 * rcvbuf); /* (the kernel reports twice what was set) */
+	int s2 = accept(l, NULL, NULL);
+	assert_true(s2 >= 0);
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK);
+	write_all(c, "ping", 4);
+	char b[4];
+	read_all(s2, b, 4);
+	assert_memory_equal(b, "ping", 4);
+	write_all(s2, "pong", 4);
+	read_all(c, b, 4);
+	assert_memory_equal(b, "pong", 4);
+	close(c);
+	close(s2);
+
+	/* remembered: the next client's first bytes are its own */
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	set_ddp(c, true);
+	connect_nb(c, port);
+	s = accept(l, NULL, NULL);
+	assert_true(s >= 0);
+	assert_true(wait_fd(c, POLLOUT, 10000) & POLLOUT);
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK);
+	write_all(c, "next", 4);
+	read_all(s, b, 4);
+	assert_memory_equal(b, "next", 4);
+	assert_int_equal(esock_is_ddp(c), 0);
+	close(c);
+	close(s);
+	close(l);
+}
+
+/* The fallback under epoll: the set holds the program's end, not its
+ * number, so the registration made while connecting is made again on the
+ * plain socket; without that the set would never report it again. Here
+ * the server hangs up on the MPA Request (ECONNRESET: a fallback too). */
+static void a_fallback_keeps_the_epoll_registration(void **state)
 {
 	(void)state;
 	uint16_t port;
@@ -738,20 +810,82 @@ static void ddp_client_of_a_plain_server_is_refused(void **state)
 	int c = socket(AF_INET, SOCK_STREAM, 0);
 	set_ddp(c, true);
 	connect_nb(c, port);
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.u64 = 42 };
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev), 0);
 	int s = accept(l, NULL, NULL);
 	assert_true(s >= 0);
-	/* the plain server reads the MPA Request as data, answers with junk */
 	char req[16];
 	read_all(s, req, sizeof(req));
-	assert_memory_equal(req, "MPA ID Req Frame", 16);
-	write_all(s, "HTTP/1.0 400 Bad Request\r\n\r\n", 28);
-	assert_true(wait_fd(c, POLLOUT, 10000) & POLLOUT);
-	int err = 0;
+	close(s);
+	struct epoll_event got;
+	assert_int_equal(epoll_wait(ep, &got, 1, 10000), 1);
+	assert_int_equal(got.data.u64, 42);
+	int err = -1;
 	socklen_t len = sizeof(err);
 	assert_int_equal(getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len), 0);
-	assert_true(err != 0);
+	assert_int_equal(err, 0);
+	int s2 = accept(l, NULL, NULL);
+	assert_true(s2 >= 0);
+	/* writable only now, then readable once the server writes */
+	ev.events = EPOLLIN;
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_MOD, c, &ev), 0);
+	assert_int_equal(epoll_wait(ep, &got, 1, 0), 0);
+	write_all(s2, "hi", 2);
+	assert_int_equal(epoll_wait(ep, &got, 1, 10000), 1);
+	assert_int_equal(got.data.u64, 42);
+	assert_true(got.events & EPOLLIN);
+	char b[2];
+	assert_int_equal(read(c, b, 2), 2);
+	assert_memory_equal(b, "hi", 2);
+	close(ep);
 	close(c);
+	close(s2);
+	close(l);
+}
+
+struct blocking_connect {
+	uint16_t port;
+	int fd, rc, err;
+};
+
+static void *connect_blocking(void *arg)
+{
+	struct blocking_connect *b = arg;
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(b->port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	b->rc = connect(b->fd, (struct sockaddr *)&a, sizeof(a));
+	b->err = errno;
+	return NULL;
+}
+
+/* a blocking connect to a plain server returns 0 on the plain connection */
+static void a_blocking_connect_falls_back(void **state)
+{
+	(void)state;
+	uint16_t port;
+	int l = listener(false, &port);
+	struct blocking_connect b = { .port = port, .fd = socket(AF_INET, SOCK_STREAM, 0) };
+	set_ddp(b.fd, true);
+	pthread_t t;
+	pthread_create(&t, NULL, connect_blocking, &b);
+	int s = accept(l, NULL, NULL);
+	assert_true(s >= 0);
+	char req[16];
+	read_all(s, req, sizeof(req));
+	write_all(s, "SSH-2.0-x\r\n", 11); /* a server that speaks first */
 	close(s);
+	int s2 = accept(l, NULL, NULL);
+	assert_true(s2 >= 0);
+	pthread_join(t, NULL);
+	assert_int_equal(b.rc, 0);
+	write_all(b.fd, "ok", 2);
+	char x[2];
+	read_all(s2, x, 2);
+	assert_memory_equal(x, "ok", 2);
+	close(b.fd);
+	close(s2);
 	close(l);
 }
 
@@ -1541,7 +1675,9 @@ int main(void)
 		BOTH(refused_connect_reports_econnrefused),
 		BOTH(a_forked_child_gets_clean_errors),
 		BOTH(megabytes_both_ways_arrive_intact),
-		cmocka_unit_test(ddp_client_of_a_plain_server_is_refused),
+		cmocka_unit_test(ddp_client_of_a_plain_server_falls_back_to_tcp),
+		cmocka_unit_test(a_fallback_keeps_the_epoll_registration),
+		cmocka_unit_test(a_blocking_connect_falls_back),
 		cmocka_unit_test(ddp_server_serves_plain_clients_plainly),
 		cmocka_unit_test(a_ddp_listener_never_waits_for_a_client),
 		cmocka_unit_test(a_connected_socket_switches_to_ddp),
