@@ -9,12 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int ring_init(struct rdmap_ring *r, uint32_t cap, uint32_t size)
+/* The ring's entries come with its first request (rdmap_ring_ready): a
+ * connection that never reads holds none (an IRD and ORD of 128 made 14
+ * KiB per connection, most of an idle one's memory). */
+static void ring_init(struct rdmap_ring *r, uint32_t cap, uint32_t size)
 {
 	r->size = size;
 	r->cap = cap ? cap : 1; /* a zero IRD/ORD still needs a valid ring */
 	r->head = r->count = 0;
-	r->e = calloc(r->cap, size);
+	r->e = NULL;
+}
+
+int rdmap_ring_ready(struct rdmap_ring *r)
+{
+	if (!r->e)
+		r->e = calloc(r->cap, r->size);
 	return r->e ? 0 : -ENOMEM;
 }
 
@@ -26,11 +35,8 @@ int rdmap_conn_init(struct rdmap_conn *c, const struct rdmap_conn_cfg *cfg)
 	for (int i = 0; i < DDP_QN_COUNT; i++)
 		c->tx_msn[i] = 1;
 	c->next_atomic_id = 1;
-	if (ring_init(&c->orq, cfg->ord, sizeof(struct rdmap_orq_entry)) ||
-	    ring_init(&c->irq, cfg->ird, sizeof(struct rdmap_irq_entry))) {
-		rdmap_conn_fini(c);
-		return -ENOMEM;
-	}
+	ring_init(&c->orq, cfg->ord, sizeof(struct rdmap_orq_entry));
+	ring_init(&c->irq, cfg->ird, sizeof(struct rdmap_irq_entry));
 	return 0;
 }
 

@@ -113,10 +113,13 @@ struct rdmap_irq_entry {
 };
 
 struct rdmap_ring {
-	void *e;
+	void *e;       /* NULL until the first request (rdmap_ring_ready) */
 	uint32_t size; /* entry size */
 	uint32_t cap, head, count;
 };
+
+/* the ring's entries, made at its first use: 0 or -ENOMEM */
+int rdmap_ring_ready(struct rdmap_ring *r);
 
 enum rdmap_state {
 	RDMAP_OPEN = 0,

@@ -264,6 +264,10 @@ int rdmap_rx_read_req(struct rdmap_conn *c, struct rdmap_place *pl)
 	if (c->irq.count >= c->cfg.ird)
 		return rdmap_err(c, UW_RDMAP_REMOTE_OPERATION, UW_RDMAP_CATASTROPHIC_STREAM,
 				 "more Read Requests than the negotiated IRD");
+	if (rdmap_ring_ready(&c->irq))
+		/* a local catastrophe: RDMAP, type 0, code 0xff (as siw) */
+		return rdmap_err(c, UW_RDMAP_LOCAL_CATASTROPHIC, UW_RDMAP_UNSPECIFIED,
+				 "no memory for the Read Request queue");
 	c->seg.sink_stag = be32_get(rr + RDMAP_RR_OFF_SINK_STAG);
 	c->seg.sink_to = be64_get(rr + RDMAP_RR_OFF_SINK_TO);
 	c->seg.size = be32_get(rr + RDMAP_RR_OFF_SIZE);
@@ -301,6 +305,10 @@ int rdmap_rx_atomic_req(struct rdmap_conn *c, struct rdmap_place *pl)
 	if (c->irq.count >= c->cfg.ird)
 		return rdmap_err(c, UW_RDMAP_REMOTE_OPERATION, UW_RDMAP_CATASTROPHIC_STREAM,
 				 "more Atomic and Read Requests than the negotiated IRD");
+	if (rdmap_ring_ready(&c->irq))
+		/* a local catastrophe: RDMAP, type 0, code 0xff (as siw) */
+		return rdmap_err(c, UW_RDMAP_LOCAL_CATASTROPHIC, UW_RDMAP_UNSPECIFIED,
+				 "no memory for the Read Request queue");
 	c->seg.atomic_op = a[RDMAP_AREQ_OFF_OPCODE + 3] & 0xf;
 	if (c->seg.atomic_op > RDMAP_ATOMIC_CMP_SWAP)
 		return rdmap_err(c, UW_RDMAP_REMOTE_OPERATION, UW_RDMAP_UNEXPECTED_OPCODE,

@@ -34,6 +34,8 @@ int rdmap_tx_start(struct rdmap_conn *c, const struct rdmap_msg *m, struct rdmap
 	bool request = m->opcode == RDMAP_RDMA_READ_REQ || m->opcode == RDMAP_ATOMIC_REQ;
 	if (request && c->orq.count >= c->cfg.ord)
 		return -EAGAIN;
+	if (request && rdmap_ring_ready(&c->orq))
+		return -ENOMEM;
 
 	memset(&base, 0, sizeof(base));
 	base.tagged = op->qn == RDMAP_QN_TAGGED;

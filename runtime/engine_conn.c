@@ -21,11 +21,9 @@ static void handle_closed(uv_handle_t *h)
 		return;
 	if (c->rd_init)
 		rdmap_conn_fini(&c->rd);
-	free(c->rxbuf);
-	free(c->batch_iov);
-	free(c->batch_scratch);
-	free(c->hdrs);
-	free(c->stage);
+	if (c->rx_own)
+		free(c->rxbuf);
+	uw__conn_txset_put(c);
 	util_list_del(&c->link);
 	uw__notify(c->ctx);
 	free(c);
@@ -38,7 +36,7 @@ static void read_frame(struct uw_conn *c);
 void uw__conn_discard_input(struct uw_conn *c)
 {
 	for (int round = 0; round < 16; round++) {
-		ssize_t n = util_sys_read(c->fd, c->rxbuf, c->rxcap);
+		ssize_t n = util_sys_read(c->fd, c->ctx->rxbuf, UW_CONN_RXBUF_MARKERS);
 		if (n > 0)
 			continue;
 		if (n == 0 && c->life.st == UW_LIFE_LINGER) {
@@ -126,10 +124,8 @@ struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
 	struct uw_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->rxbuf = malloc(UW_CONN_RXBUF);
 	c->rxcap = UW_CONN_RXBUF;
-	if (!c->rxbuf || uv_poll_init(&ctx->loop, &c->poll, fd)) {
-		free(c->rxbuf);
+	if (uv_poll_init(&ctx->loop, &c->poll, fd)) {
 		free(c);
 		return NULL;
 	}
@@ -193,9 +189,15 @@ static void read_frame(struct uw_conn *c)
 		uw__conn_close(c, EPROTO, UW_EV_AUTO);
 		return;
 	}
+	/* what came behind the frame waits in a buffer of its own (the
+	 * shared one is only lent for a read) */
+	c->rxbuf = c->frame + len;
 	c->rxlen = c->frame_len - (size_t)len;
-	memcpy(c->rxbuf, c->frame + len, c->rxlen);
 	c->rxoff = 0;
+	if (!uw__conn_rx_hold(c)) {
+		uw__conn_close(c, ENOMEM, UW_EV_AUTO);
+		return;
+	}
 	c->frame_len = (size_t)len;
 	uw__conn_timer(c, 0);
 	if (c->life.st == UW_LIFE_WAIT_REQ) {
@@ -293,21 +295,12 @@ int uw__conn_start(struct uw_conn *c)
 	};
 	/* Markers cut a 64 KiB FPDU into some 130 pieces: such a connection
 	 * gets a list long enough for several FPDUs per writev. */
-	int niov = p->markers_tx ? FPDU_BATCH_IOV : UW_CONN_BATCH_IOV;
-	c->batch_iov = calloc((size_t)niov, sizeof(struct iovec));
-	c->batch_scratch = malloc(UW_CONN_BATCH_SCRATCH);
-	c->hdrs = malloc(UW_CONN_HDRS * sizeof(*c->hdrs));
-	if (!c->batch_iov || !c->batch_scratch || !c->hdrs || rdmap_conn_init(&c->rd, &cfg))
+	c->batch_niov = p->markers_tx ? FPDU_BATCH_IOV : UW_CONN_BATCH_IOV;
+	if (rdmap_conn_init(&c->rd, &cfg))
 		return -ENOMEM;
-	if (p->markers_rx) {
-		uint8_t *b = realloc(c->rxbuf, UW_CONN_RXBUF_MARKERS); /* keeps what it holds */
-		if (!b)
-			return -ENOMEM;
-		c->rxbuf = b;
+	if (p->markers_rx)
 		c->rxcap = UW_CONN_RXBUF_MARKERS;
-	}
 	c->rd_init = true;
-	fpdu_batch_init(&c->batch, c->batch_iov, niov, c->batch_scratch, UW_CONN_BATCH_SCRATCH);
 	struct fpdu_rx_cfg rc = {
 		.crc = p->crc, .markers = p->markers_rx, .hdr_len = rdmap_hdr_len, .arg = &c->rd
 	};

@@ -7,6 +7,7 @@
  * With markers everything goes through the (larger) buffer.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -184,12 +185,43 @@ static void parse(struct uw_conn *c)
 	}
 }
 
+bool uw__conn_rx_hold(struct uw_conn *c)
+{
+	size_t left = c->rxlen - c->rxoff;
+	if (!left) {
+		if (c->rx_own)
+			free(c->rxbuf);
+		c->rxbuf = NULL;
+		c->rx_own = false;
+		c->rxoff = c->rxlen = 0;
+		return true;
+	}
+	if (c->rx_own && !c->rxoff)
+		return true; /* (already its own) */
+	uint8_t *b = malloc(left);
+	if (!b)
+		return false;
+	memcpy(b, c->rxbuf + c->rxoff, left);
+	if (c->rx_own)
+		free(c->rxbuf);
+	c->rxbuf = b;
+	c->rx_own = true;
+	c->rxoff = 0;
+	c->rxlen = left;
+	return true;
+}
+
 void uw__conn_rx(struct uw_conn *c)
 {
 	for (int round = 0; round < UW_RX_ROUNDS && uw_life_full(&c->life); round++) {
 		parse(c);
 		if (!uw_life_full(&c->life))
 			break;
+		/* all parsed: the next read goes into the shared buffer */
+		if (c->rx_own)
+			free(c->rxbuf);
+		c->rx_own = false;
+		c->rxbuf = c->ctx->rxbuf;
 		c->rxoff = c->rxlen = 0;
 		size_t span = fpdu_rx_direct_span(&c->rx);
 		/* The payload's last byte never comes in place: the kernel's
@@ -250,6 +282,12 @@ void uw__conn_rx(struct uw_conn *c)
 	}
 	if (uw_life_full(&c->life))
 		parse(c);
+	/* bytes a connection not in full operation could not take yet stay
+	 * its own; the shared buffer is the next reader's */
+	if (!uw__conn_rx_hold(c)) {
+		uw__conn_close(c, ENOMEM, UW_CM_EVENT_DISCONNECTED);
+		return;
+	}
 	if (uw_life_full(&c->life) && c->want_tx) {
 		c->want_tx = false;
 		uw__conn_tx(c);

@@ -184,7 +184,16 @@ static bool next_message(struct uw_conn *c)
 			uw__qp_complete_sends(qp);
 			continue;
 		}
-		if (start_wqe(c, w, false))
+		int rc = start_wqe(c, w, false);
+		if (rc == -ENOMEM) {
+			/* no room for its request queue: this WR fails, alone */
+			w->status = UW_WC_FATAL_ERR;
+			w->done = true;
+			qp->sq_next++;
+			uw__qp_complete_sends(qp);
+			continue;
+		}
+		if (rc)
 			return false; /* ORD reached: the queue waits, in order */
 		qp->sq_next++;
 		if (is_request(w->wr.opcode))
@@ -217,7 +226,7 @@ static void message_queued(struct uw_conn *c)
 		return;
 	}
 	if (!is_request(w->wr.opcode))
-		c->batch_done[c->nbatch_done++] = w;
+		c->txset->done[c->nbatch_done++] = w;
 }
 
 /* A Read Response's payload, copied into the stage, when the CRC is on.
@@ -237,21 +246,89 @@ static void message_queued(struct uw_conn *c)
  * segment waits for the next list). */
 static bool stage_response(struct uw_conn *c, struct iovec *iov, int *niov, size_t len)
 {
-	if (!c->stage) {
-		c->stage = malloc(UW_TX_STAGE_BYTES);
-		if (!c->stage)
+	struct uw_txset *t = c->txset;
+	if (!t->stage) {
+		t->stage = malloc(UW_TX_STAGE_BYTES);
+		if (!t->stage)
 			return true; /* in place, as before: a changing source may
 				      * then fail the CRC, but the Response goes */
 	}
 	if (c->stage_used + len > UW_TX_STAGE_BYTES)
 		return false;
-	uint8_t *to = c->stage + c->stage_used;
+	uint8_t *to = t->stage + c->stage_used;
 	for (int i = 0, off = 0; i < *niov; off += (int)iov[i].iov_len, i++)
 		memcpy(to + off, iov[i].iov_base, iov[i].iov_len);
 	iov[0] = (struct iovec){ to, len };
 	*niov = len ? 1 : 0;
 	c->stage_used += len;
 	return true;
+}
+
+/* A gather list for @c: the pool's, or a new one; false when out of
+ * memory (the connection cannot send) */
+static bool txset_get(struct uw_conn *c)
+{
+	if (c->txset)
+		return true;
+	struct uw_context *ctx = c->ctx;
+	struct uw_txset *t = NULL;
+	if (c->batch_niov == UW_CONN_BATCH_IOV && ctx->txsets) {
+		t = ctx->txsets;
+		ctx->txsets = t->next;
+		ctx->ntxsets--;
+	} else {
+		t = malloc(sizeof(*t) + (size_t)c->batch_niov * sizeof(struct iovec));
+		if (!t)
+			return false;
+		t->niov = c->batch_niov;
+		t->iov = (struct iovec *)(t + 1);
+		t->stage = NULL;
+	}
+	c->txset = t;
+	fpdu_batch_init(&c->batch, t->iov, t->niov, t->scratch, UW_CONN_BATCH_SCRATCH);
+	return true;
+}
+
+static void txset_free(struct uw_txset *t)
+{
+	free(t->stage);
+	free(t);
+}
+
+void uw__conn_txset_put(struct uw_conn *c)
+{
+	struct uw_txset *t = c->txset;
+	if (!t)
+		return;
+	c->txset = NULL;
+	fpdu_batch_init(&c->batch, NULL, 0, NULL, 0); /* nothing may point into it now */
+	struct uw_context *ctx = c->ctx;
+	if (t->niov != UW_CONN_BATCH_IOV || ctx->ntxsets >= UW_TXSETS_KEPT) {
+		txset_free(t);
+		return;
+	}
+	t->next = ctx->txsets;
+	ctx->txsets = t;
+	ctx->ntxsets++;
+}
+
+/* The list is empty and finishes nothing: an idle connection gives it
+ * back. (A connection with markers keeps its own, a larger one: its
+ * lists are many pieces, and it would make and free one per list.) */
+static void txset_idle(struct uw_conn *c)
+{
+	if (c->txset && !c->batch.niov && !c->nbatch_done && c->batch_niov == UW_CONN_BATCH_IOV)
+		uw__conn_txset_put(c);
+}
+
+void uw__txsets_free(struct uw_context *ctx)
+{
+	while (ctx->txsets) {
+		struct uw_txset *t = ctx->txsets;
+		ctx->txsets = t->next;
+		txset_free(t);
+	}
+	ctx->ntxsets = 0;
 }
 
 /* Fill the gather list; returns when it is full or nothing is left. */
@@ -272,7 +349,7 @@ static void fill(struct uw_conn *c)
 			if (c->nhdrs == UW_CONN_HDRS || c->batch.bytes >= UW_TX_BATCH_BYTES)
 				return;
 			struct rdmap_tx_msg save = c->txm;
-			uint8_t *hdr = c->hdrs[c->nhdrs];
+			uint8_t *hdr = c->txset->hdrs[c->nhdrs];
 			int rc = rdmap_tx_next(&c->txm, hdr, &hl, iov, RDMAP_PLACE_MAX_IOV, &niov);
 			if (rc == 0)
 				break;
@@ -296,7 +373,7 @@ static void fill(struct uw_conn *c)
 static void batch_written(struct uw_conn *c)
 {
 	for (uint32_t i = 0; i < c->nbatch_done; i++)
-		c->batch_done[i]->done = true;
+		c->txset->done[i]->done = true;
 	c->nbatch_done = 0;
 	c->nhdrs = 0;
 	c->wr_iov = 0;
@@ -344,6 +421,10 @@ void uw__conn_tx(struct uw_conn *c)
 				if (!uw_life_tx_open(&c->life))
 					return;
 			}
+			if (!txset_get(c)) {
+				uw__conn_close(c, ENOMEM, UW_CM_EVENT_DISCONNECTED);
+				return;
+			}
 			fill(c);
 			if (!c->batch.niov) {
 				/* A message whose last FPDU closed the list before
@@ -354,6 +435,7 @@ void uw__conn_tx(struct uw_conn *c)
 				 * the application waited for it first. */
 				if (c->nbatch_done)
 					batch_written(c);
+				txset_idle(c);
 				if (uw_life_tx_open(&c->life))
 					uw__conn_poll(c, UV_READABLE);
 				return;
@@ -378,6 +460,7 @@ void uw__conn_tx(struct uw_conn *c)
 	}
 	if (uw_life_tx_open(&c->life) && c->wr_iov == c->batch.niov && c->batch.niov)
 		batch_written(c);
+	txset_idle(c);
 	/* more may remain: come back when the loop runs again */
 	if (uw_life_tx_open(&c->life))
 		uw__conn_poll(c, UV_READABLE | UV_WRITABLE);

@@ -145,6 +145,12 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 		errno = EINVAL;
 		return NULL;
 	}
+	ctx->rxbuf = malloc(UW_CONN_RXBUF_MARKERS);
+	if (!ctx->rxbuf) {
+		free(ctx);
+		errno = ENOMEM;
+		return NULL;
+	}
 	ctx->reply_timeout_ms = attr && attr->mpa_reply_timeout_ms
 					? attr->mpa_reply_timeout_ms
 					: util_env_ms("uwarp", "UWARP_MPA_REPLY_MS",
@@ -180,6 +186,7 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 fail:
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_cond_destroy(&ctx->cond);
+	free(ctx->rxbuf);
 	free(ctx);
 	errno = -rc;
 	return NULL;
@@ -215,6 +222,8 @@ int uw_close(struct uw_context *ctx)
 	pthread_cond_destroy(&ctx->cond);
 	free(ctx->stags);
 	stag_table_free(&ctx->stag_ix);
+	uw__txsets_free(ctx);
+	free(ctx->rxbuf);
 	free(ctx);
 	return 0;
 }

@@ -56,6 +56,15 @@ struct uw_context {
 	uint32_t next_pd;
 	int nobjects;           /* PDs, CQs, channels, ids: uw_close needs 0 */
 	struct util_list conns; /* live connections (closing ones too) */
+	/* Every connection reads through this one buffer (UW_CONN_RXBUF_MARKERS
+	 * bytes): the receive path parses what it reads before it returns, so
+	 * an idle connection holds no receive buffer of its own, only bytes
+	 * it could not parse yet (engine_rx.c). Used under lock only. */
+	uint8_t *rxbuf;
+	/* gather lists (struct uw_txset) of connections that have none in
+	 * flight, for the next that has something to send (engine_tx.c) */
+	struct uw_txset *txsets;
+	unsigned ntxsets;
 };
 
 /* Writes on a connection's socket never raise SIGPIPE: a peer that resets
@@ -288,6 +297,7 @@ struct uw_cm_id_impl {
 	int refs; /* the application's, a listen handle, pending requests */
 };
 
+/* what a connection reads at a time (through ctx->rxbuf) */
 #define UW_CONN_RXBUF 16384
 /* With markers the payload cannot be read in place (a marker every 508
  * bytes would make a list of hundreds of tiny pieces, slower than copying
@@ -296,6 +306,23 @@ struct uw_cm_id_impl {
 #define UW_CONN_BATCH_IOV 256
 #define UW_CONN_BATCH_SCRATCH 4096
 #define UW_CONN_HDRS 128
+
+/* A connection's gather list while it has one in flight: the iovecs, the
+ * bytes they point into (headers, CRCs, markers), the WQEs the list
+ * finishes and the staged Read Response payload. Taken from the context's
+ * pool when there is something to send and given back once the list has
+ * left, so an idle connection holds none (engine_tx.c). */
+struct uw_swqe;
+struct uw_txset {
+	struct uw_txset *next; /* in ctx->txsets */
+	int niov;              /* iov's length */
+	struct iovec *iov;
+	uint8_t scratch[UW_CONN_BATCH_SCRATCH];
+	uint8_t hdrs[UW_CONN_HDRS][MPA_ULPDU_LEN_SIZE + RDMAP_MAX_HDR];
+	struct uw_swqe *done[UW_CONN_HDRS];
+	uint8_t *stage; /* UW_TX_STAGE_BYTES, made when a Response first needs it */
+};
+#define UW_TXSETS_KEPT 64 /* the pool's size at most: the rest are freed */
 
 /* what the message being cut into FPDUs (uw_conn.txm) carries */
 enum uw_txm_kind { UW_TXM_WQE = 1, UW_TXM_RESPONSE, UW_TXM_RTR, UW_TXM_NUDGE };
@@ -333,7 +360,8 @@ struct uw_conn {
 	bool rd_init;
 	struct fpdu_rx rx;
 	struct fpdu_tx tx;
-	uint8_t *rxbuf;
+	uint8_t *rxbuf; /* ctx->rxbuf while reading; else bytes held, or NULL */
+	bool rx_own;    /* rxbuf is the connection's own (held bytes) */
 	size_t rxcap, rxlen, rxoff;
 	struct rdmap_place pl;
 	/* A header the receive rules refused, in an FPDU whose CRC is still to
@@ -345,22 +373,19 @@ struct uw_conn {
 	bool want_tx; /* receive made work for the send side */
 	/* transmit */
 	struct fpdu_batch batch;
-	struct iovec *batch_iov;
-	uint8_t *batch_scratch;
-	int wr_iov;    /* first unwritten iovec */
-	size_t wr_pos; /* bytes of the batch written */
-	uint8_t (*hdrs)[MPA_ULPDU_LEN_SIZE + RDMAP_MAX_HDR];
+	struct uw_txset *txset; /* while a list is in flight (or markers: always) */
+	int batch_niov;         /* the length of list this connection's FPDUs take */
+	int wr_iov;             /* first unwritten iovec */
+	size_t wr_pos;          /* bytes of the batch written */
 	uint32_t nhdrs;
 	struct rdmap_tx_msg txm;
 	bool txm_active;
 	enum uw_txm_kind txm_kind;
 	struct uw_swqe *txm_wqe;
-	bool txm_second; /* Write with Immediate: the Immediate part */
-	uint8_t *stage;  /* Read Response payload copied for the CRC (engine_tx.c) */
-	size_t stage_used;
-	struct uw_swqe *batch_done[UW_CONN_HDRS]; /* WQEs finished by this batch */
-	uint32_t nbatch_done;
-	bool peer_eof; /* terminating: the peer shut its side */
+	bool txm_second;      /* Write with Immediate: the Immediate part */
+	size_t stage_used;    /* of txset->stage: Read Response payload copied for the CRC */
+	uint32_t nbatch_done; /* WQEs finished by this batch (txset->done) */
+	bool peer_eof;        /* terminating: the peer shut its side */
 	/* why it ended */
 	int close_status;
 	struct rdmap_term peer_term;
@@ -400,6 +425,13 @@ void uw__conn_tx(struct uw_conn *c);
 void uw__conn_term_tx(struct uw_conn *c);
 /* engine_rx.c: take what the socket has in full operation. */
 void uw__conn_rx(struct uw_conn *c);
+/* engine_rx.c: after a read into the shared buffer, keep the bytes not
+ * parsed yet in the connection's own (false: out of memory) */
+bool uw__conn_rx_hold(struct uw_conn *c);
+/* engine_tx.c: the pool's lists freed (uw_close) */
+void uw__txsets_free(struct uw_context *ctx);
+/* engine_tx.c: a closed connection's list goes back */
+void uw__conn_txset_put(struct uw_conn *c);
 
 /* cm_event.c: queue an event for @id on its channel (ctx locked); @c,
  * when given, says what was negotiated and what the peer sent. */

@@ -18,6 +18,8 @@
 
 #include <dirent.h>
 #include <stdlib.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 
 #include <cmocka.h>
 #include <uwarp/verbs.h>
@@ -735,6 +737,81 @@ static bool server_caught_up(struct raw *r, uint64_t sent, bool *full)
 	return up;
 }
 
+/* What the server's end of r holds, once it has taken @fpdus FPDUs and
+ * every byte r sent (its socket's queue empty): *bare when it has no
+ * receive buffer of its own and no gather list, *irq when its Read queue
+ * exists. False while it has not caught up. */
+static bool server_holds(struct raw *r, uint64_t fpdus, bool *bare, bool *irq)
+{
+	pthread_mutex_lock(&S.ctx->lock);
+	struct uw_conn *c = ((struct uw_qp_impl *)r->qp)->conn;
+	int queued = -1;
+	bool up = c && c->rx_fpdus == fpdus && !ioctl(c->fd, FIONREAD, &queued) && !queued;
+	if (up) {
+		*bare = !c->rxbuf && !c->rx_own && !c->txset;
+		*irq = c->rd.irq.e != NULL;
+	}
+	pthread_mutex_unlock(&S.ctx->lock);
+	return up;
+}
+
+static void wait_server_holds(struct raw *r, uint64_t fpdus, bool *bare, bool *irq)
+{
+	long end = proc_ms() + 10000;
+	while (!server_holds(r, fpdus, bare, irq)) {
+		assert_true(proc_ms() < end);
+		poll(NULL, 0, 1);
+	}
+}
+
+/* An idle connection holds no buffers: it reads through its context's
+ * buffer (the FPDU parser keeps a partial FPDU's state, not its bytes),
+ * takes a gather list from the context's pool only while one is in flight,
+ * and makes its Read queue with the first Read Request. Each idle QP cost
+ * 42.7 KiB before, 12.8 now (docs/performance.md, "Idle connections"). */
+static void an_idle_connection_holds_no_buffers(void **state)
+{
+	struct raw r;
+	uint8_t h[64], wire[4096];
+	bool bare = false, irq = true;
+	raw_connect(&r);
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 1);
+	size_t n = raw_frame(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_rw, r.w.addr), data, 64,
+			     wire);
+	assert_int_equal(write(r.fd, wire, n), (ssize_t)n);
+	wait_server_holds(&r, 1, &bare, &irq);
+	assert_true(bare);
+	assert_false(irq);
+	/* half an FPDU, taken: nothing held for the rest */
+	n = raw_frame(&r, h, tagged(h, RDMAP_RDMA_WRITE, r.w.rkey_rw, r.w.addr + 64), data, 200,
+		      wire);
+	assert_int_equal(write(r.fd, wire, n / 2), (ssize_t)(n / 2));
+	wait_server_holds(&r, 1, &bare, &irq);
+	assert_true(bare);
+	assert_int_equal(write(r.fd, wire + n / 2, n - n / 2), (ssize_t)(n - n / 2));
+	wait_server_holds(&r, 2, &bare, &irq);
+	assert_true(bare);
+	assert_memory_equal(S.region, data, 64);
+	assert_memory_equal(S.region + 64, data, 200);
+	/* a Read: its queue made; the Response's gather list given back */
+	assert_true(send_read(&r, 1));
+	long end = proc_ms() + 10000;
+	do {
+		assert_true(proc_ms() < end);
+		poll(NULL, 0, 1);
+	} while (!server_holds(&r, 3, &bare, &irq) || !bare);
+	assert_true(irq);
+	close(r.fd);
+	struct uw_cm_event *e = event(5000);
+	assert_non_null(e);
+	assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
+	uw_cm_ack_event(e);
+	expect_flushed_receive();
+	uw_destroy_qp(r.qp);
+	uw_cm_destroy_id(r.id);
+}
+
 /* Read Requests past the IRD from a peer that reads nothing: the server's
  * send side is full of Read Responses, stopped in a gather list, when the
  * requests that break the limit arrive. The Terminate (RFC 5040 section
@@ -1097,6 +1174,7 @@ int main(void)
 		cmocka_unit_test(send_longer_than_the_receive_is_ddp_2_05),
 		cmocka_unit_test(write_to_unknown_stag_is_ddp_1_00),
 		cmocka_unit_test(write_past_the_region_is_ddp_1_01),
+		cmocka_unit_test(an_idle_connection_holds_no_buffers),
 		cmocka_unit_test(write_without_rights_is_rdmap_1_02),
 		cmocka_unit_test(read_without_rights_is_rdmap_1_02),
 		cmocka_unit_test(write_to_a_local_key_is_invalid_stag),

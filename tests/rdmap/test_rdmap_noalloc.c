@@ -166,10 +166,68 @@ static void receive_path_does_not_allocate(void **state)
 	free(b2);
 }
 
+/* A connection that never reads holds no request queues: an IRD and ORD
+ * of 128 made 14 KiB of each idle connection (rdmap_ring_ready). The
+ * first Read makes the requester's ORQ and the responder's IRQ, one
+ * allocation each, and later ones none. */
+static void request_queues_come_with_the_first_request(void **state)
+{
+	(void)state;
+	struct sim_end *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct sim_cfg cfg = {
+		.crc = true, .ird = 128, .ord = 128, .mulpdu = 1454, .pd = 1, .qp = 1
+	};
+	sim_end_init(a, &cfg);
+	sim_end_init(b, &cfg);
+	assert_null(a->conn.orq.e);
+	assert_null(a->conn.irq.e);
+	assert_null(b->conn.irq.e);
+	uint32_t all = DDP_LOCAL_WRITE | DDP_REMOTE_WRITE | DDP_REMOTE_READ;
+	uint32_t bs = sim_mem_add(&b->mem, bmem, 0, 4096, all, 1, 0, false);
+	uint32_t as = sim_mem_add(&a->mem, amem, 0, 4096, DDP_LOCAL_WRITE, 1, 0, false);
+	struct sim_wire w = { 0 }, resp = { 0 };
+	struct iovec iov = { src, 100 };
+	struct rdmap_msg wr = {
+		.opcode = RDMAP_RDMA_WRITE, .sge = &iov, .nsge = 1, .stag = bs, .to = 0
+	};
+	assert_int_equal(sim_end_send(a, &wr, &w), 0);
+	assert_int_equal(sim_end_feed(b, w.b, w.len), 0);
+	w.len = 0;
+	assert_null(a->conn.orq.e); /* a Write needs neither */
+	assert_null(b->conn.irq.e);
+	for (int i = 0; i < 3; i++) {
+		struct rdmap_msg rd = {
+			.opcode = RDMAP_RDMA_READ_REQ, .sink_stag = as, .stag = bs, .len = 100
+		};
+		unsigned long at = allocations;
+		assert_int_equal(sim_end_send(a, &rd, &w), 0);
+		assert_int_equal(sim_end_feed(b, w.b, w.len), 0);
+		sim_end_respond(b, &resp);
+		assert_int_equal(sim_end_feed(a, resp.b, resp.len), 0);
+		w.len = resp.len = 0;
+		/* (the wire buffers grow on the first message only) */
+		if (i == 0) {
+			assert_non_null(a->conn.orq.e);
+			assert_non_null(b->conn.irq.e);
+		} else {
+			assert_int_equal(allocations - at, 0);
+		}
+	}
+	assert_false(b->failed);
+	assert_int_equal(b->nev, 4);
+	sim_wire_free(&w);
+	sim_wire_free(&resp);
+	sim_end_fini(a);
+	sim_end_fini(b);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(receive_path_does_not_allocate),
+		cmocka_unit_test(request_queues_come_with_the_first_request),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,7 +68,8 @@ static void help(const char *argv0)
 	       "  --time SECONDS      run for this long instead of --iters\n"
 	       "  --bw                throughput, --depth operations in flight (default)\n"
 	       "  --lat               round trips, one operation at a time (p50 and p99)\n"
-	       "  --qps N             connections, each with its own buffers (default 1)\n"
+	       "  --qps N             connections, each with its own buffers (default 1, at most "
+	       "16384)\n"
 	       "  --depth N           operations in flight per QP (default 16)\n"
 	       "  --sge N             scatter-gather elements per operation (default 1)\n"
 	       "  --markers on|off    ask for MPA markers (default off)\n"
@@ -182,7 +183,7 @@ int main(int argc, char **argv)
 					     : UW_PROGRESS_MANUAL;
 			break;
 		case 'q':
-			o.qps = (int)tool_opt_uint(p, "--qps", optarg, 1, 4096);
+			o.qps = (int)tool_opt_uint(p, "--qps", optarg, 1, 16384);
 			break;
 		case 'd':
 			o.depth = (int)tool_opt_uint(p, "--depth", optarg, 1, 4096);
