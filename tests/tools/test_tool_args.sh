@@ -196,6 +196,17 @@ if grep -q " 0\.00 " <<<"$out" || ! grep -qE '^write +bw .* - +- *$' <<<"$out"; 
 else
 	echo "ok   uwarp-perf bandwidth table: no latency figures"
 fi
+# a client's --crc off against a server that wants CRC: MPA runs with CRC
+# (either end may ask), and the client says so instead of measuring with
+# it silently
+out=$(timeout 60 "$perf" "${pc[@]}" --op write --iters 10 --crc off --json 2>&1)
+if grep -q "the server asked for CRC, so the connection uses it" <<<"$out" &&
+	grep -q '"crc":true' <<<"$out"; then
+	echo "ok   uwarp-perf --crc off against a CRC server: said"
+else
+	echo "FAIL uwarp-perf --crc off against a CRC server did not say it ran with CRC: $out"
+	fails=$((fails + 1))
+fi
 kill "$psrv" "$esrv" 2>/dev/null
 wait "$psrv" "$esrv" 2>/dev/null
 # A server killed in the middle of a run: the client says the connection

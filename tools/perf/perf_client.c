@@ -243,6 +243,16 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 			q->crc = e->crc;
 			q->markers_tx = e->markers_tx;
 			q->markers_rx = e->markers_rx;
+			/* MPA runs with CRC when either end asks (RFC 5044
+			 * 7.1, the C flag): a client's --crc off alone
+			 * measures with CRC; say so once, not silently */
+			static bool said;
+			if (o->crc == UW_CRC_OFF && e->crc && !said) {
+				said = true;
+				fprintf(stderr,
+					"client: the server asked for CRC, so the connection "
+					"uses it (run the server with --crc off too)\n");
+			}
 		}
 		if (t == UW_CM_EVENT_REJECTED && e->private_data_len) {
 			/* a uwarp-perf server says why in its Reject */
