@@ -154,16 +154,8 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	uint64_t since = esock__fallback_on() ? esock__plain_since(addr) : 0;
 	if (since) {
 		/* it did not speak MPA a moment ago: plain TCP at once */
-		if (esock__verbose()) {
-			struct sockaddr_storage p = { 0 };
-			memcpy(&p, addr, len < sizeof(p) ? len : sizeof(p));
-			char peer[80];
-			esock__peer_str(&p, peer, sizeof(peer));
-			fprintf(stderr,
-				"esock: pid %d: fd %d to %s: plain TCP (not iWARP %llu ms ago)\n",
-				(int)getpid(), fd, peer,
-				(unsigned long long)(util_now_ms() - since));
-		}
+		esock__say(fd, addr, "plain TCP (not iWARP %llu ms ago)",
+			   (unsigned long long)(util_now_ms() - since));
 		return REAL(connect)(fd, addr, len);
 	}
 	int fl = REAL(fcntl)(fd, F_GETFL);

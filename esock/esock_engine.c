@@ -191,12 +191,8 @@ static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
 			break;
 		}
 		e->st = ES_CONNECTED;
-		if (e->may_fall_back && esock__verbose()) {
-			char peer[80];
-			esock__peer_str(&e->peer, peer, sizeof(peer));
-			fprintf(stderr, "esock: pid %d: fd %d to %s: DDP\n", (int)getpid(),
-				e->conn_fd, peer);
-		}
+		if (e->may_fall_back)
+			esock__say(e->conn_fd, (struct sockaddr *)&e->peer, "DDP");
 		int rc = esock__post_recvs(e);
 		if (rc)
 			fail(e, -rc);

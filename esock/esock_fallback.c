@@ -31,7 +31,6 @@
  * registrations made while the connection was being set up are recorded
  * and made again on the new socket.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -42,7 +41,6 @@
 
 #include "esock_internal.h"
 #include "util/clock.h"
-#include "util/connect_words.h"
 #include "util/env_ms.h"
 
 #define PLAIN_PEERS 64
@@ -90,23 +88,6 @@ bool esock__falls_back(int err)
 	return err == ETIME || err == EPROTO || err == ECONNRESET || err == EPIPE;
 }
 
-void esock__peer_str(const struct sockaddr_storage *a, char *buf, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	int port = 0;
-	if (a->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)a;
-		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-		port = ntohs(s->sin6_port);
-		snprintf(buf, len, "[%s]:%d", host, port);
-		return;
-	}
-	const struct sockaddr_in *s = (const struct sockaddr_in *)a;
-	inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-	port = ntohs(s->sin_port);
-	snprintf(buf, len, "%s:%d", host, port);
-}
-
 uint64_t esock__plain_since(const struct sockaddr *peer)
 {
 	struct sockaddr_storage p = { 0 };
@@ -142,29 +123,23 @@ static void remember_plain(const struct sockaddr_storage *peer)
 	pthread_mutex_unlock(&plain_mu);
 }
 
-bool esock__connect_failed(struct esock *e, int err)
+void esock__connect_failed(struct esock *e, int err)
 {
-	char peer[80];
-	esock__peer_str(&e->peer, peer, sizeof(peer));
-	const char *why = util_connect_words(err);
 	if (e->may_fall_back && esock__falls_back(err)) {
 		e->st = ES_FALLBACK;
 		e->fell_err = err;
 		atomic_store(&e->fallback_due, true);
 		remember_plain(&e->peer);
-		return true;
+		return;
 	}
-	if (esock__verbose())
-		fprintf(stderr, "esock: pid %d: fd %d to %s: failed: %s%s\n", (int)getpid(),
-			e->conn_fd, peer, why ? why : strerror(err),
-			esock__falls_back(err) ? " (ESOCK_FALLBACK=off)" : "");
+	esock__say(e->conn_fd, (struct sockaddr *)&e->peer, "failed: %s%s", esock__words(err),
+		   esock__falls_back(err) ? " (ESOCK_FALLBACK=off)" : "");
 	/* a TCP program knows a refused connection; the timer's own errno
 	 * (ETIME) or a protocol error mean nothing to it */
 	if (err == ETIME || err == EPROTO)
 		err = ECONNREFUSED;
 	e->st = ES_FAILED;
 	e->so_error = e->conn_err = err;
-	return false;
 }
 
 void esock__track_epoll(struct esock *e, int ep, int op, const struct epoll_event *ev)
@@ -333,8 +308,6 @@ struct esock *esock__fall_back(int fd, struct esock *e)
 		pthread_mutex_unlock(&e->mu);
 		return esock__peek(fd);
 	}
-	char peer[80];
-	esock__peer_str(&e->peer, peer, sizeof(peer));
 	end_first(e);
 	int s = plain_connect(e);
 	int fl = REAL(fcntl)(fd, F_GETFL), fdfl = REAL(fcntl)(fd, F_GETFD);
@@ -346,9 +319,8 @@ struct esock *esock__fall_back(int fd, struct esock *e)
 	}
 	atomic_store(&e->fallback_due, false);
 	if (s < 0) {
-		if (esock__verbose())
-			fprintf(stderr, "esock: pid %d: fd %d to %s: plain TCP failed too: %s\n",
-				(int)getpid(), fd, peer, strerror(-s));
+		esock__say(fd, (struct sockaddr *)&e->peer, "plain TCP failed too: %s",
+			   strerror(-s));
 		e->st = ES_FAILED;
 		e->so_error = e->conn_err = -s;
 		esock__update(e, false);
@@ -366,12 +338,10 @@ struct esock *esock__fall_back(int fd, struct esock *e)
 	quiet(e);
 	pthread_cond_broadcast(&e->cv);
 	int why = e->fell_err;
+	struct sockaddr_storage peer = e->peer; /* (e may be gone once unnamed) */
 	pthread_mutex_unlock(&e->mu);
 	esock__unname(fd, e);
-	if (esock__verbose()) {
-		const char *w = util_connect_words(why);
-		fprintf(stderr, "esock: pid %d: fd %d to %s: plain TCP: %s; remembered for %d s\n",
-			(int)getpid(), fd, peer, w ? w : strerror(why), PLAIN_REMEMBER_MS / 1000);
-	}
+	esock__say(fd, (struct sockaddr *)&peer, "plain TCP: %s; remembered for %d s",
+		   esock__words(why), PLAIN_REMEMBER_MS / 1000);
 	return NULL;
 }

@@ -162,14 +162,9 @@ static void decide(struct peek *p, bool mpa)
 		free(p);
 		return;
 	}
-	if (esock__verbose()) {
-		char peer[80];
-		esock__peer_str(&p->peer, peer, sizeof(peer));
-		fprintf(stderr, "esock: pid %d: client %s: %s\n", (int)getpid(), peer,
-			mpa ? "DDP (it sent the MPA Request)"
-			    : "plain TCP (its first bytes are not an MPA Request, or it was "
-			      "silent)");
-	}
+	esock__say(-1, (struct sockaddr *)&p->peer, "%s",
+		   mpa ? "DDP (it sent the MPA Request)"
+		       : "plain TCP (its first bytes are not an MPA Request, or it was silent)");
 	if (!mpa) {
 		int fl = REAL(fcntl)(p->fd, F_GETFL);
 		REAL(fcntl)(p->fd, F_SETFL, fl & ~O_NONBLOCK); /* as accept makes it */

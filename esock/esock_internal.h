@@ -236,6 +236,11 @@ int esock__hide(int fd);     /* moved up there (the old number closed) */
 bool esock__env_selects(int fd, const struct sockaddr *peer);
 unsigned esock__peek_ms(void);
 bool esock__verbose(void); /* ESOCK_VERBOSE: a line per decision */
+/* with ESOCK_VERBOSE, one line on a connection: "fd FD to PEER: ..." (a
+ * client accepted: FD -1, "client PEER: ...") */
+void esock__say(int fd, const struct sockaddr *peer, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+const char *esock__words(int err); /* a connect status in words */
 
 /* esock_fallback.c */
 bool esock__fallback_on(void);   /* ESOCK_FALLBACK (default on) */
@@ -243,13 +248,12 @@ unsigned esock__reply_ms(void);  /* ESOCK_REPLY_MS */
 bool esock__falls_back(int err); /* an MPA failure that says "not iWARP" */
 /* when a connection to @peer fell back to plain TCP (ms), 0: not lately */
 uint64_t esock__plain_since(const struct sockaddr *peer);
-/* under e->mu: a connect's failure; true when a fallback is due */
-bool esock__connect_failed(struct esock *e, int err);
+/* under e->mu: a connect's failure (ES_FALLBACK when one is due) */
+void esock__connect_failed(struct esock *e, int err);
 /* the program's call on @fd: the plain connection made and put under @fd
  * (NULL), or @e failed (its conn_err says why) */
 struct esock *esock__fall_back(int fd, struct esock *e);
 void esock__track_epoll(struct esock *e, int ep, int op, const struct epoll_event *ev);
-void esock__peer_str(const struct sockaddr_storage *a, char *buf, size_t len);
 
 /* esock_engine.c */
 int esock__engine(void); /* start (once): 0 or -errno */

@@ -3,11 +3,15 @@
  * (libesock-preload.so only; the linked library leaves that to
  * setsockopt), and the server's wait for a client's first bytes.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "util/connect_words.h"
 #include "util/ddpmode.h"
 #include "esock_internal.h"
 
@@ -74,4 +78,41 @@ bool esock__verbose(void)
 		atomic_store_explicit(&v, now, memory_order_relaxed);
 	}
 	return now;
+}
+
+const char *esock__words(int err)
+{
+	const char *w = util_connect_words(err);
+	return w ? w : strerror(err);
+}
+
+/* "[ADDR]:PORT" or "ADDR:PORT" */
+static void peer_str(const struct sockaddr *a, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	if (a->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)a;
+		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%d", host, ntohs(s->sin6_port));
+		return;
+	}
+	const struct sockaddr_in *s = (const struct sockaddr_in *)a;
+	inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
+	snprintf(buf, len, "%s:%d", host, ntohs(s->sin_port));
+}
+
+void esock__say(int fd, const struct sockaddr *peer, const char *fmt, ...)
+{
+	if (!esock__verbose())
+		return;
+	char who[80], what[256];
+	peer_str(peer, who, sizeof(who));
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (fd >= 0)
+		fprintf(stderr, "esock: pid %d: fd %d to %s: %s\n", (int)getpid(), fd, who, what);
+	else
+		fprintf(stderr, "esock: pid %d: client %s: %s\n", (int)getpid(), who, what);
 }

@@ -217,12 +217,10 @@ void uw__conn_rx(struct uw_conn *c)
 		parse(c);
 		if (!uw_life_full(&c->life))
 			break;
-		/* all parsed: the next read goes into the shared buffer */
-		if (c->rx_own)
-			free(c->rxbuf);
-		c->rx_own = false;
+		/* all parsed (a held buffer let go): the next read goes into
+		 * the shared one */
+		uw__conn_rx_hold(c);
 		c->rxbuf = c->ctx->rxbuf;
-		c->rxoff = c->rxlen = 0;
 		size_t span = fpdu_rx_direct_span(&c->rx);
 		/* The payload's last byte never comes in place: the kernel's
 		 * copy (a fast string move) may store the end of a block before

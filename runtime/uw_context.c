@@ -151,10 +151,11 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 		errno = ENOMEM;
 		return NULL;
 	}
-	ctx->reply_timeout_ms = attr && attr->mpa_reply_timeout_ms
-					? attr->mpa_reply_timeout_ms
-					: util_env_ms("uwarp", "UWARP_MPA_REPLY_MS",
-						      UW_MPA_REPLY_MS_DEFAULT, 1, 3600000);
+	ctx->reply_timeout_ms =
+		attr && attr->mpa_reply_timeout_ms
+			? attr->mpa_reply_timeout_ms
+			: util_env_ms("uwarp", "UWARP_MPA_REPLY_MS", UW_MPA_REPLY_MS_DEFAULT, 1,
+				      UW_MPA_REPLY_MS_MAX);
 	ctx->request_timeout_ms =
 		attr && attr->mpa_request_timeout_ms ? attr->mpa_request_timeout_ms : 5000;
 	ctx->next_qpn = 1;

@@ -75,6 +75,7 @@ enum uw_progress {
 };
 
 #define UW_MPA_REPLY_MS_DEFAULT 3000
+#define UW_MPA_REPLY_MS_MAX 3600000 /* UWARP_MPA_REPLY_MS at most */
 
 struct uw_context_attr {
 	enum uw_progress progress;

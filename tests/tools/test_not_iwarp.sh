@@ -6,27 +6,14 @@
 # one that answers with other bytes, and one that hangs up. A bad
 # UWARP_MPA_REPLY_MS is named on stderr and the default holds.
 set -u
+. "$(dirname "$0")/../hostile/lib.sh"
+hostile_begin "$0" "$@" # (a network namespace of its own where it may)
 bin=$1
 here=$(cd "$(dirname "$0")" && pwd)
 fails=0
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 
 # start MODE: a plain_server.py; sets $port
-start() {
-	local log
-	log=$(mktemp)
-	python3 "$here/plain_server.py" "$1" >"$log" 2>&1 &
-	pids+=($!)
-	port=
-	for _ in $(seq 200); do
-		port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log")
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	rm -f "$log"
-	[ -n "$port" ] || { echo "FAIL: plain_server.py $1 did not start"; exit 1; }
-}
+start() { start_server "$work/$1.log" 'listening on port \([0-9]*\)' python3 "$here/plain_server.py" "$1"; }
 
 # said WANT TOOL ARGS...: the tool exits 1 and its output has WANT
 said() {

@@ -17,7 +17,7 @@ void tool_connect_failed(const char *tool, const char *peer, int status)
 	if (status == ETIME) {
 		/* the context took the same value (and said so if it was bad) */
 		unsigned ms = UW_MPA_REPLY_MS_DEFAULT;
-		util_parse_ms(getenv("UWARP_MPA_REPLY_MS"), 1, 3600000, &ms);
+		util_parse_ms(getenv("UWARP_MPA_REPLY_MS"), 1, UW_MPA_REPLY_MS_MAX, &ms);
 		fprintf(stderr,
 			"%s: %s: the peer accepted TCP but sent no MPA Reply within %u ms: "
 			"not an iWARP peer, or its program did not accept "
