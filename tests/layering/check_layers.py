@@ -20,6 +20,10 @@
    the C library directly, never by the names a preloaded library takes
    over. (exs_poll's own name aside: the check reads code, not comments or
    strings.)
+4. rdma/ (rdma-core's libibverbs made of uwarp) stands on the verbs
+   runtime's public API alone: it includes uwarp's public headers and its
+   own, never a header of another folder, so what it can do any program
+   written to uwarp/verbs.h can.
 
 Prints each breach with its file and line; exits 1 if there is any.
 """
@@ -33,6 +37,7 @@ ROOT = sys.argv[1] if len(sys.argv) > 1 else "."
 LAYERS = ["util", "mpa", "ddp", "rdmap", "runtime", "exs", "esock"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 RANK["udapl"] = RANK["exs"]  # a peer of exs: both stand on the runtime
+RANK["rdma"] = RANK["exs"]  # likewise, through the public API only (rule 4)
 PUBLIC = {"uwarp/wire.h": "util", "uwarp/verbs.h": "runtime", "uwarp/ep.h": "runtime",
           "exs.h": "exs", "esock.h": "esock"}
 PURE_DIRS = ["mpa", "ddp", "rdmap"]
@@ -102,6 +107,9 @@ def main():
                         continue
                 else:
                     continue
+                if layer == "rdma" and home not in (None, "rdma") and name not in PUBLIC:
+                    breaches.append("%s:%d: rdma/ includes %s: only uwarp's public API"
+                                    % (path, n, name))
                 if home is not None and RANK[home] > RANK[layer]:
                     breaches.append("%s:%d: layer %s includes %s, of %s, a layer above"
                                     % (path, n, layer, name, home))

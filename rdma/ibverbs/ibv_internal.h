@@ -1,0 +1,125 @@
+/*
+ * ibv_internal.h: rdma-core's verbs objects, each wrapped around the uwarp
+ * verbs object that does the work.
+ *
+ * The public structures come from rdma-core's own <infiniband/verbs.h>
+ * (libibverbs-dev), so the layout a program compiled against Debian's
+ * libibverbs sees is the layout this library fills: rdma-core's inline
+ * functions (ibv_post_send, ibv_poll_cq, ibv_req_notify_cq, ...) reach
+ * into context->ops and into the verbs_context that sits in front of the
+ * ibv_context, and find our functions there.
+ *
+ * Every ibv object is the first member of its wrapper, so a pointer the
+ * program hands back converts with uwv_from(); the uwarp object keeps a
+ * pointer to the wrapper in its user-context field (cq_context,
+ * qp_context), so a completion or an event finds the program's object.
+ */
+#ifndef UWARP_RDMA_IBV_INTERNAL_H
+#define UWARP_RDMA_IBV_INTERNAL_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+
+#include <uwarp/verbs.h>
+
+#define uwv_from(ptr, type) ((type *)(void *)(ptr))
+
+/* The one device: a software RNIC whose port is every address of the host. */
+#define UWV_DEVICE_NAME "uwarp0"
+#define UWV_SYSFS_DEV "uwarp:/class/infiniband_verbs/uverbs-uwarp0"
+#define UWV_SYSFS_IBDEV "uwarp:/class/infiniband/uwarp0"
+#define UWV_VENDOR_ID 0x626d74 /* siw's vendor id: software iWARP */
+#define UWV_VENDOR_PART 0x75770001
+#define UWV_MAX_QP_WR (1u << 20)
+#define UWV_MAX_RD_ATOM 128
+#define UWV_MAX_CQE (1 << 24)
+
+struct uwv_context {
+	struct uw_context *uw; /* the process's shared uwarp context */
+	int async_rd;          /* the read end is context.async_fd */
+	int async_wr;
+	/* rdma-core finds the verbs_context in front of the ibv_context:
+	 * it must be the last member */
+	struct verbs_context vctx;
+};
+
+static inline struct uwv_context *uwv_ctx(struct ibv_context *c)
+{
+	return (struct uwv_context *)(void *)((char *)c -
+					      offsetof(struct uwv_context, vctx.context));
+}
+
+struct uwv_pd {
+	struct ibv_pd ibv;
+	struct uw_pd *uw;
+};
+
+struct uwv_mr {
+	struct ibv_mr ibv;
+	struct uw_mr *uw;
+	int access;
+};
+
+struct uwv_channel {
+	struct ibv_comp_channel ibv;
+	struct uw_comp_channel *uw;
+};
+
+struct uwv_cq {
+	struct ibv_cq ibv;
+	struct uw_cq *uw;
+};
+
+struct uwv_srq {
+	struct ibv_srq ibv;
+	struct uw_srq *uw;
+	struct ibv_srq_attr attr;
+};
+
+struct uwv_qp {
+	struct ibv_qp ibv;
+	struct uw_qp *uw;
+	struct ibv_qp_cap cap;
+	int sq_sig_all;
+	unsigned access; /* qp_access_flags as last set */
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+};
+
+/* Exported calls rdma-core declares in its driver.h, which libibverbs-dev
+ * does not ship. */
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+const char *ibv_get_sysfs_path(void);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+int ibv_query_gid_type(struct ibv_context *c, uint8_t port, unsigned int index, int *type);
+
+/* The shared uwarp context: the first device open makes it (auto
+ * progress: a passive peer makes no calls), the last close ends it. */
+struct uw_context *uwv_shared_get(void);
+void uwv_shared_put(void);
+
+/* UWARP_VERBS_DEBUG=1: one line on stderr naming a call that is not
+ * implemented, or an argument uwarp refuses. Returns err. */
+int uwv_debug(int err, const char *call, const char *why);
+
+/* The host's addresses as GIDs and its first MAC as an EUI-64 GUID
+ * (ibv_host.c). Index 0 is the MAC-based GID, as siw reports. */
+int uwv_host_gid(unsigned index, union ibv_gid *gid);
+int uwv_host_gid_count(void);
+uint64_t uwv_host_guid(void); /* network byte order, as ibv_device_attr holds it */
+
+/* The context's ops (ibv_cq.c, ibv_post.c). */
+int uwv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int uwv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int uwv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int uwv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int uwv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int uwv_query_port_ex(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr,
+		      size_t attr_len);
+int uwv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			struct ibv_device_attr_ex *attr, size_t attr_size);
+
+/* State names both ways (ibv_qp.c). */
+enum ibv_qp_state uwv_state_to_ibv(enum uw_qp_state s);
+
+#endif
