@@ -111,5 +111,18 @@ if [ -n "$dapl" ]; then
 		fail "dat_open does not build against libdat2"
 	DAT_OVERRIDE=$dapl "$work/dat_open" || fail "the installed uDAPL provider does not open"
 fi
+# rdma-core's libraries (built where libibverbs-dev is): the installed
+# uwarp-run puts the installed ones under Debian's ibv_devices
+if [ -e "$build/lib/rdma/libibverbs.so.1" ]; then
+	[ -x "$work/prefix/bin/uwarp-run" ] || fail "not installed: bin/uwarp-run"
+	for f in libibverbs.so.1 libmlx5.so.1 libefa.so.1; do
+		[ -e "$libdir/uwarp/rdma/$f" ] || fail "not installed: $libdir/uwarp/rdma/$f"
+	done
+	if command -v ibv_devices >/dev/null; then
+		out=$("$work/prefix/bin/uwarp-run" sh -c 'echo "$LD_LIBRARY_PATH"; ibv_devices')
+		grep -q "^$libdir/uwarp/rdma" <<<"$out" || fail "the installed uwarp-run names another directory: $out"
+		grep -q "uwarp0" <<<"$out" || fail "ibv_devices under the installed uwarp-run: $out"
+	fi
+fi
 echo "PASS: installed, built with pkg-config (shared and static), ran against uwarp-perf;" \
-	"esock and uDAPL programs ran from the installed tree"
+	"esock, uDAPL and rdma-core programs ran from the installed tree"

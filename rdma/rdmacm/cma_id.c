@@ -1,0 +1,331 @@
+/*
+ * cma_id.c: connection identifiers, from creation through address and
+ * route resolution, listening, connecting, accepting, to disconnecting.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cma_internal.h"
+
+static socklen_t addr_len(const struct sockaddr *a)
+{
+	return a->sa_family == AF_INET    ? sizeof(struct sockaddr_in)
+	       : a->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+					  : 0;
+}
+
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		   enum rdma_port_space ps)
+{
+	if (!id)
+		return ucm_err(EINVAL);
+	if (ps != RDMA_PS_TCP)
+		return ucm_err(uwv_debug(EOPNOTSUPP, "rdma_create_id",
+					 "iWARP connects RC QPs over TCP only (RDMA_PS_TCP)"));
+	struct ucm_id *u = calloc(1, sizeof(*u));
+	if (!u)
+		return ucm_err(ENOMEM);
+	if (!channel) {
+		struct ucm_channel *own = ucm_channel_new();
+		if (!own) {
+			free(u);
+			return -1;
+		}
+		channel = &own->ch;
+		u->sync = true;
+	}
+	u->uw = uw_cm_create_id(ucm_chan(channel)->uw, u);
+	if (!u->uw) {
+		int e = errno;
+		if (u->sync)
+			ucm_channel_free(ucm_chan(channel));
+		free(u);
+		return ucm_err(e);
+	}
+	u->id.channel = channel;
+	u->id.context = context;
+	u->id.ps = ps;
+	u->id.qp_type = IBV_QPT_RC;
+	*id = &u->id;
+	return 0;
+}
+
+int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	if (!id)
+		return ucm_err(EINVAL);
+	struct ucm_id *u = ucm_of(id);
+	if (id->event)
+		rdma_ack_cm_event(id->event);
+	int rc = uw_cm_destroy_id(u->uw);
+	if (rc)
+		return ucm_err(rc);
+	if (u->sync)
+		ucm_channel_free(ucm_chan(id->channel));
+	free(u);
+	return 0;
+}
+
+/* A real check that the address is this host's and the port free: bind a
+ * socket to it (what rdma-core's kernel side decides by its devices). */
+static int check_local(const struct sockaddr *a)
+{
+	socklen_t len = addr_len(a);
+	if (!len)
+		return EAFNOSUPPORT;
+	int fd = socket(a->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	int rc = bind(fd, a, len) ? errno : 0;
+	close(fd);
+	return rc;
+}
+
+int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	if (!id || !addr)
+		return ucm_err(EINVAL);
+	int rc = check_local(addr);
+	if (rc)
+		return ucm_err(rc);
+	struct ucm_id *u = ucm_of(id);
+	memset(&id->route.addr.src_storage, 0, sizeof(id->route.addr.src_storage));
+	memcpy(&id->route.addr.src_storage, addr, addr_len(addr));
+	id->verbs = ucm_verbs();
+	id->port_num = 1;
+	u->addr_done = true;
+	return 0;
+}
+
+/* The source address the host's routing picks for dst: a UDP socket's
+ * connect() asks the kernel without sending anything. */
+static int route_source(const struct sockaddr *dst, struct sockaddr_storage *src)
+{
+	int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	int rc = 0;
+	struct sockaddr_storage d;
+	memcpy(&d, dst, addr_len(dst));
+	/* a port is needed for connect(); any does */
+	if (d.ss_family == AF_INET && !((struct sockaddr_in *)&d)->sin_port)
+		((struct sockaddr_in *)&d)->sin_port = htons(9);
+	if (d.ss_family == AF_INET6 && !((struct sockaddr_in6 *)&d)->sin6_port)
+		((struct sockaddr_in6 *)&d)->sin6_port = htons(9);
+	socklen_t sl = sizeof(*src);
+	if (connect(fd, (struct sockaddr *)&d, addr_len(dst)) ||
+	    getsockname(fd, (struct sockaddr *)src, &sl))
+		rc = errno;
+	close(fd);
+	if (!rc) {
+		if (src->ss_family == AF_INET)
+			((struct sockaddr_in *)src)->sin_port = 0;
+		else
+			((struct sockaddr_in6 *)src)->sin6_port = 0;
+	}
+	return rc;
+}
+
+int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr,
+		      int timeout_ms)
+{
+	if (!id || !dst_addr || !addr_len(dst_addr))
+		return ucm_err(EINVAL);
+	struct ucm_id *u = ucm_of(id);
+	if (src_addr && rdma_bind_addr(id, src_addr))
+		return -1;
+	struct rdma_addr *a = &id->route.addr;
+	memset(&a->dst_storage, 0, sizeof(a->dst_storage));
+	memcpy(&a->dst_storage, dst_addr, addr_len(dst_addr));
+	struct sockaddr_storage src;
+	int rc = route_source(dst_addr, &src);
+	if (!rc && !src_addr)
+		memcpy(&a->src_storage, &src, sizeof(src));
+	id->verbs = ucm_verbs();
+	id->port_num = 1;
+	u->addr_done = !rc;
+	if (ucm_queue(u, rc ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, -rc))
+		return -1;
+	return ucm_complete(u, RDMA_CM_EVENT_ADDR_RESOLVED);
+}
+
+int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	if (!id)
+		return ucm_err(EINVAL);
+	struct ucm_id *u = ucm_of(id);
+	if (!u->addr_done)
+		return ucm_err(EINVAL);
+	u->route_done = true;
+	if (ucm_queue(u, RDMA_CM_EVENT_ROUTE_RESOLVED, 0))
+		return -1;
+	return ucm_complete(u, RDMA_CM_EVENT_ROUTE_RESOLVED);
+}
+
+int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	if (!id)
+		return ucm_err(EINVAL);
+	struct ucm_id *u = ucm_of(id);
+	if (!u->addr_done)
+		return ucm_err(EINVAL); /* rdma-core: bind first */
+	int rc = uw_cm_listen(u->uw, &id->route.addr.src_addr, backlog);
+	if (rc)
+		return ucm_err(rc);
+	/* a port-0 bind has its port now */
+	memcpy(&id->route.addr.src_storage, &u->uw->local_addr, sizeof(u->uw->local_addr));
+	return 0;
+}
+
+/* rdma-core's connection parameters as uwarp's: 0 Reads either way means
+ * uwarp's default (16), as it does in uw_conn_param. */
+static void conn_param_to_uw(const struct rdma_conn_param *p, struct uw_conn_param *u)
+{
+	memset(u, 0, sizeof(*u));
+	if (!p)
+		return;
+	u->private_data = p->private_data;
+	u->private_data_len = p->private_data ? p->private_data_len : 0;
+	u->ird = p->responder_resources;
+	u->ord = p->initiator_depth;
+}
+
+int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	if (!id)
+		return ucm_err(EINVAL);
+	struct ucm_id *u = ucm_of(id);
+	if (!u->route_done)
+		return ucm_err(EINVAL);
+	if (!id->qp)
+		return ucm_err(uwv_debug(EOPNOTSUPP, "rdma_connect",
+					 "a QP made outside rdma_create_qp (conn_param.qp_num)"));
+	struct uw_conn_param p;
+	conn_param_to_uw(conn_param, &p);
+	int rc = uw_cm_connect(u->uw, &id->route.addr.dst_addr, &p);
+	if (rc)
+		return ucm_err(rc);
+	return ucm_complete(u, RDMA_CM_EVENT_ESTABLISHED);
+}
+
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	if (!id)
+		return ucm_err(EINVAL);
+	struct ucm_id *u = ucm_of(id);
+	if (!id->qp)
+		return ucm_err(uwv_debug(EOPNOTSUPP, "rdma_accept",
+					 "a QP made outside rdma_create_qp (conn_param.qp_num)"));
+	struct uw_conn_param p;
+	conn_param_to_uw(conn_param, &p);
+	int rc = uw_cm_accept(u->uw, &p);
+	if (rc)
+		return ucm_err(rc);
+	return ucm_complete(u, RDMA_CM_EVENT_ESTABLISHED);
+}
+
+int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	if (!id)
+		return ucm_err(EINVAL);
+	int rc = uw_cm_reject(ucm_of(id)->uw, private_data, private_data ? private_data_len : 0);
+	return rc ? ucm_err(rc) : 0;
+}
+
+/* Either side may end a connection, and both usually call this: after
+ * the peer's end (or a failure) it succeeds, as the kernel's iWARP
+ * connection manager does; on an id never connected it is EINVAL. */
+int rdma_disconnect(struct rdma_cm_id *id)
+{
+	if (!id)
+		return ucm_err(EINVAL);
+	struct ucm_id *u = ucm_of(id);
+	int rc = uw_cm_disconnect(u->uw);
+	if (rc == ENOTCONN)
+		rc = u->established ? 0 : EINVAL;
+	return rc ? ucm_err(rc) : 0;
+}
+
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
+{
+	if (!id)
+		return ucm_err(EINVAL);
+	struct ucm_id *u = ucm_of(id);
+	struct ucm_channel *own = NULL;
+	if (!channel) {
+		own = ucm_channel_new();
+		if (!own)
+			return -1;
+		channel = &own->ch;
+	}
+	int rc = uw_cm_migrate_id(u->uw, ucm_chan(channel)->uw);
+	if (rc) {
+		ucm_channel_free(own);
+		return ucm_err(rc);
+	}
+	if (u->sync)
+		ucm_channel_free(ucm_chan(id->channel));
+	u->sync = own != NULL;
+	id->channel = channel;
+	return 0;
+}
+
+/* rdma-core's options: a listener reuses its address already (uwarp's
+ * listeners set SO_REUSEADDR); the others change nothing uwarp has, so
+ * they are refused rather than ignored. */
+int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
+{
+	if (!id || !optval)
+		return ucm_err(EINVAL);
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_REUSEADDR)
+		return 0;
+	return ucm_err(
+		uwv_debug(EOPNOTSUPP, "rdma_set_option",
+			  "only RDMA_OPTION_ID_REUSEADDR (TOS, timeouts, AFONLY are not built)"));
+}
+
+/* What rdma-core tells a program managing its own QP's states: the state
+ * the connection manager has put the QP in (uwarp moves it itself). */
+int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	if (!id || !qp_attr || !qp_attr_mask)
+		return ucm_err(EINVAL);
+	memset(qp_attr, 0, sizeof(*qp_attr));
+	qp_attr->qp_state = id->qp ? id->qp->state : IBV_QPS_INIT;
+	if (id->qp) {
+		struct ibv_qp_init_attr ia;
+		ibv_query_qp(id->qp, qp_attr, IBV_QP_STATE, &ia);
+	}
+	qp_attr->port_num = 1;
+	qp_attr->qp_access_flags =
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	*qp_attr_mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PORT | IBV_QP_PKEY_INDEX;
+	return 0;
+}
+
+int rdma_establish(struct rdma_cm_id *id)
+{
+	if (!id)
+		return ucm_err(EINVAL);
+	return ucm_err(uwv_debug(EOPNOTSUPP, "rdma_establish",
+				 "a QP made outside rdma_create_qp (conn_param.qp_num)"));
+}
+
+static __be16 port_of(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)(const void *)a)->sin6_port;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)(const void *)a)->sin_port;
+	return 0;
+}
+
+__be16 rdma_get_src_port(struct rdma_cm_id *id) { return port_of(&id->route.addr.src_addr); }
+
+__be16 rdma_get_dst_port(struct rdma_cm_id *id) { return port_of(&id->route.addr.dst_addr); }

@@ -1,0 +1,461 @@
+/*
+ * test_rdma_cm: a program written to rdma-core's <rdma/rdma_cma.h> and
+ * linked against Debian's librdmacm and libibverbs, run by ctest under
+ * uwarp-run, so what it exercises is uwarp's librdmacm: the asynchronous
+ * calls and their events (resolution, request with private data,
+ * accept, establishment, data both ways with Send, RDMA Write and RDMA
+ * Read, disconnection), the channel's descriptor under poll(), a
+ * rejection, the synchronous endpoint calls (rdma_create_ep,
+ * rdma_get_request) with rdma_verbs.h's helpers, and bad arguments and
+ * unimplemented calls failing with rdma-core's errno.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <rdma/rsocket.h>
+
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
+{
+	struct rdma_cm_event *e = NULL;
+	assert_int_equal(rdma_get_cm_event(ch, &e), 0);
+	if (e->event != t)
+		fail_msg("got %s (status %d), expected %s", rdma_event_str(e->event), e->status,
+			 rdma_event_str(t));
+	return e;
+}
+
+static void ack(struct rdma_cm_event *e) { assert_int_equal(rdma_ack_cm_event(e), 0); }
+
+static struct sockaddr_in loopback(uint16_t port_be)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = port_be };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+/* one CQ per side, polled until n completions came */
+static void wait_wc(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	int got = 0;
+	for (long spins = 0; got < n && spins < 50000000L; spins++) {
+		int r = ibv_poll_cq(cq, n - got, wc + got);
+		assert_true(r >= 0);
+		got += r;
+	}
+	assert_int_equal(got, n);
+	for (int i = 0; i < n; i++)
+		if (wc[i].status != IBV_WC_SUCCESS)
+			fail_msg("wc %d: %s", i, ibv_wc_status_str(wc[i].status));
+}
+
+struct side {
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	char buf[4096];
+};
+
+static void make_qp(struct side *s)
+{
+	s->cq = ibv_create_cq(s->id->verbs, 16, NULL, NULL, 0);
+	assert_non_null(s->cq);
+	struct ibv_qp_init_attr a = {
+		.send_cq = s->cq,
+		.recv_cq = s->cq,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	/* no PD: the device's default one, as rdma-core gives */
+	assert_int_equal(rdma_create_qp(s->id, NULL, &a), 0);
+	assert_non_null(s->id->qp);
+	s->mr = ibv_reg_mr(s->id->qp->pd, s->buf, sizeof(s->buf),
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ);
+	assert_non_null(s->mr);
+}
+
+static void post_recv(struct side *s, size_t off, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct ibv_recv_wr r = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+	assert_int_equal(ibv_post_recv(s->id->qp, &r, &bad), 0);
+}
+
+static void post(struct side *s, enum ibv_wr_opcode op, size_t off, uint32_t len, uint64_t raddr,
+		 uint32_t rkey)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 2,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	w.wr.rdma.remote_addr = raddr;
+	w.wr.rdma.rkey = rkey;
+	assert_int_equal(ibv_post_send(s->id->qp, &w, &bad), 0);
+}
+
+static void teardown_side(struct side *s)
+{
+	rdma_destroy_qp(s->id);
+	assert_int_equal(ibv_dereg_mr(s->mr), 0);
+	assert_int_equal(ibv_destroy_cq(s->cq), 0);
+	assert_int_equal(rdma_destroy_id(s->id), 0);
+}
+
+/* The asynchronous calls end to end: events in rdma-core's order, the
+ * private data both ways, data placed and verified, a clean end. */
+static void connect_transfer_disconnect(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	assert_non_null(ch);
+	static struct side srv, cli;
+	struct rdma_cm_id *listener;
+	int lctx;
+	assert_int_equal(rdma_create_id(ch, &listener, &lctx, RDMA_PS_TCP), 0);
+	struct sockaddr_in any = loopback(0);
+	assert_int_equal(rdma_bind_addr(listener, (struct sockaddr *)&any), 0);
+	assert_non_null(listener->verbs);
+	assert_int_equal(rdma_listen(listener, 4), 0);
+	uint16_t port = rdma_get_src_port(listener);
+	assert_int_not_equal(port, 0);
+
+	int cctx;
+	assert_int_equal(rdma_create_id(ch, &cli.id, &cctx, RDMA_PS_TCP), 0);
+	struct sockaddr_in to = loopback(port);
+	assert_int_equal(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&to, 2000), 0);
+	/* the event made here wakes a poll() on the channel */
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	struct rdma_cm_event *e = expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_ptr_equal(e->id, cli.id);
+	assert_ptr_equal(e->id->context, &cctx);
+	ack(e);
+	assert_non_null(cli.id->verbs);
+	assert_int_equal(rdma_resolve_route(cli.id, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	make_qp(&cli);
+	post_recv(&cli, 0, 64);
+	struct rdma_conn_param cp = { .private_data = "hello",
+				      .private_data_len = 6,
+				      .responder_resources = 4,
+				      .initiator_depth = 4 };
+	assert_int_equal(rdma_connect(cli.id, &cp), 0);
+
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	e = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_ptr_equal(e->listen_id, listener);
+	assert_ptr_equal(e->id->context, &lctx);
+	assert_int_equal(e->param.conn.private_data_len, 6);
+	assert_string_equal(e->param.conn.private_data, "hello");
+	srv.id = e->id;
+	assert_non_null(srv.id->verbs);
+	ack(e);
+	make_qp(&srv);
+	post_recv(&srv, 0, 64);
+	struct rdma_conn_param ap = { .private_data = "yes",
+				      .private_data_len = 4,
+				      .responder_resources = 4,
+				      .initiator_depth = 4 };
+	assert_int_equal(rdma_accept(srv.id, &ap), 0);
+	/* both ESTABLISHED arrive, in either order */
+	int seen_cli = 0, seen_srv = 0;
+	for (int i = 0; i < 2; i++) {
+		e = expect(ch, RDMA_CM_EVENT_ESTABLISHED);
+		if (e->id == cli.id) {
+			seen_cli++;
+			assert_int_equal(e->param.conn.private_data_len, 4);
+			assert_string_equal(e->param.conn.private_data, "yes");
+		} else {
+			assert_ptr_equal(e->id, srv.id);
+			seen_srv++;
+		}
+		ack(e);
+	}
+	assert_int_equal(seen_cli + 10 * seen_srv, 11);
+	struct sockaddr_in *peer = (struct sockaddr_in *)rdma_get_peer_addr(cli.id);
+	assert_int_equal(peer->sin_port, port);
+	assert_int_equal(rdma_get_dst_port(cli.id), port);
+	assert_int_equal(rdma_get_src_port(srv.id), port);
+
+	/* a Send each way, then a Write into the server and a Read back */
+	struct ibv_wc wc[2];
+	strcpy(cli.buf + 1024, "ping from the client");
+	post(&cli, IBV_WR_SEND, 1024, 21, 0, 0);
+	wait_wc(srv.cq, 1, wc);
+	assert_int_equal(wc[0].opcode, IBV_WC_RECV);
+	assert_int_equal(wc[0].byte_len, 21);
+	assert_string_equal(srv.buf, "ping from the client");
+	wait_wc(cli.cq, 1, wc);
+	strcpy(srv.buf + 1024, "pong");
+	post(&srv, IBV_WR_SEND, 1024, 5, 0, 0);
+	wait_wc(cli.cq, 1, wc);
+	assert_string_equal(cli.buf, "pong");
+	wait_wc(srv.cq, 1, wc);
+	memset(cli.buf + 2048, 0x5a, 1000);
+	post(&cli, IBV_WR_RDMA_WRITE, 2048, 1000, (uintptr_t)srv.buf + 2048, srv.mr->rkey);
+	wait_wc(cli.cq, 1, wc);
+	assert_int_equal(wc[0].opcode, IBV_WC_RDMA_WRITE);
+	memset(cli.buf + 3072, 0, 1000);
+	post(&cli, IBV_WR_RDMA_READ, 3072, 1000, (uintptr_t)srv.buf + 2048, srv.mr->rkey);
+	wait_wc(cli.cq, 1, wc);
+	assert_int_equal(wc[0].opcode, IBV_WC_RDMA_READ);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal((unsigned char)cli.buf[3072 + i], 0x5a);
+
+	assert_int_equal(rdma_disconnect(cli.id), 0);
+	for (int i = 0; i < 2; i++)
+		ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+	/* the other side's disconnect after the peer's is not an error */
+	assert_int_equal(rdma_disconnect(srv.id), 0);
+	teardown_side(&cli);
+	teardown_side(&srv);
+	assert_int_equal(rdma_destroy_id(listener), 0);
+	/* nothing left: a non-blocking channel says EAGAIN */
+	int fl = fcntl(ch->fd, F_GETFL);
+	assert_int_equal(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+	errno = 0;
+	assert_int_equal(rdma_get_cm_event(ch, &e), -1);
+	assert_int_equal(errno, EAGAIN);
+	rdma_destroy_event_channel(ch);
+}
+
+/* A rejection reaches the client as REJECTED; so does a port nobody
+ * listens on (TCP refused), as the kernel's iWARP manager reports it. */
+static void rejected_and_refused(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listener, *c1, *c2;
+	assert_int_equal(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in any = loopback(0);
+	assert_int_equal(rdma_bind_addr(listener, (struct sockaddr *)&any), 0);
+	assert_int_equal(rdma_listen(listener, 1), 0);
+	uint16_t port = rdma_get_src_port(listener);
+
+	static struct side s1;
+	assert_int_equal(rdma_create_id(ch, &c1, NULL, RDMA_PS_TCP), 0);
+	s1.id = c1;
+	struct sockaddr_in to = loopback(port);
+	assert_int_equal(rdma_resolve_addr(c1, NULL, (struct sockaddr *)&to, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	assert_int_equal(rdma_resolve_route(c1, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	make_qp(&s1);
+	assert_int_equal(rdma_connect(c1, NULL), 0);
+	struct rdma_cm_event *e = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_id *req = e->id;
+	ack(e);
+	assert_int_equal(rdma_reject(req, "no", 3), 0);
+	e = expect(ch, RDMA_CM_EVENT_REJECTED);
+	assert_ptr_equal(e->id, c1);
+	assert_true(e->status != 0);
+	ack(e);
+	assert_int_equal(rdma_destroy_id(req), 0);
+	teardown_side(&s1);
+
+	/* the listener gone, its port refuses */
+	assert_int_equal(rdma_destroy_id(listener), 0);
+	static struct side s2;
+	assert_int_equal(rdma_create_id(ch, &c2, NULL, RDMA_PS_TCP), 0);
+	s2.id = c2;
+	assert_int_equal(rdma_resolve_addr(c2, NULL, (struct sockaddr *)&to, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	assert_int_equal(rdma_resolve_route(c2, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	make_qp(&s2);
+	assert_int_equal(rdma_connect(c2, NULL), 0);
+	e = expect(ch, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(e->status, -ECONNREFUSED);
+	ack(e);
+	teardown_side(&s2);
+	rdma_destroy_event_channel(ch);
+}
+
+/* rdma_create_ep and rdma_get_request (synchronous ids), with
+ * rdma_verbs.h's helpers, as rdma-core's rdma_server/rdma_client do. */
+static uint16_t sync_port;
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+
+static void *sync_server(void *arg)
+{
+	struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP },
+			     *res;
+	if (rdma_getaddrinfo("127.0.0.1", "0", &hints, &res))
+		return "getaddrinfo";
+	struct ibv_qp_init_attr a = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1
+	};
+	struct rdma_cm_id *listen, *id;
+	if (rdma_create_ep(&listen, res, NULL, &a))
+		return "create_ep";
+	rdma_freeaddrinfo(res);
+	if (rdma_listen(listen, 1))
+		return "listen";
+	pthread_mutex_lock(&sync_lock);
+	sync_port = rdma_get_src_port(listen);
+	pthread_cond_signal(&sync_cond);
+	pthread_mutex_unlock(&sync_lock);
+	if (rdma_get_request(listen, &id))
+		return "get_request";
+	if (!id->qp || !id->event || id->event->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		return "the request's id has no QP or event";
+	static char msg[64];
+	struct ibv_mr *mr = rdma_reg_msgs(id, msg, sizeof(msg));
+	if (!mr || rdma_post_recv(id, NULL, msg, sizeof(msg), mr))
+		return "post_recv";
+	if (rdma_accept(id, NULL))
+		return "accept";
+	struct ibv_wc wc;
+	if (rdma_get_recv_comp(id, &wc) != 1 || wc.status || strcmp(msg, "sync hello"))
+		return "recv";
+	if (rdma_post_send(id, NULL, msg, 11, mr, 0) || rdma_get_send_comp(id, &wc) != 1 ||
+	    wc.status)
+		return "send";
+	struct rdma_cm_event *e;
+	if (rdma_get_cm_event(id->channel, &e) || e->event != RDMA_CM_EVENT_DISCONNECTED)
+		return "no DISCONNECTED";
+	rdma_ack_cm_event(e);
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	rdma_destroy_ep(listen);
+	return NULL;
+}
+
+static void synchronous_endpoints(void **state)
+{
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, sync_server, NULL), 0);
+	pthread_mutex_lock(&sync_lock);
+	while (!sync_port)
+		pthread_cond_wait(&sync_cond, &sync_lock);
+	pthread_mutex_unlock(&sync_lock);
+	char port[8];
+	snprintf(port, sizeof(port), "%u", ntohs(sync_port));
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
+	assert_int_equal(rdma_getaddrinfo("127.0.0.1", port, &hints, &res), 0);
+	assert_non_null(res->ai_dst_addr);
+	struct ibv_qp_init_attr a = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1
+	};
+	struct rdma_cm_id *id;
+	assert_int_equal(rdma_create_ep(&id, res, NULL, &a), 0);
+	rdma_freeaddrinfo(res);
+	/* no CQs given: rdma_create_qp made them, with channels */
+	assert_non_null(id->send_cq);
+	assert_non_null(id->recv_cq_channel);
+	static char msg[64] = "sync hello";
+	struct ibv_mr *mr = rdma_reg_msgs(id, msg, sizeof(msg));
+	assert_non_null(mr);
+	assert_int_equal(rdma_connect(id, NULL), 0);
+	assert_int_equal(rdma_post_recv(id, NULL, msg + 32, 32, mr), 0);
+	assert_int_equal(rdma_post_send(id, NULL, msg, 11, mr, 0), 0);
+	struct ibv_wc wc;
+	assert_int_equal(rdma_get_send_comp(id, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(rdma_get_recv_comp(id, &wc), 1);
+	assert_string_equal(msg + 32, "sync hello");
+	assert_int_equal(rdma_disconnect(id), 0);
+	void *why;
+	assert_int_equal(pthread_join(t, &why), 0);
+	if (why)
+		fail_msg("server: %s", (char *)why);
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+}
+
+static void bad_arguments_and_what_uwarp_has_not(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	errno = 0;
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	errno = 0;
+	assert_int_equal(rdma_resolve_route(id, 100), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_listen(id, 1), -1);
+	assert_int_equal(rdma_disconnect(id), -1);
+	assert_int_equal(errno, EINVAL);
+	/* an address that is not this host's */
+	struct sockaddr_in far = loopback(0);
+	far.sin_addr.s_addr = inet_addr("203.0.113.7");
+	errno = 0;
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&far), -1);
+	assert_int_equal(errno, EADDRNOTAVAIL);
+	/* a port another listener holds */
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in lo = loopback(0);
+	socklen_t sl = sizeof(lo);
+	assert_int_equal(bind(s, (struct sockaddr *)&lo, sizeof(lo)), 0);
+	assert_int_equal(listen(s, 1), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&lo, &sl), 0);
+	errno = 0;
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&lo), -1);
+	assert_int_equal(errno, EADDRINUSE);
+	close(s);
+	struct rdma_addrinfo *res;
+	errno = 0;
+	assert_int_equal(rdma_getaddrinfo("no-such-host.invalid", "1", NULL, &res), -1);
+	assert_int_not_equal(errno, 0);
+	errno = 0;
+	assert_int_equal(rdma_join_multicast(id, (struct sockaddr *)&lo, NULL), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	int tos = 8;
+	assert_int_equal(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	int on = 1;
+	assert_int_equal(
+		rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &on, sizeof(on)), 0);
+	/* no rsockets: rsocket fails, rpoll is poll for any descriptor */
+	errno = 0;
+	assert_int_equal(rsocket(AF_INET, SOCK_STREAM, 0), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+	assert_int_equal(rpoll(&pfd, 1, 0), 1);
+	close(p[0]);
+	close(p[1]);
+	assert_string_equal(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED");
+	int n = 0;
+	struct ibv_context **devs = rdma_get_devices(&n);
+	assert_int_equal(n, 1);
+	assert_string_equal(ibv_get_device_name(devs[0]->device), "uwarp0");
+	rdma_free_devices(devs);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(connect_transfer_disconnect),
+		cmocka_unit_test(rejected_and_refused),
+		cmocka_unit_test(synchronous_endpoints),
+		cmocka_unit_test(bad_arguments_and_what_uwarp_has_not),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,100 @@
+#!/bin/bash
+# test_rdma_programs.sh BIN_DIR: Debian's own RDMA programs, unmodified,
+# between two processes over uwarp, each end under uwarp-run (no kernel
+# module, no root needed by the programs):
+#   rping       -V (data verified) -C 100 at 64 B, 1 KiB, 16 KiB and 65535 B
+#               (rping's largest), over a tshark capture that must hold
+#               iWARP RDMAP Sends, Reads and Writes inside MPA FPDUs
+#   ucmatose    2 connections, 10 messages each
+#   perftest    ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat,
+#               ib_read_lat, ib_send_lat with -R (rdma_cm), each against
+#               itself
+# A run passes when both ends exit 0 and say what the program says on
+# success. Runs in a network namespace of its own where it may.
+. "$(dirname "$0")/../hostile/lib.sh"
+hostile_begin "$0" "$@"
+bin=$1
+run=$bin/uwarp-run
+for p in rping ucmatose ib_write_bw tshark; do
+	command -v $p >/dev/null || { echo "$p missing (scripts/test installs it)"; exit 1; }
+done
+
+# pair NAME SERVER_CMD... -- CLIENT_CMD...: the server started and its
+# port waited for (PORT in the commands is replaced), then the client;
+# both must exit 0 within a minute; leaves their output in $work/NAME.{s,c}
+pair() {
+	local name=$1
+	shift
+	local s=() c=() side=s
+	for a in "$@"; do
+		[ "$a" = -- ] && { side=c; continue; }
+		a=${a//PORT/$port}
+		if [ $side = s ]; then s+=("$a"); else c+=("$a"); fi
+	done
+	timeout 60 "$run" "${s[@]}" >"$work/$name.s" 2>&1 &
+	local sp=$!
+	track $sp
+	if ! wait_port "$port" $sp; then
+		bad "$name: the server did not listen on $port"
+		cat "$work/$name.s"
+		return 1
+	fi
+	timeout 60 "$run" "${c[@]}" >"$work/$name.c" 2>&1
+	local crc=$?
+	wait $sp
+	local src=$?
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		bad "$name: client exit $crc, server exit $src"
+		tail -5 "$work/$name.c" "$work/$name.s"
+		return 1
+	fi
+	echo "ok: $name"
+}
+
+# rping, under a capture
+port=$(free_port)
+tshark -i lo -f "tcp port $port" -w "$work/rping.pcap" >"$work/tshark.log" 2>&1 &
+tpid=$!
+track $tpid
+for _ in $(seq 100); do
+	grep -q "Capturing on" "$work/tshark.log" && break
+	sleep 0.1
+done
+for size in 64 1024 16384 65535; do
+	pair "rping-$size" rping -s -a 127.0.0.1 -p PORT -V -C 100 -S $size -- \
+		rping -c -a 127.0.0.1 -p PORT -V -C 100 -S $size
+done
+kill -INT $tpid
+wait $tpid 2>/dev/null
+# (Wireshark finds MPA by its start frames; the RPC-over-RDMA heuristic,
+# whichever name this Wireshark gives it, is kept off the payloads)
+heur=()
+for h in rpcrdma_iwarp rpcordma_iwarp smb_direct_iwarp; do
+	tshark -r "$work/rping.pcap" -c 1 --disable-heuristic "$h" >/dev/null 2>&1 &&
+		heur+=(--disable-heuristic "$h")
+done
+ops=$(tshark -r "$work/rping.pcap" "${heur[@]}" -Y iwarp_ddp_rdmap -T fields \
+	-e iwarp_rdma.opcode 2>/dev/null | tr ',' '\n' | sort | uniq -c)
+echo "RDMAP opcodes in the capture (count, opcode):"
+echo "$ops"
+# RFC 5040 4.3: 0 Write, 1 Read Request, 2 Read Response, 3 Send
+for op in 0 1 2 3; do
+	grep -Eq " 0x0*$op$" <<<"$ops" || bad "rping's capture has no RDMAP opcode $op in MPA FPDUs"
+done
+tshark -r "$work/rping.pcap" "${heur[@]}" -V -Y iwarp_mpa.crc_check 2>/dev/null >"$work/crc.txt"
+good=$(grep -c 'Good CRC32' "$work/crc.txt")
+badcrc=$(grep -c 'Bad CRC32' "$work/crc.txt")
+echo "FPDU CRCs Wireshark checked: $good good, $badcrc bad"
+[ "$good" -gt 0 ] && [ "$badcrc" -eq 0 ] || bad "FPDU CRCs: $good good, $badcrc bad"
+
+port=$(free_port)
+pair ucmatose ucmatose -p PORT -c 2 -C 10 -- ucmatose -s 127.0.0.1 -p PORT -c 2 -C 10
+grep -q "return status 0" "$work/ucmatose.c" || bad "ucmatose client: no 'return status 0'"
+
+for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
+	port=$(free_port)
+	pair "$t" "$t" -R -p PORT -n 500 -- "$t" -R -p PORT -n 500 127.0.0.1
+	grep -q "Transport type : IW" "$work/$t.c" || bad "$t: not over the iWARP device"
+	grep -Eq "^ +[0-9]+ +500 " "$work/$t.c" || bad "$t: no result line"
+done
+exit $fail
