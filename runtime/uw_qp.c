@@ -160,11 +160,13 @@ void uw__qp_recv_done(struct uw_qp_impl *qp, const struct uw_wc *wc_in)
 	uw__qp_cq_push(qp, qp->pub.recv_cq, &wc);
 }
 
-static int check_cap(const struct uw_qp_cap *c, bool srq)
+/* No receive queue (max_recv_wr 0) is allowed, as rdma-core allows it:
+ * a QP that only sends, writes or reads; a Send to it finds no buffer. */
+static int check_cap(const struct uw_qp_cap *c)
 {
-	if (!c->max_send_wr || (!srq && !c->max_recv_wr) || c->max_send_sge > UW_MAX_SGE ||
-	    c->max_recv_sge > UW_MAX_SGE || c->max_inline_data > UW_MAX_INLINE ||
-	    c->max_send_wr > (1u << 20) || c->max_recv_wr > (1u << 20))
+	if (!c->max_send_wr || c->max_send_sge > UW_MAX_SGE || c->max_recv_sge > UW_MAX_SGE ||
+	    c->max_inline_data > UW_MAX_INLINE || c->max_send_wr > (1u << 20) ||
+	    c->max_recv_wr > (1u << 20))
 		return EINVAL;
 	return 0;
 }
@@ -172,9 +174,9 @@ static int check_cap(const struct uw_qp_cap *c, bool srq)
 struct uw_qp *uw_create_qp(struct uw_pd *p, struct uw_qp_init_attr *attr)
 {
 	struct uw_pd_impl *pd = (struct uw_pd_impl *)p;
-	if (!pd || !attr || !attr->send_cq || !attr->recv_cq ||
-	    check_cap(&attr->cap, attr->srq != NULL) || (attr->srq && attr->srq->pd != p) ||
-	    attr->send_cq->context != p->context || attr->recv_cq->context != p->context) {
+	if (!pd || !attr || !attr->send_cq || !attr->recv_cq || check_cap(&attr->cap) ||
+	    (attr->srq && attr->srq->pd != p) || attr->send_cq->context != p->context ||
+	    attr->recv_cq->context != p->context) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -342,7 +342,7 @@ enum uw_qp_state {
 
 struct uw_qp_cap {
 	uint32_t max_send_wr;
-	uint32_t max_recv_wr;
+	uint32_t max_recv_wr;     /* 0: no receive queue (a peer's Send finds no buffer) */
 	uint32_t max_send_sge;    /* at most UW_MAX_SGE */
 	uint32_t max_recv_sge;    /* at most UW_MAX_SGE */
 	uint32_t max_inline_data; /* at most UW_MAX_INLINE */

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 
 #include "ibv_internal.h"
@@ -27,6 +28,8 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)
 		errno = e;
 		return NULL;
 	}
+	/* we wait in poll() ourselves (ibv_get_cq_event) */
+	uw_comp_channel_nonblock(ch->uw, 1);
 	ch->ibv.context = c;
 	ch->ibv.fd = ch->uw->fd;
 	return &ch->ibv;
@@ -117,14 +120,20 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 		return -1;
 	}
 	struct uwv_channel *ch = uwv_from(channel, struct uwv_channel);
-	/* a program makes the channel non-blocking on its descriptor
-	 * (fcntl O_NONBLOCK), as it would with rdma-core's */
-	int fl = fcntl(channel->fd, F_GETFL);
-	if (fl >= 0)
-		uw_comp_channel_nonblock(ch->uw, (fl & O_NONBLOCK) != 0);
 	struct uw_cq *ucq;
 	void *uctx;
-	int rc = uw_get_cq_event(ch->uw, &ucq, &uctx);
+	int rc;
+	/* Waiting is a poll() on the descriptor, as rdma-core's is a read():
+	 * a signal ends it with EINTR (qperf ends its timed tests so), and
+	 * O_NONBLOCK set on the descriptor by the program makes it EAGAIN. */
+	while ((rc = uw_get_cq_event(ch->uw, &ucq, &uctx)) == EAGAIN) {
+		int fl = fcntl(channel->fd, F_GETFL);
+		if (fl >= 0 && (fl & O_NONBLOCK))
+			break;
+		struct pollfd p = { .fd = channel->fd, .events = POLLIN };
+		if (poll(&p, 1, -1) < 0)
+			return -1;
+	}
 	if (rc) {
 		errno = rc;
 		return -1;

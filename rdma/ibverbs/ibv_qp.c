@@ -82,7 +82,10 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		.recv_cq = uwv_from(attr->recv_cq, struct uwv_cq)->uw,
 		.srq = attr->srq ? uwv_from(attr->srq, struct uwv_srq)->uw : NULL,
 		.cap = {
-			.max_send_wr = attr->cap.max_send_wr,
+			/* a receive-only QP (qperf's) still gets one send
+			 * slot: uwarp's send queue is never empty; the
+			 * caps returned say so, as providers round up */
+			.max_send_wr = attr->cap.max_send_wr ? attr->cap.max_send_wr : 1,
 			.max_recv_wr = attr->cap.max_recv_wr,
 			/* 0 SGEs: uwarp makes it 1, as rdma-core providers do */
 			.max_send_sge = attr->cap.max_send_sge,
@@ -98,6 +101,8 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		errno = e;
 		return NULL;
 	}
+	if (!attr->cap.max_send_wr)
+		attr->cap.max_send_wr = 1;
 	q->cap = attr->cap;
 	q->sq_sig_all = attr->sq_sig_all;
 	q->max_rd_atomic = q->max_dest_rd_atomic = 16; /* uwarp's default IRD and ORD */

@@ -1,5 +1,5 @@
 /*
- * mlx5_stub.c: libmlx5.so.1 for uwarp-run. Debian's perftest links
+ * mlx5_stub.c: libmlx5.so.1 for uwarp-run. Debian's perftest (and libfabric) link
  * rdma-core's mlx5 and EFA provider libraries directly, and those need
  * rdma-core's private interfaces, which uwarp's libibverbs does not have;
  * so uwarp-run's directory holds these instead: the calls such programs

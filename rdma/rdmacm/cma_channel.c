@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@ struct ucm_channel *ucm_channel_new(void)
 	c->ch.fd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->queued_fd < 0 || c->ch.fd < 0)
 		goto fail;
+	/* data.ptr NULL: not a listener's socket */
 	struct epoll_event a = { .events = EPOLLIN }, b = { .events = EPOLLIN };
 	if (epoll_ctl(c->ch.fd, EPOLL_CTL_ADD, c->uw->fd, &a) ||
 	    epoll_ctl(c->ch.fd, EPOLL_CTL_ADD, c->queued_fd, &b))
@@ -96,6 +98,29 @@ int ucm_queue(struct ucm_id *u, enum rdma_cm_event_type type, int status)
 	return 0;
 }
 
+int ucm_watch_listener(struct ucm_channel *c, struct ucm_id *u, bool on)
+{
+	struct epoll_event e = { .events = EPOLLIN, .data.ptr = u };
+	return epoll_ctl(c->ch.fd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, u->bound_fd, &e);
+}
+
+/* Connections waiting on the channel's listeners, each handed to its
+ * listener's uwarp id, whose MPA exchange makes the CONNECT_REQUEST. */
+static void accept_waiting(struct ucm_channel *c)
+{
+	struct epoll_event ev[16];
+	int n = epoll_wait(c->ch.fd, ev, 16, 0);
+	for (int i = 0; i < n; i++) {
+		struct ucm_id *l = ev[i].data.ptr;
+		if (!l)
+			continue;
+		int fd;
+		while ((fd = accept4(l->bound_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+			if (uw_cm_request_fd(l->uw, fd))
+				close(fd);
+	}
+}
+
 static struct ucm_event *take_queued(struct ucm_channel *c)
 {
 	pthread_mutex_lock(&c->lock);
@@ -127,6 +152,7 @@ static struct ucm_id *accept_id(struct ucm_id *listener, struct uw_cm_id *uw)
 	if (!n)
 		return NULL;
 	n->uw = uw;
+	n->bound_fd = -1;
 	uw->context_ptr = n;
 	n->id.verbs = ucm_verbs();
 	n->id.channel = listener->id.channel;
@@ -232,6 +258,7 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 			*event = &e->ev;
 			return 0;
 		}
+		accept_waiting(c);
 		struct uw_cm_event *ue;
 		int rc = uw_cm_get_event(c->uw, &ue);
 		if (rc == 0) {
@@ -247,8 +274,9 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 		int fl = fcntl(channel->fd, F_GETFL);
 		if (fl >= 0 && (fl & O_NONBLOCK))
 			return ucm_err(EAGAIN);
+		/* a signal ends the wait with EINTR, as rdma-core's read() */
 		struct pollfd pfd = { .fd = channel->fd, .events = POLLIN };
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		if (poll(&pfd, 1, -1) < 0)
 			return -1;
 	}
 }

@@ -46,6 +46,7 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 		free(u);
 		return ucm_err(e);
 	}
+	u->bound_fd = -1;
 	u->id.channel = channel;
 	u->id.context = context;
 	u->id.ps = ps;
@@ -64,39 +65,49 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	int rc = uw_cm_destroy_id(u->uw);
 	if (rc)
 		return ucm_err(rc);
+	if (u->listening)
+		ucm_watch_listener(ucm_chan(id->channel), u, false);
+	if (u->bound_fd >= 0)
+		close(u->bound_fd);
 	if (u->sync)
 		ucm_channel_free(ucm_chan(id->channel));
 	free(u);
 	return 0;
 }
 
-/* A real check that the address is this host's and the port free: bind a
- * socket to it (what rdma-core's kernel side decides by its devices). */
-static int check_local(const struct sockaddr *a)
-{
-	socklen_t len = addr_len(a);
-	if (!len)
-		return EAFNOSUPPORT;
-	int fd = socket(a->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return errno;
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	int rc = bind(fd, a, len) ? errno : 0;
-	close(fd);
-	return rc;
-}
-
+/* A bind is real, as the kernel's is for rdma-core: a socket bound to the
+ * address says whether it is this host's and the port free, and picks a
+ * port for port 0, which rdma_get_src_port tells at once. The socket
+ * listens from here on: programs (qperf's server) send the port to their
+ * peer between rdma_bind_addr and rdma_listen, and uwarp resolves nothing,
+ * so the peer's connect may come first; it waits in the socket's queue
+ * instead of being refused. rdma_listen makes the id take its requests. */
 int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	if (!id || !addr)
 		return ucm_err(EINVAL);
-	int rc = check_local(addr);
-	if (rc)
-		return ucm_err(rc);
+	socklen_t len = addr_len(addr);
+	if (!len)
+		return ucm_err(EAFNOSUPPORT);
 	struct ucm_id *u = ucm_of(id);
+	if (u->bound_fd >= 0)
+		return ucm_err(EINVAL); /* bound already */
+	int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_storage got;
+	socklen_t gl = sizeof(got);
+	if (bind(fd, addr, len) || getsockname(fd, (struct sockaddr *)&got, &gl) ||
+	    listen(fd, SOMAXCONN)) {
+		int e = errno;
+		close(fd);
+		return ucm_err(e);
+	}
+	u->bound_fd = fd;
 	memset(&id->route.addr.src_storage, 0, sizeof(id->route.addr.src_storage));
-	memcpy(&id->route.addr.src_storage, addr, addr_len(addr));
+	memcpy(&id->route.addr.src_storage, &got, gl);
 	id->verbs = ucm_verbs();
 	id->port_num = 1;
 	u->addr_done = true;
@@ -173,13 +184,18 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (!id)
 		return ucm_err(EINVAL);
 	struct ucm_id *u = ucm_of(id);
-	if (!u->addr_done)
+	if (!u->addr_done || u->bound_fd < 0)
 		return ucm_err(EINVAL); /* rdma-core: bind first */
-	int rc = uw_cm_listen(u->uw, &id->route.addr.src_addr, backlog);
+	if (u->listening)
+		return ucm_err(EBUSY);
+	/* requests come from the bound socket: rdma_get_cm_event accepts
+	 * and hands each connection to the uwarp id for its MPA exchange */
+	int rc = uw_cm_listen_handoff(u->uw);
 	if (rc)
 		return ucm_err(rc);
-	/* a port-0 bind has its port now */
-	memcpy(&id->route.addr.src_storage, &u->uw->local_addr, sizeof(u->uw->local_addr));
+	if (ucm_watch_listener(ucm_chan(id->channel), u, true))
+		return -1;
+	u->listening = true;
 	return 0;
 }
 
@@ -206,6 +222,10 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	if (!id->qp)
 		return ucm_err(uwv_debug(EOPNOTSUPP, "rdma_connect",
 					 "a QP made outside rdma_create_qp (conn_param.qp_num)"));
+	if (u->bound_fd >= 0) { /* a source address bound: not a listener */
+		close(u->bound_fd);
+		u->bound_fd = -1;
+	}
 	struct uw_conn_param p;
 	conn_param_to_uw(conn_param, &p);
 	int rc = uw_cm_connect(u->uw, &id->route.addr.dst_addr, &p);
@@ -265,6 +285,11 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 		channel = &own->ch;
 	}
 	int rc = uw_cm_migrate_id(u->uw, ucm_chan(channel)->uw);
+	if (!rc && u->listening) {
+		ucm_watch_listener(ucm_chan(id->channel), u, false);
+		if (ucm_watch_listener(ucm_chan(channel), u, true))
+			rc = errno;
+	}
 	if (rc) {
 		ucm_channel_free(own);
 		return ucm_err(rc);

@@ -43,7 +43,11 @@ struct ucm_id {
 	bool addr_done; /* resolve_addr (or bind) has set id.verbs */
 	bool route_done;
 	bool established; /* was connected: a later disconnect is not an error */
-	bool own_cqs;     /* rdma_create_qp made the CQs: rdma_destroy_qp ends them */
+	/* rdma_bind_addr's socket, listening from the bind on: a listener's
+	 * connections are accepted from it (cma_channel.c) */
+	int bound_fd;
+	bool listening;
+	bool own_cqs; /* rdma_create_qp made the CQs: rdma_destroy_qp ends them */
 	/* rdma_create_ep on a passive id: what rdma_get_request's ids get */
 	bool ep_qp;
 	struct ibv_qp_init_attr ep_attr;
@@ -72,6 +76,9 @@ int ucm_complete(struct ucm_id *u, enum rdma_cm_event_type want);
 /* A new channel (for rdma_create_event_channel and synchronous ids). */
 struct ucm_channel *ucm_channel_new(void);
 void ucm_channel_free(struct ucm_channel *c);
+
+/* A listener's socket in (or out of) its channel's epoll set. */
+int ucm_watch_listener(struct ucm_channel *c, struct ucm_id *u, bool on);
 
 /* The addresses of a uwarp id into rdma_cm_id.route.addr. */
 void ucm_copy_addrs(struct ucm_id *u);

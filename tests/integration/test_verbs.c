@@ -860,6 +860,15 @@ static void qp_states_reset_init_sqd_and_error(void **state)
 	assert_int_equal(wc.wr_id, 77);
 	assert_null(wc.qp);
 	assert_int_equal(wc.qp_num, qpn);
+	/* a QP with no receive queue (qperf's senders): made; a receive
+	 * finds the queue full */
+	struct uw_qp_init_attr nq = { .send_cq = p.c.cq,
+				      .recv_cq = p.c.cq,
+				      .cap = { 4, 0, 1, 1, 0 } };
+	struct uw_qp *sender = uw_create_qp(p.c.pd, &nq);
+	assert_non_null(sender);
+	assert_int_equal(uw_post_recv(sender, &r, NULL), ENOMEM);
+	assert_int_equal(uw_destroy_qp(sender), 0);
 
 	/* SQD pauses the send queue; RTS lets it go, in order */
 	pair_connect(&p, NULL, NULL, 8, 0);

@@ -14,12 +14,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 #include <cmocka.h>
 #include <infiniband/verbs.h>
@@ -154,6 +156,8 @@ static void memory_regions_and_their_access_flags(void **state)
 	assert_int_equal(ibv_is_fork_initialized(), IBV_FORK_UNNEEDED);
 }
 
+static void on_alarm(int sig) { (void)sig; }
+
 /* Posted receives complete once each, flushed, when the QP goes to ERR;
  * the armed CQ makes the channel's descriptor readable and
  * ibv_get_cq_event names the CQ and its context. */
@@ -252,6 +256,17 @@ static void a_flushed_qp_completes_each_receive_once_through_the_channel(void **
 	}
 	assert_int_equal(ibv_poll_cq(cq, 8, wc), 0);
 	assert_string_equal(ibv_wc_status_str(wc[0].status), "Work Request Flushed Error");
+
+	/* a signal ends a blocking wait with EINTR, as rdma-core's read()
+	 * does (qperf ends its timed tests with SIGALRM) */
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	sigaction(SIGALRM, &sa, &old); /* no SA_RESTART */
+	struct itimerval it = { .it_value = { .tv_usec = 50000 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	errno = 0;
+	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), -1);
+	assert_int_equal(errno, EINTR);
+	sigaction(SIGALRM, &old, NULL);
 
 	/* a non-blocking channel (O_NONBLOCK on its descriptor) says EAGAIN */
 	int fl = fcntl(ch->fd, F_GETFL);

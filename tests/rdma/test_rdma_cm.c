@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -119,10 +121,14 @@ static void teardown_side(struct side *s)
 	assert_int_equal(rdma_destroy_id(s->id), 0);
 }
 
+static void on_alarm(int sig) { (void)sig; }
+
 /* The asynchronous calls end to end: events in rdma-core's order, the
  * private data both ways, data placed and verified, a clean end. */
 static void connect_transfer_disconnect(void **state)
 {
+	if (fcntl(0, F_GETFD) < 0) /* descriptor 0 open, checked at the end */
+		assert_int_equal(open("/dev/null", O_RDONLY), 0);
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	assert_non_null(ch);
 	static struct side srv, cli;
@@ -227,7 +233,19 @@ static void connect_transfer_disconnect(void **state)
 	teardown_side(&cli);
 	teardown_side(&srv);
 	assert_int_equal(rdma_destroy_id(listener), 0);
-	/* nothing left: a non-blocking channel says EAGAIN */
+	/* ending ids closes no descriptor of the program's (an accepted
+	 * id's once closed descriptor 0) */
+	assert_true(fcntl(0, F_GETFD) >= 0);
+	/* nothing left: a signal ends a blocking wait with EINTR */
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	sigaction(SIGALRM, &sa, &old); /* no SA_RESTART */
+	struct itimerval it = { .it_value = { .tv_usec = 50000 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	errno = 0;
+	assert_int_equal(rdma_get_cm_event(ch, &e), -1);
+	assert_int_equal(errno, EINTR);
+	sigaction(SIGALRM, &old, NULL);
+	/* and a non-blocking channel says EAGAIN */
 	int fl = fcntl(ch->fd, F_GETFL);
 	assert_int_equal(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK), 0);
 	errno = 0;
@@ -284,6 +302,47 @@ static void rejected_and_refused(void **state)
 	assert_int_equal(e->status, -ECONNREFUSED);
 	ack(e);
 	teardown_side(&s2);
+	rdma_destroy_event_channel(ch);
+}
+
+/* A connect that comes between the server's rdma_bind_addr and its
+ * rdma_listen (qperf's server sends its port in between) waits for the
+ * listen instead of being refused. */
+static void a_connect_before_listen_waits_for_it(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listener;
+	assert_int_equal(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in any = loopback(0);
+	assert_int_equal(rdma_bind_addr(listener, (struct sockaddr *)&any), 0);
+	uint16_t port = rdma_get_src_port(listener);
+	assert_int_not_equal(port, 0);
+	static struct side cli, srv;
+	assert_int_equal(rdma_create_id(ch, &cli.id, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in to = loopback(port);
+	assert_int_equal(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&to, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	assert_int_equal(rdma_resolve_route(cli.id, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	make_qp(&cli);
+	assert_int_equal(rdma_connect(cli.id, NULL), 0);
+	/* nothing for the client yet: no REJECTED while the server is slow */
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 300), 0);
+	assert_int_equal(rdma_listen(listener, 1), 0);
+	struct rdma_cm_event *e = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	srv.id = e->id;
+	ack(e);
+	make_qp(&srv);
+	assert_int_equal(rdma_accept(srv.id, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		ack(expect(ch, RDMA_CM_EVENT_ESTABLISHED));
+	assert_int_equal(rdma_disconnect(cli.id), 0);
+	for (int i = 0; i < 2; i++)
+		ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+	teardown_side(&cli);
+	teardown_side(&srv);
+	assert_int_equal(rdma_destroy_id(listener), 0);
 	rdma_destroy_event_channel(ch);
 }
 
@@ -454,6 +513,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(connect_transfer_disconnect),
 		cmocka_unit_test(rejected_and_refused),
+		cmocka_unit_test(a_connect_before_listen_waits_for_it),
 		cmocka_unit_test(synchronous_endpoints),
 		cmocka_unit_test(bad_arguments_and_what_uwarp_has_not),
 	};

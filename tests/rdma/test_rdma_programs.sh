@@ -8,7 +8,8 @@
 #   ucmatose    2 connections, 10 messages each
 #   perftest    ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat,
 #               ib_read_lat, ib_send_lat with -R (rdma_cm), each against
-#               itself
+#               itself, and against uwarp-perf --perftest both ways (uwarp's
+#               own verbs on the other end)
 # A run passes when both ends exit 0 and say what the program says on
 # success. Runs in a network namespace of its own where it may.
 . "$(dirname "$0")/../hostile/lib.sh"
@@ -96,5 +97,12 @@ for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat;
 	pair "$t" "$t" -R -p PORT -n 500 -- "$t" -R -p PORT -n 500 127.0.0.1
 	grep -q "Transport type : IW" "$work/$t.c" || bad "$t: not over the iWARP device"
 	grep -Eq "^ +[0-9]+ +500 " "$work/$t.c" || bad "$t: no result line"
+	test=${t#ib_}
+	port=$(free_port)
+	pair "uwarp-perf-$test-server" "$bin/uwarp-perf" --perftest "$test" -p PORT --iters 500 -- \
+		"$t" -R -p PORT -n 500 127.0.0.1
+	port=$(free_port)
+	pair "$t-server" "$t" -R -p PORT -n 500 -- \
+		"$bin/uwarp-perf" --perftest "$test" -c 127.0.0.1 -p PORT --iters 500
 done
 exit $fail

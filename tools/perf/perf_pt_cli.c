@@ -59,6 +59,11 @@ int perf_pt_main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "c:p:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'T':
+			/* "--perftest --help", as the main usage line says */
+			if (!strcmp(optarg, "--help") || !strcmp(optarg, "-h")) {
+				usage(argv[0]);
+				return 0;
+			}
 			o.test = &tests[tool_opt_word(p, "--perftest", optarg, names)];
 			break;
 		case 'c':
