@@ -4,6 +4,8 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -199,11 +201,37 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	return 0;
 }
 
+/* rdma-core's API has no word for MPA's CRC: UWARP_CRC=off stops asking
+ * for it (the peer may still ask, RFC 5044 7.1), for programs measured
+ * without it or captured where a port forward re-cuts the stream. Read
+ * once; a value that is neither on nor off is named and the default (ask)
+ * holds. */
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+static enum uw_crc_mode crc_mode = UW_CRC_DEFAULT;
+
+static void crc_read(void)
+{
+	const char *v = getenv("UWARP_CRC");
+	if (v && strcmp(v, "off") == 0)
+		crc_mode = UW_CRC_OFF;
+	else if (v && strcmp(v, "on") == 0)
+		crc_mode = UW_CRC_ON;
+	else if (v)
+		fprintf(stderr, "uwarp-rdmacm: UWARP_CRC=%s: not on or off; CRC is asked for\n", v);
+}
+
+static enum uw_crc_mode env_crc(void)
+{
+	pthread_once(&crc_once, crc_read);
+	return crc_mode;
+}
+
 /* rdma-core's connection parameters as uwarp's: 0 Reads either way means
  * uwarp's default (16), as it does in uw_conn_param. */
 static void conn_param_to_uw(const struct rdma_conn_param *p, struct uw_conn_param *u)
 {
 	memset(u, 0, sizeof(*u));
+	u->crc = env_crc();
 	if (!p)
 		return;
 	u->private_data = p->private_data;

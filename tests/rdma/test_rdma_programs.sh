@@ -4,7 +4,9 @@
 # module, no root needed by the programs):
 #   rping       -V (data verified) -C 100 at 64 B, 1 KiB, 16 KiB and 65535 B
 #               (rping's largest), over a tshark capture that must hold
-#               iWARP RDMAP Sends, Reads and Writes inside MPA FPDUs
+#               iWARP RDMAP Sends, Reads and Writes inside MPA FPDUs, every
+#               CRC good; once more with UWARP_CRC=off, whose MPA frames
+#               must say no CRC
 #   ucmatose    2 connections, 10 messages each
 #   perftest    ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat,
 #               ib_read_lat, ib_send_lat with -R (rdma_cm), each against
@@ -61,6 +63,11 @@ for _ in $(seq 100); do
 	grep -q "Capturing on" "$work/tshark.log" && break
 	sleep 0.1
 done
+# UWARP_CRC=off at both ends: the MPA Request and Reply say no CRC
+export UWARP_CRC=off
+pair "rping-nocrc" rping -s -a 127.0.0.1 -p PORT -V -C 10 -S 64 -- \
+	rping -c -a 127.0.0.1 -p PORT -V -C 10 -S 64
+unset UWARP_CRC
 for size in 64 1024 16384 65535; do
 	pair "rping-$size" rping -s -a 127.0.0.1 -p PORT -V -C 100 -S $size -- \
 		rping -c -a 127.0.0.1 -p PORT -V -C 100 -S $size
@@ -86,6 +93,10 @@ tshark -r "$work/rping.pcap" "${heur[@]}" -V -Y iwarp_mpa.crc_check 2>/dev/null 
 good=$(grep -c 'Good CRC32' "$work/crc.txt")
 badcrc=$(grep -c 'Bad CRC32' "$work/crc.txt")
 echo "FPDU CRCs Wireshark checked: $good good, $badcrc bad"
+nocrc=$(tshark -r "$work/rping.pcap" "${heur[@]}" -Y 'iwarp_mpa.crc_flag == 0' 2>/dev/null | wc -l)
+[ "$nocrc" -ge 2 ] || bad "UWARP_CRC=off: no MPA Request and Reply without CRC in the capture"
+err=$(UWARP_CRC=maybe "$run" rping -c -a 127.0.0.1 -p 1 -C 1 2>&1)
+grep -q "UWARP_CRC=maybe: not on or off" <<<"$err" || bad "a bad UWARP_CRC is not named: $err"
 [ "$good" -gt 0 ] && [ "$badcrc" -eq 0 ] || bad "FPDU CRCs: $good good, $badcrc bad"
 
 port=$(free_port)
