@@ -115,6 +115,9 @@ fi
 # uwarp-run puts the installed ones under Debian's ibv_devices
 if [ -e "$build/lib/rdma/libibverbs.so.1" ]; then
 	[ -x "$work/prefix/bin/uwarp-run" ] || fail "not installed: bin/uwarp-run"
+	f=$(man -M "$work/prefix/share/man" -w 1 uwarp-run 2>/dev/null) || fail "no manual page for uwarp-run"
+	w=$(groff -ww -man -z "$f" 2>&1)
+	[ -z "$w" ] || fail "$f: groff warns: $w"
 	for f in libibverbs.so.1 libmlx5.so.1 libefa.so.1; do
 		[ -e "$libdir/uwarp/rdma/$f" ] || fail "not installed: $libdir/uwarp/rdma/$f"
 	done

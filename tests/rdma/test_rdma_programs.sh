@@ -63,14 +63,21 @@ for _ in $(seq 100); do
 	grep -q "Capturing on" "$work/tshark.log" && break
 	sleep 0.1
 done
+for size in 64 1024 16384 65535; do
+	pair "rping-$size" rping -s -a 127.0.0.1 -p PORT -V -C 100 -S $size -- \
+		rping -c -a 127.0.0.1 -p PORT -V -C 100 -S $size
+done
 # UWARP_CRC=off at both ends: the MPA Request and Reply say no CRC
 export UWARP_CRC=off
 pair "rping-nocrc" rping -s -a 127.0.0.1 -p PORT -V -C 10 -S 64 -- \
 	rping -c -a 127.0.0.1 -p PORT -V -C 10 -S 64
 unset UWARP_CRC
-for size in 64 1024 16384 65535; do
-	pair "rping-$size" rping -s -a 127.0.0.1 -p PORT -V -C 100 -S $size -- \
-		rping -c -a 127.0.0.1 -p PORT -V -C 100 -S $size
+# (the capture lags: wait until it holds those frames before ending it)
+nocrc=0
+for _ in $(seq 100); do
+	nocrc=$(tshark -r "$work/rping.pcap" -Y 'iwarp_mpa.crc_flag == 0' 2>/dev/null | wc -l)
+	[ "$nocrc" -ge 2 ] && break
+	sleep 0.1
 done
 kill -INT $tpid
 wait $tpid 2>/dev/null
@@ -93,7 +100,6 @@ tshark -r "$work/rping.pcap" "${heur[@]}" -V -Y iwarp_mpa.crc_check 2>/dev/null 
 good=$(grep -c 'Good CRC32' "$work/crc.txt")
 badcrc=$(grep -c 'Bad CRC32' "$work/crc.txt")
 echo "FPDU CRCs Wireshark checked: $good good, $badcrc bad"
-nocrc=$(tshark -r "$work/rping.pcap" "${heur[@]}" -Y 'iwarp_mpa.crc_flag == 0' 2>/dev/null | wc -l)
 [ "$nocrc" -ge 2 ] || bad "UWARP_CRC=off: no MPA Request and Reply without CRC in the capture"
 err=$(UWARP_CRC=maybe "$run" rping -c -a 127.0.0.1 -p 1 -C 1 2>&1)
 grep -q "UWARP_CRC=maybe: not on or off" <<<"$err" || bad "a bad UWARP_CRC is not named: $err"
