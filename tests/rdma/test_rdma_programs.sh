@@ -25,7 +25,30 @@ done
 # pair NAME SERVER_CMD... -- CLIENT_CMD...: the server started and its
 # port waited for (PORT in the commands is replaced), then the client;
 # both must exit 0 within a minute; leaves their output in $work/NAME.{s,c}
+#
+# One known fault of perftest 4.5's own is retried, once, and said: its
+# client retries a connection that met no listener yet (its server makes
+# its data listener after the handshake, and uwarp resolves addresses at
+# once, so the client can be first), and that retry uses the ids it has
+# just destroyed; the freed array then holds what rdma_getaddrinfo
+# allocated next, and the client dies of SIGSEGV in rdma_resolve_addr.
 pair() {
+	local name=$1 try
+	for try in 1 2; do
+		pair_once "$@"
+		case $? in
+		0) echo "ok: $name"; return 0 ;;
+		139) [ $try = 1 ] && [[ $client == ib_* ]] &&
+			echo "retried: $name: perftest's client crashed in its own connection retry" && continue ;;
+		esac
+		bad "$name: client exit $crc, server exit $src"
+		tail -5 "$work/$name.c" "$work/$name.s"
+		return 1
+	done
+}
+# pair_once NAME ...: one run; 0, the client's exit status if the server's
+# was 0 or timed out, or 1; sets $crc and $src
+pair_once() {
 	local name=$1
 	shift
 	local s=() c=() side=s
@@ -37,21 +60,21 @@ pair() {
 	timeout 60 "$run" "${s[@]}" >"$work/$name.s" 2>&1 &
 	local sp=$!
 	track $sp
+	crc= src= client=${c[0]}
 	if ! wait_port "$port" $sp; then
 		bad "$name: the server did not listen on $port"
 		cat "$work/$name.s"
-		return 1
+		return 2
 	fi
 	timeout 60 "$run" "${c[@]}" >"$work/$name.c" 2>&1
-	local crc=$?
+	crc=$?
+	# a crashed client leaves its server waiting: end it
+	[ $crc -eq 139 ] && kill $sp 2>/dev/null
 	wait $sp
-	local src=$?
-	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-		bad "$name: client exit $crc, server exit $src"
-		tail -5 "$work/$name.c" "$work/$name.s"
-		return 1
-	fi
-	echo "ok: $name"
+	src=$?
+	[ $crc -eq 0 ] && [ $src -eq 0 ] && return 0
+	[ $crc -eq 139 ] && return 139
+	return 1
 }
 
 # rping, under a capture
