@@ -163,14 +163,19 @@ int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *event)
 
 void ibv_ack_async_event(struct ibv_async_event *event) { (void)event; }
 
+static pthread_once_t debug_once = PTHREAD_ONCE_INIT;
+static bool debug_on;
+
+static void debug_read(void)
+{
+	const char *v = getenv("UWARP_VERBS_DEBUG");
+	debug_on = v && *v && strcmp(v, "0") != 0;
+}
+
 int uwv_debug(int err, const char *call, const char *why)
 {
-	static int on = -1;
-	if (on < 0) {
-		const char *v = getenv("UWARP_VERBS_DEBUG");
-		on = v && *v && strcmp(v, "0") != 0;
-	}
-	if (on)
+	pthread_once(&debug_once, debug_read);
+	if (debug_on)
 		fprintf(stderr, "uwarp-verbs: %s: %s (%s)\n", call, why, strerror(err));
 	return err;
 }

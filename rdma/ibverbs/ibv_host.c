@@ -22,26 +22,20 @@
 
 #define UWV_MAX_GIDS 32
 
-static void host_mac(uint8_t mac[6])
+/* The first Ethernet MAC in @list (NULL: none could be read), or one
+ * made from the host name. */
+static void host_mac(const struct ifaddrs *list, uint8_t mac[6])
 {
-	struct ifaddrs *list = NULL;
-	if (getifaddrs(&list) == 0) {
-		for (struct ifaddrs *i = list; i; i = i->ifa_next) {
-			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_PACKET ||
-			    (i->ifa_flags & IFF_LOOPBACK))
-				continue;
-			const struct sockaddr_ll *ll =
-				(const struct sockaddr_ll *)(void *)i->ifa_addr;
-			if (ll->sll_halen != 6)
-				continue;
-			static const uint8_t zero[6];
-			if (memcmp(ll->sll_addr, zero, 6) == 0)
-				continue;
-			memcpy(mac, ll->sll_addr, 6);
-			freeifaddrs(list);
-			return;
-		}
-		freeifaddrs(list);
+	for (const struct ifaddrs *i = list; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_PACKET ||
+		    (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		const struct sockaddr_ll *ll = (const struct sockaddr_ll *)(void *)i->ifa_addr;
+		static const uint8_t zero[6];
+		if (ll->sll_halen != 6 || memcmp(ll->sll_addr, zero, 6) == 0)
+			continue;
+		memcpy(mac, ll->sll_addr, 6);
+		return;
 	}
 	/* FNV-1a of the host name, made locally administered and unicast */
 	char name[256] = "uwarp";
@@ -57,7 +51,12 @@ static void host_mac(uint8_t mac[6])
 uint64_t uwv_host_guid(void)
 {
 	uint8_t mac[6], g[8];
-	host_mac(mac);
+	struct ifaddrs *list = NULL;
+	if (getifaddrs(&list) != 0)
+		list = NULL;
+	host_mac(list, mac);
+	if (list)
+		freeifaddrs(list);
 	g[0] = mac[0] ^ 0x02;
 	g[1] = mac[1];
 	g[2] = mac[2];
@@ -74,13 +73,12 @@ uint64_t uwv_host_guid(void)
 /* The table, made anew at each query: addresses come and go. */
 static int gid_table(union ibv_gid *out, int max)
 {
-	int n = 0;
-	memset(&out[0], 0, sizeof(out[0]));
-	host_mac(out[0].raw);
-	n = 1;
 	struct ifaddrs *list = NULL;
 	if (getifaddrs(&list) != 0)
-		return n;
+		list = NULL;
+	memset(&out[0], 0, sizeof(out[0]));
+	host_mac(list, out[0].raw);
+	int n = 1;
 	for (struct ifaddrs *i = list; i && n < max; i = i->ifa_next) {
 		if (!i->ifa_addr)
 			continue;
@@ -100,7 +98,8 @@ static int gid_table(union ibv_gid *out, int max)
 			n++;
 		}
 	}
-	freeifaddrs(list);
+	if (list)
+		freeifaddrs(list);
 	return n;
 }
 

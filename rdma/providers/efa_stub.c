@@ -3,20 +3,9 @@
  * mlx5_stub.c: every call of rdma-core's libefa (which Debian's perftest
  * and libfabric link), each saying there is no such device.
  */
-#include <errno.h>
 #include <infiniband/efadv.h>
 
-static void *no_device_ptr(void)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-static int no_device(void)
-{
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
-}
+#include "stub.h"
 
 struct ibv_qp *efadv_create_driver_qp(struct ibv_pd *ibvpd, struct ibv_qp_init_attr *attr,
 				      uint32_t driver_qp_type)

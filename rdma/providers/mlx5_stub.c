@@ -7,20 +7,9 @@
  * device (uwarp0 is neither). A program asks them only when it believes
  * the device is one of theirs.
  */
-#include <errno.h>
 #include <infiniband/mlx5dv.h>
 
-static void *no_device_ptr(void)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-static int no_device(void)
-{
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
-}
+#include "stub.h"
 
 bool mlx5dv_is_supported(struct ibv_device *device) { return false; }
 
