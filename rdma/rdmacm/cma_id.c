@@ -77,6 +77,19 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
+/* Not a wildcard and not loopback (nor IPv4 loopback mapped into IPv6). */
+static bool is_device_addr(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET) {
+		uint32_t ip = ntohl(((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr);
+		return ip != INADDR_ANY && (ip >> 24) != 127;
+	}
+	const struct in6_addr *ip6 = &((const struct sockaddr_in6 *)(const void *)a)->sin6_addr;
+	if (IN6_IS_ADDR_V4MAPPED(ip6))
+		return ip6->s6_addr[12] != 127 && !(ip6->s6_addr32[3] == 0);
+	return !IN6_IS_ADDR_UNSPECIFIED(ip6) && !IN6_IS_ADDR_LOOPBACK(ip6);
+}
+
 /* A bind is real, as the kernel's is for rdma-core: a socket bound to the
  * address says whether it is this host's and the port free, and picks a
  * port for port 0, which rdma_get_src_port tells at once. The socket
@@ -110,8 +123,17 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	u->bound_fd = fd;
 	memset(&id->route.addr.src_storage, 0, sizeof(id->route.addr.src_storage));
 	memcpy(&id->route.addr.src_storage, &got, gl);
-	id->verbs = ucm_verbs();
-	id->port_num = 1;
+	/* rdma_bind_addr(3): the id references a device when the address is
+	 * one of a device's. uwarp0's are the host's interface addresses
+	 * other than loopback (its GIDs); a wildcard or loopback bind still
+	 * listens and accepts, with no device until a request comes (as a
+	 * wildcard bind has none with the kernel's rdma_cm). libfabric's
+	 * verbs provider depends on this: an
+	 * endpoint it makes for "localhost" that finds a device takes
+	 * 127.0.0.1 as its address, which peers on other hosts cannot reach;
+	 * finding none, it takes an interface's address instead. */
+	id->verbs = is_device_addr((struct sockaddr *)&got) ? ucm_verbs() : NULL;
+	id->port_num = id->verbs ? 1 : 0;
 	u->addr_done = true;
 	return 0;
 }

@@ -12,6 +12,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -137,7 +140,9 @@ static void connect_transfer_disconnect(void **state)
 	assert_int_equal(rdma_create_id(ch, &listener, &lctx, RDMA_PS_TCP), 0);
 	struct sockaddr_in any = loopback(0);
 	assert_int_equal(rdma_bind_addr(listener, (struct sockaddr *)&any), 0);
-	assert_non_null(listener->verbs);
+	/* loopback is no interface of uwarp0's: no device yet (see
+	 * bind_references_the_device_only_for_its_addresses) */
+	assert_null(listener->verbs);
 	assert_int_equal(rdma_listen(listener, 4), 0);
 	uint16_t port = rdma_get_src_port(listener);
 	assert_int_not_equal(port, 0);
@@ -508,6 +513,94 @@ static void bad_arguments_and_what_uwarp_has_not(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* Neither node nor service: the hints' own addresses are the answer, as
+ * libfabric's verbs provider asks for its endpoints' (rdma-core's
+ * rdma_getaddrinfo(3): node and service are both optional) */
+static void getaddrinfo_from_the_hints_addresses(void **state)
+{
+	(void)state;
+	struct sockaddr_in src = loopback(htons(4791)), dst = loopback(htons(4792));
+	struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE,
+				       .ai_port_space = RDMA_PS_TCP,
+				       .ai_qp_type = IBV_QPT_RC,
+				       .ai_src_addr = (struct sockaddr *)&src,
+				       .ai_src_len = sizeof(src) };
+	struct rdma_addrinfo *res = NULL;
+	assert_int_equal(rdma_getaddrinfo(NULL, NULL, &hints, &res), 0);
+	assert_int_equal(res->ai_family, AF_INET);
+	assert_true(res->ai_flags & RAI_PASSIVE);
+	assert_int_equal(res->ai_src_len, sizeof(src));
+	assert_memory_equal(res->ai_src_addr, &src, sizeof(src));
+	assert_null(res->ai_dst_addr);
+	rdma_freeaddrinfo(res);
+	/* active, both given */
+	hints.ai_flags = 0;
+	hints.ai_dst_addr = (struct sockaddr *)&dst;
+	hints.ai_dst_len = sizeof(dst);
+	assert_int_equal(rdma_getaddrinfo(NULL, NULL, &hints, &res), 0);
+	assert_memory_equal(res->ai_dst_addr, &dst, sizeof(dst));
+	assert_memory_equal(res->ai_src_addr, &src, sizeof(src));
+	rdma_freeaddrinfo(res);
+	/* a name resolved, and the hints' source kept beside it */
+	assert_int_equal(rdma_getaddrinfo("127.0.0.1", "4793", &hints, &res), 0);
+	assert_int_equal(ntohs(((struct sockaddr_in *)res->ai_dst_addr)->sin_port), 4793);
+	assert_memory_equal(res->ai_src_addr, &src, sizeof(src));
+	rdma_freeaddrinfo(res);
+	/* nothing to answer from */
+	struct rdma_addrinfo empty = { .ai_port_space = RDMA_PS_TCP };
+	errno = 0;
+	assert_int_equal(rdma_getaddrinfo(NULL, NULL, &empty, &res), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(rdma_getaddrinfo(NULL, NULL, NULL, &res), -1);
+	assert_int_equal(errno, EINVAL);
+	/* not an IP address */
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	struct rdma_addrinfo local = { .ai_src_addr = (struct sockaddr *)&un,
+				       .ai_src_len = sizeof(un) };
+	errno = 0;
+	assert_int_equal(rdma_getaddrinfo(NULL, NULL, &local, &res), -1);
+	assert_int_equal(errno, EAFNOSUPPORT);
+}
+
+/* rdma_bind_addr(3): an id bound to one of the device's addresses
+ * references it; a wildcard or loopback bind references none (libfabric's
+ * verbs provider then gives its endpoints an interface's address, not
+ * 127.0.0.1) */
+static void bind_references_the_device_only_for_its_addresses(void **state)
+{
+	(void)state;
+	struct rdma_cm_id *id;
+	struct sockaddr_in a = loopback(0);
+	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&a), 0);
+	assert_null(id->verbs);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	a.sin_addr.s_addr = htonl(INADDR_ANY);
+	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&a), 0);
+	assert_null(id->verbs);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	struct ifaddrs *list, *i;
+	assert_int_equal(getifaddrs(&list), 0);
+	for (i = list; i; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    !(i->ifa_flags & IFF_LOOPBACK) && (i->ifa_flags & IFF_UP))
+			break;
+	if (!i) {
+		freeifaddrs(list);
+		skip(); /* a host with loopback only */
+	}
+	memcpy(&a, i->ifa_addr, sizeof(a));
+	freeifaddrs(list);
+	a.sin_port = 0;
+	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&a), 0);
+	assert_non_null(id->verbs);
+	assert_string_equal(ibv_get_device_name(id->verbs->device), "uwarp0");
+	assert_int_equal(rdma_destroy_id(id), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +609,8 @@ int main(void)
 		cmocka_unit_test(a_connect_before_listen_waits_for_it),
 		cmocka_unit_test(synchronous_endpoints),
 		cmocka_unit_test(bad_arguments_and_what_uwarp_has_not),
+		cmocka_unit_test(getaddrinfo_from_the_hints_addresses),
+		cmocka_unit_test(bind_references_the_device_only_for_its_addresses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
