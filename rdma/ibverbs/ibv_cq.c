@@ -246,9 +246,18 @@ int uwv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		int got = uw_poll_cq(q->uw, want, u);
 		if (got < 0)
 			return done ? done : got;
+		/* A QP destroyed takes its completions still in the CQ with it,
+		 * as rdma-core's mlx4 and mlx5 providers clean the CQ in
+		 * ibv_destroy_qp; uwarp's own API keeps them (wc.qp NULL).
+		 * libfabric's verbs provider depends on this: it reports what
+		 * it had posted on a closed endpoint as flushed itself, and a
+		 * receive that completed after that would be handed to a
+		 * connection it has freed. */
+		int kept = 0;
 		for (int i = 0; i < got; i++)
-			wc_to_ibv(&u[i], &wc[done + i]);
-		done += got;
+			if (u[i].qp)
+				wc_to_ibv(&u[i], &wc[done + kept++]);
+		done += kept;
 		if (got < want)
 			break;
 	}
