@@ -83,6 +83,7 @@ struct uwv_qp {
 	int sq_sig_all;
 	unsigned access; /* qp_access_flags as last set */
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	struct uwv_qp *table_next; /* ibv_qp_table.c */
 };
 
 /* Exported calls rdma-core declares in its driver.h, which libibverbs-dev
@@ -107,6 +108,12 @@ int uwv_debug(int err, const char *call, const char *why);
 int uwv_host_gid(unsigned index, union ibv_gid *gid);
 int uwv_host_gid_count(void);
 uint64_t uwv_host_guid(void); /* network byte order, as ibv_device_attr holds it */
+
+/* The QPs by number (ibv_qp_table.c); uwv_qp_by_num is librdmacm's, in
+ * the private version node. */
+void uwv_qp_table_add(struct uwv_qp *q);
+void uwv_qp_table_remove(struct uwv_qp *q);
+struct ibv_qp *uwv_qp_by_num(uint32_t qp_num);
 
 /* The context's ops (ibv_cq.c, ibv_post.c). */
 int uwv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);

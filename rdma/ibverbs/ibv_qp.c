@@ -117,6 +117,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	q->ibv.qp_type = IBV_QPT_RC;
 	pthread_mutex_init(&q->ibv.mutex, NULL);
 	pthread_cond_init(&q->ibv.cond, NULL);
+	uwv_qp_table_add(q);
 	return &q->ibv;
 }
 
@@ -185,9 +186,12 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	if (!qp)
 		return EINVAL;
 	struct uwv_qp *q = uwv_from(qp, struct uwv_qp);
+	uwv_qp_table_remove(q);
 	int rc = uw_destroy_qp(q->uw);
-	if (rc)
+	if (rc) {
+		uwv_qp_table_add(q);
 		return rc;
+	}
 	pthread_cond_destroy(&qp->cond);
 	pthread_mutex_destroy(&qp->mutex);
 	free(q);

@@ -262,6 +262,30 @@ static void conn_param_to_uw(const struct rdma_conn_param *p, struct uw_conn_par
 	u->ord = p->initiator_depth;
 }
 
+/* The QP a connection drives: the id's own (rdma_create_qp), or one the
+ * program made itself with ibv_create_qp and names in conn_param.qp_num,
+ * found by its number as the kernel's iWARP connection manager finds it. */
+static int attach_qp(struct rdma_cm_id *id, const struct rdma_conn_param *p, const char *call)
+{
+	struct ucm_id *u = ucm_of(id);
+	if (id->qp)
+		return 0;
+	if (!p || !p->qp_num)
+		return uwv_debug(EINVAL, call,
+				 "no QP: neither rdma_create_qp nor conn_param.qp_num");
+	struct ibv_qp *qp = uwv_qp_by_num(p->qp_num);
+	if (!qp || qp->context != id->verbs)
+		return uwv_debug(EINVAL, call, "conn_param.qp_num names no QP of this device");
+	if (u->ext_qp && u->ext_qp_num == p->qp_num)
+		return 0;
+	int rc = uw_cm_attach_qp(u->uw, uwv_from(qp, struct uwv_qp)->uw);
+	if (rc)
+		return rc;
+	u->ext_qp = true;
+	u->ext_qp_num = p->qp_num;
+	return 0;
+}
+
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	if (!id)
@@ -269,9 +293,9 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	struct ucm_id *u = ucm_of(id);
 	if (!u->route_done)
 		return ucm_err(EINVAL);
-	if (!id->qp)
-		return ucm_err(uwv_debug(EOPNOTSUPP, "rdma_connect",
-					 "a QP made outside rdma_create_qp (conn_param.qp_num)"));
+	int qrc = attach_qp(id, conn_param, "rdma_connect");
+	if (qrc)
+		return ucm_err(qrc);
 	if (u->bound_fd >= 0) { /* a source address bound: not a listener */
 		close(u->bound_fd);
 		u->bound_fd = -1;
@@ -289,9 +313,9 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	if (!id)
 		return ucm_err(EINVAL);
 	struct ucm_id *u = ucm_of(id);
-	if (!id->qp)
-		return ucm_err(uwv_debug(EOPNOTSUPP, "rdma_accept",
-					 "a QP made outside rdma_create_qp (conn_param.qp_num)"));
+	int qrc = attach_qp(id, conn_param, "rdma_accept");
+	if (qrc)
+		return ucm_err(qrc);
 	struct uw_conn_param p;
 	conn_param_to_uw(conn_param, &p);
 	int rc = uw_cm_accept(u->uw, &p);
@@ -372,10 +396,12 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *q
 	if (!id || !qp_attr || !qp_attr_mask)
 		return ucm_err(EINVAL);
 	memset(qp_attr, 0, sizeof(*qp_attr));
-	qp_attr->qp_state = id->qp ? id->qp->state : IBV_QPS_INIT;
-	if (id->qp) {
+	struct ucm_id *u = ucm_of(id);
+	struct ibv_qp *qp = id->qp ? id->qp : u->ext_qp ? uwv_qp_by_num(u->ext_qp_num) : NULL;
+	qp_attr->qp_state = qp ? qp->state : IBV_QPS_INIT;
+	if (qp) {
 		struct ibv_qp_init_attr ia;
-		ibv_query_qp(id->qp, qp_attr, IBV_QP_STATE, &ia);
+		ibv_query_qp(qp, qp_attr, IBV_QP_STATE, &ia);
 	}
 	qp_attr->port_num = 1;
 	qp_attr->qp_access_flags =
@@ -384,12 +410,21 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *q
 	return 0;
 }
 
+/* rdma-core's last step for a program's own QP on the active side, after
+ * it has moved the QP to RTS: acknowledge the connection's response. An
+ * iWARP connection is established when ESTABLISHED comes (MPA has no third
+ * message), so nothing is left to send; it fails where rdma-core's does,
+ * on an id with a QP of its own, and on one not connected. */
 int rdma_establish(struct rdma_cm_id *id)
 {
 	if (!id)
 		return ucm_err(EINVAL);
-	return ucm_err(uwv_debug(EOPNOTSUPP, "rdma_establish",
-				 "a QP made outside rdma_create_qp (conn_param.qp_num)"));
+	struct ucm_id *u = ucm_of(id);
+	if (id->qp || !u->ext_qp || !u->established)
+		return ucm_err(
+			uwv_debug(EINVAL, "rdma_establish",
+				  "only for a QP named by conn_param.qp_num, once connected"));
+	return 0;
 }
 
 static __be16 port_of(const struct sockaddr *a)

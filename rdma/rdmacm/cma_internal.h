@@ -48,6 +48,12 @@ struct ucm_id {
 	int bound_fd;
 	bool listening;
 	bool own_cqs; /* rdma_create_qp made the CQs: rdma_destroy_qp ends them */
+	/* a QP the program made itself, named by conn_param.qp_num and
+	 * attached by rdma_connect or rdma_accept (id.qp stays NULL, as
+	 * rdma-core leaves it); kept by number, looked up when needed, as
+	 * the program may destroy it first */
+	bool ext_qp;
+	uint32_t ext_qp_num;
 	/* rdma_create_ep on a passive id: what rdma_get_request's ids get */
 	bool ep_qp;
 	struct ibv_qp_init_attr ep_attr;

@@ -601,6 +601,152 @@ static void bind_references_the_device_only_for_its_addresses(void **state)
 	assert_int_equal(rdma_destroy_id(id), 0);
 }
 
+/* A QP the program made itself (ibv_create_qp), named to the connection
+ * manager only by conn_param.qp_num, as rping -q does: both ends, data
+ * through it, rdma_establish on the active side, and the refusals */
+struct own_qp {
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	char buf[64];
+};
+
+static int own_qp_make(struct own_qp *o, struct ibv_context *verbs)
+{
+	o->pd = ibv_alloc_pd(verbs);
+	o->cq = o->pd ? ibv_create_cq(verbs, 8, NULL, NULL, 0) : NULL;
+	struct ibv_qp_init_attr a = {
+		.send_cq = o->cq,
+		.recv_cq = o->cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+	};
+	o->qp = o->cq ? ibv_create_qp(o->pd, &a) : NULL;
+	o->mr = o->qp ? ibv_reg_mr(o->pd, o->buf, sizeof(o->buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	return o->mr ? 0 : -1;
+}
+
+static void own_qp_free(struct own_qp *o)
+{
+	ibv_dereg_mr(o->mr);
+	ibv_destroy_qp(o->qp);
+	ibv_destroy_cq(o->cq);
+	ibv_dealloc_pd(o->pd);
+}
+
+static int own_qp_wait(struct own_qp *o, struct ibv_wc *wc)
+{
+	for (int i = 0; i < 2000000; i++) {
+		int n = ibv_poll_cq(o->cq, 1, wc);
+		if (n)
+			return n;
+	}
+	return 0;
+}
+
+static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t own_cond = PTHREAD_COND_INITIALIZER;
+static uint16_t own_port;
+
+static void *own_qp_server(void *arg)
+{
+	(void)arg;
+	struct rdma_cm_id *listen, *id;
+	struct sockaddr_in a = loopback(0);
+	if (rdma_create_id(NULL, &listen, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(listen, (struct sockaddr *)&a) || rdma_listen(listen, 1))
+		return "listen";
+	pthread_mutex_lock(&own_lock);
+	own_port = rdma_get_src_port(listen);
+	pthread_cond_signal(&own_cond);
+	pthread_mutex_unlock(&own_lock);
+	if (rdma_get_request(listen, &id))
+		return "get_request";
+	static struct own_qp o;
+	if (own_qp_make(&o, id->verbs))
+		return "QP";
+	struct ibv_sge sge = { (uintptr_t)o.buf, sizeof(o.buf), o.mr->lkey };
+	struct ibv_recv_wr r = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *bad;
+	if (ibv_post_recv(o.qp, &r, &bad))
+		return "post_recv";
+	struct rdma_conn_param p = { .qp_num = o.qp->qp_num };
+	if (rdma_accept(id, &p))
+		return "accept";
+	if (id->qp)
+		return "rdma_accept set id->qp for the program's own QP";
+	struct ibv_wc wc;
+	if (own_qp_wait(&o, &wc) != 1 || wc.status || wc.wr_id != 9 ||
+	    strcmp(o.buf, "own QP hello"))
+		return "recv";
+	struct rdma_cm_event *e;
+	if (rdma_get_cm_event(id->channel, &e) || e->event != RDMA_CM_EVENT_DISCONNECTED)
+		return "no DISCONNECTED";
+	rdma_ack_cm_event(e);
+	rdma_destroy_id(id);
+	own_qp_free(&o);
+	rdma_destroy_id(listen);
+	return NULL;
+}
+
+static void a_qp_the_program_made_connects_by_its_number(void **state)
+{
+	(void)state;
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, own_qp_server, NULL), 0);
+	pthread_mutex_lock(&own_lock);
+	while (!own_port)
+		pthread_cond_wait(&own_cond, &own_lock);
+	pthread_mutex_unlock(&own_lock);
+	struct rdma_cm_id *id;
+	struct sockaddr_in to = loopback(own_port);
+	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&to, 2000), 0);
+	assert_int_equal(rdma_resolve_route(id, 2000), 0);
+	static struct own_qp o;
+	assert_int_equal(own_qp_make(&o, id->verbs), 0);
+	/* before the connection, and with no QP or a number that names none */
+	errno = 0;
+	assert_int_equal(rdma_establish(id), -1);
+	assert_int_equal(errno, EINVAL);
+	struct rdma_conn_param p = { .qp_num = 0 };
+	errno = 0;
+	assert_int_equal(rdma_connect(id, &p), -1);
+	assert_int_equal(errno, EINVAL);
+	p.qp_num = o.qp->qp_num + 1000;
+	errno = 0;
+	assert_int_equal(rdma_connect(id, &p), -1);
+	assert_int_equal(errno, EINVAL);
+	p.qp_num = o.qp->qp_num;
+	assert_int_equal(rdma_connect(id, &p), 0);
+	assert_null(id->qp);
+	assert_int_equal(rdma_establish(id), 0);
+	/* what rdma-core tells a program moving its own QP: the state uwarp
+	 * has put it in */
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RTS };
+	int mask;
+	assert_int_equal(rdma_init_qp_attr(id, &qa, &mask), 0);
+	assert_int_equal(qa.qp_state, IBV_QPS_RTS);
+	assert_int_equal(ibv_modify_qp(o.qp, &qa, mask), 0);
+	strcpy(o.buf, "own QP hello");
+	struct ibv_sge sge = { (uintptr_t)o.buf, 13, o.mr->lkey };
+	struct ibv_send_wr s = { .wr_id = 5, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND },
+			   *bad;
+	assert_int_equal(ibv_post_send(o.qp, &s, &bad), 0);
+	struct ibv_wc wc;
+	assert_int_equal(own_qp_wait(&o, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 5);
+	assert_int_equal(rdma_disconnect(id), 0);
+	void *why;
+	assert_int_equal(pthread_join(t, &why), 0);
+	if (why)
+		fail_msg("server: %s", (char *)why);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	own_qp_free(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -611,6 +757,7 @@ int main(void)
 		cmocka_unit_test(bad_arguments_and_what_uwarp_has_not),
 		cmocka_unit_test(getaddrinfo_from_the_hints_addresses),
 		cmocka_unit_test(bind_references_the_device_only_for_its_addresses),
+		cmocka_unit_test(a_qp_the_program_made_connects_by_its_number),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,8 @@
 #               (rping's largest), over a tshark capture that must hold
 #               iWARP RDMAP Sends, Reads and Writes inside MPA FPDUs, every
 #               CRC good; once more with UWARP_CRC=off, whose MPA frames
-#               must say no CRC
+#               must say no CRC; and with -q (QPs the programs make
+#               themselves, named by number)
 #   ucmatose    2 connections, 10 messages each
 #   perftest    ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat,
 #               ib_read_lat, ib_send_lat with -R (rdma_cm), each against
@@ -127,6 +128,13 @@ echo "FPDU CRCs Wireshark checked: $good good, $badcrc bad"
 err=$(UWARP_CRC=maybe "$run" rping -c -a 127.0.0.1 -p 1 -C 1 2>&1)
 grep -q "UWARP_CRC=maybe: not on or off" <<<"$err" || bad "a bad UWARP_CRC is not named: $err"
 [ "$good" -gt 0 ] && [ "$badcrc" -eq 0 ] || bad "FPDU CRCs: $good good, $badcrc bad"
+
+# rping -q: each end makes its QP itself (ibv_create_qp), moves it with
+# rdma_init_qp_attr, names it to the connection manager by number
+# (conn_param.qp_num), and the client ends with rdma_establish
+port=$(free_port)
+pair "rping-own-qp" rping -s -q -a 127.0.0.1 -p PORT -V -C 20 -S 1024 -- \
+	rping -c -q -a 127.0.0.1 -p PORT -V -C 20 -S 1024
 
 port=$(free_port)
 pair ucmatose ucmatose -p PORT -c 2 -C 10 -- ucmatose -s 127.0.0.1 -p PORT -c 2 -C 10
