@@ -17,6 +17,7 @@
 # success. Runs in a network namespace of its own where it may.
 . "$(dirname "$0")/../hostile/lib.sh"
 hostile_begin "$0" "$@"
+. "$(dirname "$0")/capture.sh"
 bin=$1
 run=$bin/uwarp-run
 for p in rping ucmatose ib_write_bw tshark; do
@@ -80,13 +81,7 @@ pair_once() {
 
 # rping, under a capture
 port=$(free_port)
-tshark -i lo -f "tcp port $port" -w "$work/rping.pcap" >"$work/tshark.log" 2>&1 &
-tpid=$!
-track $tpid
-for _ in $(seq 100); do
-	grep -q "Capturing on" "$work/tshark.log" && break
-	sleep 0.1
-done
+capture_start lo "$work/rping.pcap"
 for size in 64 1024 16384 65535; do
 	pair "rping-$size" rping -s -a 127.0.0.1 -p PORT -V -C 100 -S $size -- \
 		rping -c -a 127.0.0.1 -p PORT -V -C 100 -S $size
@@ -103,31 +98,11 @@ for _ in $(seq 100); do
 	[ "$nocrc" -ge 2 ] && break
 	sleep 0.1
 done
-kill -INT $tpid
-wait $tpid 2>/dev/null
-# (Wireshark finds MPA by its start frames; the RPC-over-RDMA heuristic,
-# whichever name this Wireshark gives it, is kept off the payloads)
-heur=()
-for h in rpcrdma_iwarp rpcordma_iwarp smb_direct_iwarp; do
-	tshark -r "$work/rping.pcap" -c 1 --disable-heuristic "$h" >/dev/null 2>&1 &&
-		heur+=(--disable-heuristic "$h")
-done
-ops=$(tshark -r "$work/rping.pcap" "${heur[@]}" -Y iwarp_ddp_rdmap -T fields \
-	-e iwarp_rdma.opcode 2>/dev/null | tr ',' '\n' | sort | uniq -c)
-echo "RDMAP opcodes in the capture (count, opcode):"
-echo "$ops"
-# RFC 5040 4.3: 0 Write, 1 Read Request, 2 Read Response, 3 Send
-for op in 0 1 2 3; do
-	grep -Eq " 0x0*$op$" <<<"$ops" || bad "rping's capture has no RDMAP opcode $op in MPA FPDUs"
-done
-tshark -r "$work/rping.pcap" "${heur[@]}" -V -Y iwarp_mpa.crc_check 2>/dev/null >"$work/crc.txt"
-good=$(grep -c 'Good CRC32' "$work/crc.txt")
-badcrc=$(grep -c 'Bad CRC32' "$work/crc.txt")
-echo "FPDU CRCs Wireshark checked: $good good, $badcrc bad"
+capture_stop
+capture_judge rping 0 1 2 3
 [ "$nocrc" -ge 2 ] || bad "UWARP_CRC=off: no MPA Request and Reply without CRC in the capture"
 err=$(UWARP_CRC=maybe "$run" rping -c -a 127.0.0.1 -p 1 -C 1 2>&1)
 grep -q "UWARP_CRC=maybe: not on or off" <<<"$err" || bad "a bad UWARP_CRC is not named: $err"
-[ "$good" -gt 0 ] && [ "$badcrc" -eq 0 ] || bad "FPDU CRCs: $good good, $badcrc bad"
 
 # rping -q: each end makes its QP itself (ibv_create_qp), moves it with
 # rdma_init_qp_attr, names it to the connection manager by number
