@@ -49,10 +49,12 @@ static int ping_pong(int rank)
 			if (rank == 0) {
 				fill(buf, sizes[s], 0, round);
 				MPI_Send(buf, n, MPI_BYTE, 1, round, MPI_COMM_WORLD);
-				MPI_Recv(buf, n, MPI_BYTE, 1, round, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				MPI_Recv(buf, n, MPI_BYTE, 1, round, MPI_COMM_WORLD,
+					 MPI_STATUS_IGNORE);
 				bad += !holds(buf, sizes[s], 1, round);
 			} else if (rank == 1) {
-				MPI_Recv(buf, n, MPI_BYTE, 0, round, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				MPI_Recv(buf, n, MPI_BYTE, 0, round, MPI_COMM_WORLD,
+					 MPI_STATUS_IGNORE);
 				bad += !holds(buf, sizes[s], 0, round);
 				fill(buf, sizes[s], 1, round);
 				MPI_Send(buf, n, MPI_BYTE, 0, round, MPI_COMM_WORLD);
