@@ -353,6 +353,57 @@ static void what_iwarp_has_not_fails_cleanly(void **state)
 	assert_null(ibv_create_cq(e->ctx, 4, NULL, NULL, 5));
 }
 
+/* Counts the yields of the whole process: the executable exports it
+ * (tests/CMakeLists.txt), so it stands in for libc's in uwarp's library. */
+static int yields;
+
+__attribute__((visibility("default"))) int sched_yield(void)
+{
+	__atomic_add_fetch(&yields, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* An empty poll gives up the CPU to uwarp's engine thread, which makes the
+ * completions (a spinning program starved it: ibv_cq.c); a poll that finds
+ * completions does not */
+static void an_empty_poll_yields_the_cpu(void **state)
+{
+	struct env *e = *state;
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 4, NULL, NULL, 0);
+	assert_non_null(cq);
+	struct ibv_wc wc;
+	int before = __atomic_load_n(&yields, __ATOMIC_RELAXED);
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+	assert_true(__atomic_load_n(&yields, __ATOMIC_RELAXED) - before >= 2);
+	/* a receive flushed by the move to ERR: found, no yield for it */
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC
+	};
+	struct ibv_qp *qp = ibv_create_qp(e->pd, &ia);
+	assert_non_null(qp);
+	static char buf[16];
+	struct ibv_mr *mr = ibv_reg_mr(e->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)buf, sizeof(buf), mr->lkey };
+	struct ibv_recv_wr r = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+	assert_int_equal(ibv_post_recv(qp, &r, &bad), 0);
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
+	assert_int_equal(ibv_modify_qp(qp, &at, IBV_QP_STATE), 0);
+	int n = 0;
+	for (int tries = 0; !n && tries < 100000; tries++) {
+		before = __atomic_load_n(&yields, __ATOMIC_RELAXED);
+		n = ibv_poll_cq(cq, 1, &wc);
+	}
+	assert_int_equal(n, 1);
+	assert_int_equal(__atomic_load_n(&yields, __ATOMIC_RELAXED), before);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +413,7 @@ int main(void)
 		cmocka_unit_test(a_flushed_qp_completes_each_receive_once_through_the_channel),
 		cmocka_unit_test(a_shared_receive_queue_takes_receives),
 		cmocka_unit_test(what_iwarp_has_not_fails_cleanly),
+		cmocka_unit_test(an_empty_poll_yields_the_cpu),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
