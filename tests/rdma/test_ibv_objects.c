@@ -346,6 +346,61 @@ static void what_iwarp_has_not_fails_cleanly(void **state)
 	assert_null(ibv_create_cq_ex(e->ctx, &cx));
 	assert_int_equal(errno, EOPNOTSUPP);
 	assert_null(ibv_import_device(3));
+	/* every other call README names as not implemented: EOPNOTSUPP (or
+	 * rdma-core's own answer for an op a device leaves empty) */
+	assert_int_equal(ibv_destroy_ah(NULL), EOPNOTSUPP);
+	assert_int_equal(ibv_detach_mcast(NULL, &g, 0), EOPNOTSUPP);
+	struct ibv_wc wc = { 0 };
+	errno = 0;
+	assert_null(ibv_create_ah_from_wc(e->pd, &wc, NULL, 1));
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(ibv_init_ah_from_wc(e->ctx, 1, &wc, NULL, &ah), EOPNOTSUPP);
+	errno = 0;
+	assert_null(ibv_import_pd(e->ctx, 1));
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_null(ibv_import_mr(e->pd, 1));
+	assert_int_equal(errno, EOPNOTSUPP);
+	ibv_unimport_pd(NULL); /* nothing was imported: nothing to do */
+	ibv_unimport_mr(NULL);
+	errno = 0;
+	assert_null(ibv_reg_dmabuf_mr(e->pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE));
+	assert_int_equal(errno, EOPNOTSUPP);
+	static char buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(e->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	errno = 0;
+	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ),
+			 IBV_REREG_MR_ERR_CMD);
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(ibv_dereg_mr(mr), 0); /* unchanged, still ours */
+	struct ibv_qp_init_attr rc = { .send_cq = cq,
+				       .recv_cq = cq,
+				       .cap = { .max_send_wr = 1, .max_recv_wr = 1 },
+				       .qp_type = IBV_QPT_RC };
+	struct ibv_qp *qp = ibv_create_qp(e->pd, &rc);
+	assert_non_null(qp);
+	errno = 0;
+	assert_null(ibv_qp_to_qp_ex(qp));
+	assert_int_equal(errno, EOPNOTSUPP);
+	struct ibv_ece ece = { 0 };
+	assert_int_equal(ibv_query_ece(qp, &ece), EOPNOTSUPP);
+	assert_int_equal(ibv_set_ece(qp, &ece), EOPNOTSUPP);
+	struct ibv_flow_attr flow = { .size = sizeof(flow), .port = 1 };
+	errno = 0;
+	assert_null(ibv_create_flow(qp, &flow));
+	assert_true(errno == EOPNOTSUPP || errno == ENOSYS);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(e->pd, &sa);
+	assert_non_null(srq);
+	struct ibv_srq_attr grow = { .max_wr = 8 };
+	assert_int_equal(ibv_modify_srq(srq, &grow, IBV_SRQ_MAX_WR), EOPNOTSUPP);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	/* (implemented: a CQ grows) */
+	assert_int_equal(ibv_resize_cq(cq, 64), 0);
+	assert_true(cq->cqe >= 64);
 	assert_int_equal(ibv_destroy_cq(cq), 0);
 	/* bad arguments get an errno, not a crash */
 	assert_null(ibv_open_device(NULL));

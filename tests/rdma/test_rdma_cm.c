@@ -486,6 +486,24 @@ static void bad_arguments_and_what_uwarp_has_not(void **state)
 	errno = 0;
 	assert_int_equal(rdma_join_multicast(id, (struct sockaddr *)&lo, NULL), -1);
 	assert_int_equal(errno, EOPNOTSUPP);
+	/* every other call README names as not implemented */
+	struct rdma_cm_join_mc_attr_ex mc = { .addr = (struct sockaddr *)&lo };
+	errno = 0;
+	assert_int_equal(rdma_join_multicast_ex(id, &mc, NULL), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(rdma_leave_multicast(id, (struct sockaddr *)&lo), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(rdma_notify(id, IBV_EVENT_COMM_EST), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	struct ibv_ece ece = { 0 };
+	errno = 0;
+	assert_int_equal(rdma_set_local_ece(id, &ece), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(rdma_get_remote_ece(id, &ece), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
 	int tos = 8;
 	assert_int_equal(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), -1);
 	assert_int_equal(errno, EOPNOTSUPP);
