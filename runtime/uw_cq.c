@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -153,6 +154,14 @@ int uw_poll_cq(struct uw_cq *c, int n, struct uw_wc *wc)
 		cq->count--;
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	/* With automatic progress an empty poll gives up the CPU: the
+	 * completions are made by the engine thread, and a program spinning
+	 * here (perftest, libfabric, MPI over rdma/ibverbs; uwarp-perf) held
+	 * the core it needed, so each message waited for the scheduler to
+	 * preempt the spinner (docs/performance.md). With nothing else
+	 * runnable the call returns at once. */
+	if (!k && n && ctx->progress == UW_PROGRESS_AUTO)
+		sched_yield();
 	return k;
 }
 

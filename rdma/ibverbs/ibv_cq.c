@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdlib.h>
 
 #include "ibv_internal.h"
@@ -262,16 +261,5 @@ int uwv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		if (got < want)
 			break;
 	}
-	/* An empty poll gives up the CPU. Here the "adapter" is uwarp's
-	 * engine thread in this same process: a program that spins on its CQ
-	 * (perftest, libfabric's progress, MPI) held both cores while the two
-	 * engine threads, which read the sockets and make the completions,
-	 * got 5% each (perf, ib_send_lat under uwarp-run), so each message
-	 * waited for the scheduler to preempt a spinner. Yielding: ib_write_bw
-	 * 0.60 -> 0.86 of uwarp-perf's, ib_send_lat's mean 28.5 -> 17.9 us
-	 * (docs/performance.md). With nothing else runnable it returns at
-	 * once. */
-	if (!done)
-		sched_yield();
 	return done;
 }

@@ -274,8 +274,9 @@ static int attach_qp(struct rdma_cm_id *id, const struct rdma_conn_param *p, con
 		return uwv_debug(EINVAL, call,
 				 "no QP: neither rdma_create_qp nor conn_param.qp_num");
 	struct ibv_qp *qp = uwv_qp_by_num(p->qp_num);
-	if (!qp || qp->context != id->verbs)
-		return uwv_debug(EINVAL, call, "conn_param.qp_num names no QP of this device");
+	/* (any open of uwarp0 will do: every open shares one uwarp context) */
+	if (!qp)
+		return uwv_debug(EINVAL, call, "conn_param.qp_num names no QP");
 	if (u->ext_qp && u->ext_qp_num == p->qp_num)
 		return 0;
 	int rc = uw_cm_attach_qp(u->uw, uwv_from(qp, struct uwv_qp)->uw);

@@ -419,7 +419,7 @@ __attribute__((visibility("default"))) int sched_yield(void)
 }
 
 /* An empty poll gives up the CPU to uwarp's engine thread, which makes the
- * completions (a spinning program starved it: ibv_cq.c); a poll that finds
+ * completions (a spinning program starved it: runtime/uw_cq.c); a poll that finds
  * completions does not */
 static void an_empty_poll_yields_the_cpu(void **state)
 {
