@@ -147,9 +147,10 @@ struct util_list *uw__chan_take(struct uw__chan *ch, struct uw_context *ctx, int
 				int *err)
 {
 	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t spin_until = 0;
 	for (;;) {
-		if (ctx->progress == UW_PROGRESS_MANUAL)
-			uw__progress(ctx);
+		if (util_list_empty(&ch->events))
+			uw__progress_caller(ctx);
 		if (!util_list_empty(&ch->events)) {
 			struct util_list *n = ch->events.next;
 			util_list_del(n);
@@ -164,9 +165,11 @@ struct util_list *uw__chan_take(struct uw__chan *ch, struct uw_context *ctx, int
 			left = now >= deadline ? 0 : (int)(deadline - now);
 		}
 		if (left == 0) {
+			if (ch->nonblock)
+				uw__lease_release(ctx); /* it sleeps on the descriptor */
 			*err = ch->nonblock ? EAGAIN : ETIMEDOUT;
 			return NULL;
 		}
-		uw__wait(ctx, -1, left);
+		uw__wait_spin(ctx, &spin_until, left);
 	}
 }

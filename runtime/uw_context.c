@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "uw_internal.h"
 #include "util/clock.h"
 #include "util/env_ms.h"
+#include "util/evfd.h"
 
 /* Fills buf from the kernel: getrandom, or /dev/urandom where a sandbox
  * refuses the system call. With neither there is no safe STag to give. */
@@ -66,59 +68,102 @@ static uint32_t stag_random(void *ctx) { return uw__random32(ctx); }
 
 void uw__progress(struct uw_context *ctx) { uv_run(&ctx->loop, UV_RUN_NOWAIT); }
 
+void uw__progress_caller(struct uw_context *ctx)
+{
+	uw__progress(ctx);
+	if (ctx->progress == UW_PROGRESS_AUTO)
+		uw_lease_take(&ctx->lease, util_now_ns());
+}
+
+void uw__lease_release(struct uw_context *ctx)
+{
+	if (ctx->progress != UW_PROGRESS_AUTO)
+		return;
+	uw_lease_release(&ctx->lease);
+	if (ctx->engine_parked)
+		pthread_cond_signal(&ctx->cond);
+}
+
 void uw__kick(struct uw_context *ctx)
 {
-	if (ctx->progress == UW_PROGRESS_AUTO)
+	/* libuv applies a watcher's or timer's change when the loop next
+	 * runs: whoever sleeps in its poll must wake and run it */
+	if (ctx->progress == UW_PROGRESS_AUTO || ctx->lease.sleepers)
 		uv_async_send(&ctx->wake);
 }
 
 void uw__notify(struct uw_context *ctx)
 {
-	if (ctx->progress == UW_PROGRESS_AUTO)
-		pthread_cond_broadcast(&ctx->cond);
+	/* Called with the lock: any thread asleep in the loop's poll is
+	 * another, and may wait for this completion or event; the readiness
+	 * that made it may be taken already, so its poll must be ended by
+	 * hand. Not with the loop's own async handle: libuv skips the write
+	 * while one is pending, and the loop runner then drains it unseen. */
+	if (ctx->lease.sleepers && !ctx->bell_up) {
+		util_evfd_raise(ctx->bell);
+		ctx->bell_up = true;
+	}
 }
 
 int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 {
 	uint64_t start = util_now_ms();
 
-	if (ctx->progress == UW_PROGRESS_AUTO) {
-		/* The engine thread watches the network; we sleep until it
-		 * reports something (or an fd of the caller's is ready). */
-		if (fd >= 0) {
-			struct pollfd p = { fd, POLLIN, 0 };
-			pthread_mutex_unlock(&ctx->lock);
-			util_sys_poll(&p, 1, timeout_ms);
-			pthread_mutex_lock(&ctx->lock);
-		} else if (timeout_ms < 0) {
-			pthread_cond_wait(&ctx->cond, &ctx->lock);
-		} else {
-			struct timespec ts = util_deadline_ms((uint64_t)timeout_ms);
-			pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts);
-		}
-	} else {
-		struct pollfd p[2] = { { uv_backend_fd(&ctx->loop), POLLIN, 0 },
-				       { fd, POLLIN, 0 } };
-		int t = uv_backend_timeout(&ctx->loop);
-		if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
-			t = timeout_ms;
-		pthread_mutex_unlock(&ctx->lock);
-		util_sys_poll(p, fd >= 0 ? 2 : 1, t);
-		pthread_mutex_lock(&ctx->lock);
-		uw__progress(ctx);
+	/* With either kind of progress the waiting thread sleeps on the
+	 * loop itself and progresses when it wakes: the completion it waits
+	 * for is made on its own thread (with automatic progress the engine
+	 * thread stands back meanwhile: progress_lease.h). */
+	struct pollfd p[3] = { { uv_backend_fd(&ctx->loop), POLLIN, 0 },
+			       { ctx->bell, POLLIN, 0 },
+			       { fd, POLLIN, 0 } };
+	int t = uv_backend_timeout(&ctx->loop);
+	if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
+		t = timeout_ms;
+	ctx->lease.sleepers++;
+	pthread_mutex_unlock(&ctx->lock);
+	util_sys_poll(p, fd >= 0 ? 3 : 2, t);
+	pthread_mutex_lock(&ctx->lock);
+	if (!--ctx->lease.sleepers && ctx->bell_up) {
+		util_evfd_lower(ctx->bell);
+		ctx->bell_up = false;
 	}
+	uw__progress_caller(ctx);
 	if (timeout_ms >= 0 && util_now_ms() - start >= (uint64_t)timeout_ms)
 		return -ETIMEDOUT;
 	return 0;
 }
 
-static void wake_cb(uv_async_t *h) { (void)h; /* only here to end the engine thread's poll */ }
+int uw__wait_spin(struct uw_context *ctx, uint64_t *spin_until, int timeout_ms)
+{
+	uint64_t now = util_now_ns();
+	if (!*spin_until)
+		*spin_until = now + ctx->spin_ns;
+	if (now >= *spin_until || !timeout_ms)
+		return uw__wait(ctx, -1, timeout_ms);
+	pthread_mutex_unlock(&ctx->lock);
+	sched_yield();
+	pthread_mutex_lock(&ctx->lock);
+	uw__progress_caller(ctx);
+	return 0;
+}
+
+static void wake_cb(uv_async_t *h) { (void)h; /* only here to end a poll of the loop */ }
 
 static void *engine_thread(void *arg)
 {
 	struct uw_context *ctx = arg;
 	pthread_mutex_lock(&ctx->lock);
 	while (!ctx->stopping) {
+		uint64_t now = util_now_ns();
+		uint64_t until = uw_lease_engine_waits(&ctx->lease, now);
+		if (until) {
+			/* a thread of the program moves the data */
+			struct timespec ts = util_deadline(0, (long)(until - now));
+			ctx->engine_parked = true;
+			pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts);
+			ctx->engine_parked = false;
+			continue;
+		}
 		struct pollfd p = { uv_backend_fd(&ctx->loop), POLLIN, 0 };
 		int t = uv_backend_timeout(&ctx->loop);
 		pthread_mutex_unlock(&ctx->lock);
@@ -156,6 +201,9 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 			? attr->mpa_reply_timeout_ms
 			: util_env_ms("uwarp", "UWARP_MPA_REPLY_MS", UW_MPA_REPLY_MS_DEFAULT, 1,
 				      UW_MPA_REPLY_MS_MAX);
+	ctx->spin_ns = (uint64_t)util_env_uint("uwarp", "UWARP_SPIN_US", "microseconds",
+					       UW_SPIN_US_DEFAULT, 0, 1000000) *
+		       1000u;
 	ctx->request_timeout_ms =
 		attr && attr->mpa_request_timeout_ms ? attr->mpa_request_timeout_ms : 5000;
 	ctx->next_qpn = 1;
@@ -163,6 +211,14 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 	ctx->stag_free = UINT32_MAX;
 	stag_table_init(&ctx->stag_ix, stag_random, ctx);
 	util_list_init(&ctx->conns);
+	ctx->bell = util_evfd_open();
+	if (ctx->bell < 0) {
+		rc = -errno;
+		free(ctx->rxbuf);
+		free(ctx);
+		errno = -rc;
+		return NULL;
+	}
 	pthread_mutex_init(&ctx->lock, NULL);
 	util_cond_init(&ctx->cond);
 	rc = uv_loop_init(&ctx->loop);
@@ -187,6 +243,7 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 fail:
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_cond_destroy(&ctx->cond);
+	util_sys_close(ctx->bell);
 	free(ctx->rxbuf);
 	free(ctx);
 	errno = -rc;
@@ -213,6 +270,7 @@ int uw_close(struct uw_context *ctx)
 		uw__wait(ctx, -1, 10);
 	ctx->stopping = true;
 	uv_async_send(&ctx->wake);
+	pthread_cond_signal(&ctx->cond); /* an engine standing back */
 	pthread_mutex_unlock(&ctx->lock);
 	if (ctx->thread_running)
 		pthread_join(ctx->thread, NULL);
@@ -221,6 +279,7 @@ int uw_close(struct uw_context *ctx)
 	uv_loop_close(&ctx->loop);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_cond_destroy(&ctx->cond);
+	util_sys_close(ctx->bell);
 	free(ctx->stags);
 	stag_table_free(&ctx->stag_ix);
 	uw__txsets_free(ctx);

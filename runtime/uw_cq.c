@@ -146,20 +146,28 @@ int uw_poll_cq(struct uw_cq *c, int n, struct uw_wc *wc)
 		return -EINVAL;
 	struct uw_context *ctx = c->context;
 	pthread_mutex_lock(&ctx->lock);
-	if (ctx->progress == UW_PROGRESS_MANUAL && !cq->count)
-		uw__progress(ctx);
+	if (!cq->count) {
+		/* Nothing to take: move what the network has, on this thread.
+		 * With automatic progress that saves the hop through the engine
+		 * thread (progress_lease.h); a poll of an armed CQ is the
+		 * program's last look before it sleeps on the channel, and
+		 * takes no lease. */
+		if (ctx->progress == UW_PROGRESS_AUTO && !cq->armed)
+			uw__progress_caller(ctx);
+		else
+			uw__progress(ctx);
+	}
 	while (k < n && cq->count) {
 		wc[k++] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->cap;
 		cq->count--;
 	}
 	pthread_mutex_unlock(&ctx->lock);
-	/* With automatic progress an empty poll gives up the CPU: the
-	 * completions are made by the engine thread, and a program spinning
-	 * here (perftest, libfabric, MPI over rdma/ibverbs; uwarp-perf) held
-	 * the core it needed, so each message waited for the scheduler to
-	 * preempt the spinner (docs/performance.md). With nothing else
-	 * runnable the call returns at once. */
+	/* Nothing found with automatic progress: give the CPU to what else
+	 * is runnable (a program spinning here on a small machine held the
+	 * core that its engine thread or its peer needed:
+	 * docs/performance.md); with nothing else runnable the call returns
+	 * at once. */
 	if (!k && n && ctx->progress == UW_PROGRESS_AUTO)
 		sched_yield();
 	return k;
@@ -172,6 +180,7 @@ int uw_req_notify_cq(struct uw_cq *c, int solicited_only)
 		return EINVAL;
 	pthread_mutex_lock(&c->context->lock);
 	cq->armed = solicited_only ? 2 : 1;
+	uw__lease_release(c->context); /* it will sleep on the channel */
 	pthread_mutex_unlock(&c->context->lock);
 	return 0;
 }
@@ -214,10 +223,11 @@ int uw_cq_wait(struct uw_cq *c, int threshold, int timeout_ms)
 		return -EINVAL;
 	struct uw_context *ctx = c->context;
 	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t spin_until = 0;
 	pthread_mutex_lock(&ctx->lock);
 	for (;;) {
-		if (ctx->progress == UW_PROGRESS_MANUAL)
-			uw__progress(ctx);
+		if (cq->count < (uint32_t)threshold)
+			uw__progress_caller(ctx);
 		if (cq->count >= (uint32_t)threshold) {
 			int n = (int)cq->count;
 			pthread_mutex_unlock(&ctx->lock);
@@ -232,7 +242,7 @@ int uw_cq_wait(struct uw_cq *c, int threshold, int timeout_ms)
 			}
 			left = (int)(deadline - now);
 		}
-		uw__wait(ctx, -1, left);
+		uw__wait_spin(ctx, &spin_until, left);
 	}
 }
 

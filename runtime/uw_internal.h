@@ -26,6 +26,7 @@
 #include "mpa/mpa_negotiate.h"
 #include "rdmap/rdmap_conn.h"
 #include "conn_life.h"
+#include "progress_lease.h"
 #include "rdmap/stag_table.h"
 #include "util/list.h"
 #include "util/sys.h"
@@ -35,11 +36,23 @@
 struct uw_stag_entry;
 struct uw_mw_impl;
 
+/* A wait progresses this long before it sleeps (UWARP_SPIN_US); see
+ * uw__wait_spin and docs/performance.md for the figure behind it. */
+#define UW_SPIN_US_DEFAULT 20
+
 struct uw_context {
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* auto progress: completions and events */
+	pthread_cond_t cond; /* auto progress: the engine thread stands back on it */
 	uv_loop_t loop;
-	uv_async_t wake; /* rouses the engine thread (auto progress) */
+	uv_async_t wake;       /* ends the loop's poll: the engine's, or a waiting caller's */
+	struct uw_lease lease; /* auto progress: engine or caller (progress_lease.h) */
+	bool engine_parked;
+	/* Rung by uw__notify for the threads asleep in uw__wait: the one that
+	 * ran the loop may have taken the readiness they slept on. Lowered
+	 * by the last of them to leave, so that none misses it. */
+	int bell;
+	bool bell_up;
+	uint64_t spin_ns; /* how long a wait progresses before it sleeps */
 	enum uw_progress progress;
 	pthread_t thread;
 	bool thread_running;
@@ -84,6 +97,13 @@ static inline ssize_t uw__sock_write(int fd, const void *buf, size_t len)
 
 /* Called with ctx->lock held: move whatever is ready, without blocking. */
 void uw__progress(struct uw_context *ctx);
+/* The same, by a thread of the program (it found nothing to take): with
+ * automatic progress that thread holds the lease (progress_lease.h). */
+void uw__progress_caller(struct uw_context *ctx);
+/* Called with ctx->lock held: the program is about to wait outside
+ * uwarp (it armed a CQ, or found a non-blocking channel empty): the
+ * engine thread, if standing back, resumes now. */
+void uw__lease_release(struct uw_context *ctx);
 /*
  * Called with ctx->lock held: release it, wait until the network, fd
  * (if >= 0) or a loop timer needs attention or timeout_ms passes (-1:
@@ -91,9 +111,16 @@ void uw__progress(struct uw_context *ctx);
  * time is up.
  */
 int uw__wait(struct uw_context *ctx, int fd, int timeout_ms);
+/*
+ * uw__wait, but the first calls of a wait (*spin_until 0 at its start)
+ * progress on this thread without sleeping, for up to ctx->spin_ns: a
+ * reply due in microseconds is taken without the cost of a sleep and a
+ * wake-up. Each call yields the CPU once (the peer may need this core).
+ */
+int uw__wait_spin(struct uw_context *ctx, uint64_t *spin_until, int timeout_ms);
 /* Something changed that the engine thread's sleep must see. */
 void uw__kick(struct uw_context *ctx);
-/* Completions or events appeared: wake auto-progress waiters. */
+/* Completions or events appeared: wake the threads waiting in uw__wait. */
 void uw__notify(struct uw_context *ctx);
 /* 32 bits from the kernel's CSPRNG (STag indices and keys must not be
  * predictable from STags a peer has seen). */

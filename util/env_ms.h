@@ -1,8 +1,8 @@
 /*
- * env_ms.h: a duration in milliseconds from the environment, read
- * strictly (header-only). A value that is not a whole number in range is
- * named in one line on stderr and the default holds: a typo must not
- * silently turn a timer off or make it huge.
+ * env_ms.h: a duration in milliseconds (or another whole number) from
+ * the environment, read strictly (header-only). A value that is not a
+ * whole number in range is named in one line on stderr and the default
+ * holds: a typo must not silently turn a timer off or make it huge.
  */
 #ifndef UWARP_UTIL_ENV_MS_H
 #define UWARP_UTIL_ENV_MS_H
@@ -25,20 +25,29 @@ static inline bool util_parse_ms(const char *s, unsigned lo, unsigned hi, unsign
 	return true;
 }
 
+/* getenv(@name) as a whole number of @unit (a word for the line on
+ * stderr) in [lo, hi], @def when unset, empty or unreadable (@who
+ * prefixes the line that says so) */
+static inline unsigned util_env_uint(const char *who, const char *name, const char *unit,
+				     unsigned def, unsigned lo, unsigned hi)
+{
+	const char *v = getenv(name);
+	unsigned n;
+	if (!v || !*v)
+		return def;
+	if (util_parse_ms(v, lo, hi, &n))
+		return n;
+	fprintf(stderr, "%s: %s='%s' ignored: %s, %u to %u (default %u)\n", who, name, v, unit, lo,
+		hi, def);
+	return def;
+}
+
 /* getenv(@name) as milliseconds, @def when unset, empty or unreadable
  * (@who prefixes the line that says so) */
 static inline unsigned util_env_ms(const char *who, const char *name, unsigned def, unsigned lo,
 				   unsigned hi)
 {
-	const char *v = getenv(name);
-	unsigned ms;
-	if (!v || !*v)
-		return def;
-	if (util_parse_ms(v, lo, hi, &ms))
-		return ms;
-	fprintf(stderr, "%s: %s='%s' ignored: milliseconds, %u to %u (default %u)\n", who, name, v,
-		lo, hi, def);
-	return def;
+	return util_env_uint(who, name, "milliseconds", def, lo, hi);
 }
 
 #endif

@@ -67,9 +67,13 @@ enum uw_progress {
 	 */
 	UW_PROGRESS_MANUAL = 0,
 	/*
-	 * An engine thread moves data whenever the network is ready, so
-	 * one-sided operations against this process progress while it
-	 * computes.
+	 * Data moves whether or not the application calls in, so one-sided
+	 * operations against this process progress while it computes. A
+	 * thread that waits (uw_poll_cq finding nothing, uw_cq_wait,
+	 * uw_get_cq_event, uw_cm_get_event) moves the data itself, with no
+	 * hop through another thread; an engine thread takes over within a
+	 * millisecond of the application's last call, and at once when it
+	 * arms a CQ (uw_req_notify_cq) or finds a non-blocking channel empty.
 	 */
 	UW_PROGRESS_AUTO = 1,
 };

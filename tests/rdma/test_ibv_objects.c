@@ -418,9 +418,9 @@ __attribute__((visibility("default"))) int sched_yield(void)
 	return 0;
 }
 
-/* An empty poll gives up the CPU to uwarp's engine thread, which makes the
- * completions (a spinning program starved it: runtime/uw_cq.c); a poll that finds
- * completions does not */
+/* An empty poll gives up the CPU (it has already moved what the network
+ * had; a spinning program held the core its peer or uwarp's engine thread
+ * needed: runtime/uw_cq.c); a poll that finds completions does not */
 static void an_empty_poll_yields_the_cpu(void **state)
 {
 	struct env *e = *state;
