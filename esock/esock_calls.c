@@ -86,11 +86,14 @@ static int wait_connected(int fd, struct esock *e, unsigned ms)
 {
 	pthread_mutex_lock(&e->mu);
 	int rc = 0;
-	while (e->st == ES_CONNECTING)
-		if (esock__wait(e, ms) == ETIMEDOUT) {
-			rc = EINPROGRESS;
+	while (e->st == ES_CONNECTING) {
+		/* timed out, or a signal: the connection goes on (connect(2)) */
+		int w = esock__wait(e, ms);
+		if (w) {
+			rc = w == ETIMEDOUT ? EINPROGRESS : w;
 			break;
 		}
+	}
 	if (!rc && e->st == ES_FALLBACK) {
 		/* the peer is not iWARP: a plain connection (esock_fallback.c) */
 		pthread_mutex_unlock(&e->mu);

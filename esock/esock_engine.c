@@ -111,16 +111,6 @@ void esock__update(struct esock *e, bool arrived_data)
 	}
 }
 
-int esock__wait(struct esock *e, unsigned ms)
-{
-	if (!ms) {
-		pthread_cond_wait(&e->cv, &e->mu);
-		return 0;
-	}
-	struct timespec ts = util_deadline_ms(ms);
-	return pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-}
-
 static int post_recv(struct esock *e, int i)
 {
 	ssize_t rc = exs_recv(e->exs, e->rbuf + (size_t)i * ESOCK_RCHUNK, ESOCK_RCHUNK, 0, esock_q,
@@ -237,7 +227,7 @@ static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
 	 * (the point at which poll reports it writable), not at each
 	 * send's completion: one wake-up per several writes' worth. */
 	if (t->kind != TAG_SEND || err || ESOCK_SBUF - e->sout >= ESOCK_SBUF / 4)
-		pthread_cond_broadcast(&e->cv);
+		esock__wake(e);
 	pthread_mutex_unlock(&e->mu);
 	if (close_failed)
 		esock__engine_done(e);

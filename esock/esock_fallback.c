@@ -324,7 +324,7 @@ struct esock *esock__fall_back(int fd, struct esock *e)
 		e->st = ES_FAILED;
 		e->so_error = e->conn_err = -s;
 		esock__update(e, false);
-		pthread_cond_broadcast(&e->cv);
+		esock__wake(e);
 		pthread_mutex_unlock(&e->mu);
 		return e;
 	}
@@ -336,7 +336,7 @@ struct esock *esock__fall_back(int fd, struct esock *e)
 	e->conn_err = ENOTCONN;
 	e->fell_back = true; /* a call waiting on it goes on on fd */
 	quiet(e);
-	pthread_cond_broadcast(&e->cv);
+	esock__wake(e);
 	int why = e->fell_err;
 	struct sockaddr_storage peer = e->peer; /* (e may be gone once unnamed) */
 	pthread_mutex_unlock(&e->mu);

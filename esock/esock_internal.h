@@ -147,15 +147,18 @@ struct esock_aop {
 	struct esock_aop *next; /* RECV: the socket's pending ones, in order */
 };
 
+struct esock_waiter;
+
 struct esock {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	pid_t owner;     /* the process whose engine carries it */
-	int fds;         /* program descriptors naming it */
-	bool engine_ref; /* the exs socket is still open (its CLOSE is due) */
-	int exs;         /* the ES-API socket */
-	int tcp;         /* a copy of the TCP socket: names, TCP options */
-	int a, b;        /* the program's end (a copy), our end */
+	pthread_cond_t cv;            /* waiters without an eventfd of their own (esock_sleep.c) */
+	struct esock_waiter *waiters; /* threads asleep in esock__wait */
+	pid_t owner;                  /* the process whose engine carries it */
+	int fds;                      /* program descriptors naming it */
+	bool engine_ref;              /* the exs socket is still open (its CLOSE is due) */
+	int exs;                      /* the ES-API socket */
+	int tcp;                      /* a copy of the TCP socket: names, TCP options */
+	int a, b;                     /* the program's end (a copy), our end */
 	int domain;
 	_Atomic bool nonblock; /* O_NONBLOCK of the program's end (kept: one
 				* system call less per call) */
@@ -276,7 +279,12 @@ void esock__repost_free(struct esock *e); /* under e->mu: the RC_FREE chunks */
  * caller calls esock__engine_done once it has let go of e->mu) */
 bool esock__settle(struct esock *e);
 void esock__update(struct esock *e, bool arrived); /* readiness: under e->mu */
-int esock__wait(struct esock *e, unsigned ms);     /* under e->mu: 0 or ETIMEDOUT */
+/* esock_sleep.c: under e->mu, wait for esock__wake or @ms (0: no limit):
+ * 0, ETIMEDOUT, or EINTR when a signal handler ran that the kernel would
+ * not restart the socket call after (signal(7)) */
+int esock__wait(struct esock *e, unsigned ms);
+/* under e->mu: wake every thread in esock__wait on @e */
+void esock__wake(struct esock *e);
 
 /*
  * A DDP listener (esock_listen.c, esock_gate.c). accept must never wait

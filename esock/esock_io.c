@@ -143,9 +143,12 @@ ssize_t esock__recv(struct esock *e, const struct iovec *iov, int cnt, int flags
 				err = EAGAIN;
 			break;
 		}
-		if (esock__wait(e, e->rcvtimeo_ms) == ETIMEDOUT) {
+		int w = esock__wait(e, e->rcvtimeo_ms);
+		if (w) {
+			/* what came before the timeout or the signal is the call's
+			 * result, as recv(2) returns it */
 			if (!got)
-				err = EAGAIN;
+				err = w == ETIMEDOUT ? EAGAIN : w;
 			break;
 		}
 	}
@@ -256,9 +259,10 @@ ssize_t esock__send(struct esock *e, const struct iovec *iov, int cnt, int flags
 				err = EAGAIN;
 			break;
 		}
-		if (esock__wait(e, e->sndtimeo_ms) == ETIMEDOUT) {
+		int w = esock__wait(e, e->sndtimeo_ms);
+		if (w) {
 			if (!put)
-				err = EAGAIN;
+				err = w == ETIMEDOUT ? EAGAIN : w;
 			break;
 		}
 	}
@@ -300,7 +304,7 @@ int esock__shutdown(struct esock *e, int how)
 			esock__settle(e);
 		}
 		esock__update(e, false);
-		pthread_cond_broadcast(&e->cv);
+		esock__wake(e);
 	}
 	pthread_mutex_unlock(&e->mu);
 	if (err) {

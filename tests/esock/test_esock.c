@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -695,6 +696,84 @@ static void receive_timeout_says_eagain(void **state)
 	assert_int_equal(getsockopt(p.s, SOL_SOCKET, SO_RCVTIMEO, &back, &len), 0);
 	assert_int_equal(back.tv_sec, 0); /* (the kernel keeps it in ticks) */
 	assert_in_range(back.tv_usec, 50000, 60000);
+	close_pair(&p);
+}
+
+/* A blocking read ends as on TCP when a signal handler runs (signal(7)):
+ * after a handler without SA_RESTART it fails with EINTR (qperf ends its
+ * timed runs with SIGALRM so; over DDP its read waited on for ever); after
+ * one with SA_RESTART it goes on and returns the data that comes. The
+ * signal is sent to the reading thread, as a process's may go to any. */
+static atomic_int alarms;
+static void on_alarm(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&alarms, 1);
+}
+
+struct late_write {
+	pthread_t reader;
+	int fd;
+	int after; /* signals to send before writing */
+	atomic_bool stop;
+	atomic_bool write_failed;
+};
+
+/* Sends the reader SIGALRM each millisecond and, after @after of them,
+ * writes its byte (when a read must end by EINTR, after 2000: a read that
+ * never ends must not hang the test). Counted as sent, not as handled: a
+ * ThreadSanitizer build runs a handler only once the restarted read is
+ * over. (No cmocka assertions here: a thread of ours.) */
+static void *alarm_then_write(void *arg)
+{
+	struct late_write *lw = arg;
+	bool written = false;
+	for (int sent = 0; !atomic_load(&lw->stop); sent++) {
+		if (!written && sent >= lw->after) {
+			if (write(lw->fd, "x", 1) != 1)
+				atomic_store(&lw->write_failed, true);
+			written = true;
+		}
+		pthread_kill(lw->reader, SIGALRM);
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL); /* (pacing the signals, not waiting for one) */
+	}
+	return NULL;
+}
+
+static void read_under_alarms(struct pair *p, int flags, int after, ssize_t *n, int *err)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = flags };
+	sigemptyset(&sa.sa_mask);
+	struct sigaction old;
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+	atomic_store(&alarms, 0);
+	struct late_write lw = { .reader = pthread_self(), .fd = p->c, .after = after };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, alarm_then_write, &lw), 0);
+	char b;
+	errno = 0;
+	*n = read(p->s, &b, 1);
+	*err = errno;
+	atomic_store(&lw.stop, true);
+	pthread_join(t, NULL);
+	sigaction(SIGALRM, &old, NULL);
+	assert_false(atomic_load(&lw.write_failed));
+}
+
+static void a_signal_ends_a_blocking_read_as_on_tcp(void **state)
+{
+	struct pair p = make_pair(ddp_of(state));
+	ssize_t n;
+	int err;
+	/* no SA_RESTART: the first alarm that finds the read asleep ends it */
+	read_under_alarms(&p, 0, 2000, &n, &err);
+	assert_int_equal(n, -1);
+	assert_int_equal(err, EINTR);
+	assert_true(atomic_load(&alarms) >= 1);
+	/* SA_RESTART: signals come and go, the read waits for the byte */
+	read_under_alarms(&p, SA_RESTART, 20, &n, &err);
+	assert_int_equal(n, 1);
 	close_pair(&p);
 }
 
@@ -1657,6 +1736,7 @@ int main(void)
 		BOTH(names_and_identity_are_tcp),
 		BOTH(accept4_applies_its_flags),
 		BOTH(nonblocking_read_says_eagain),
+		BOTH(a_signal_ends_a_blocking_read_as_on_tcp),
 		BOTH(blocking_mode_is_shared_by_every_name),
 		BOTH(peek_and_fionread_leave_the_bytes),
 		BOTH(waitall_gathers_several_writes),
