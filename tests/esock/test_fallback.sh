@@ -63,7 +63,10 @@ rate=$(gbits "$work/ic.json")
 	{ bad "iperf3 against plain iperf3:"; tail -n 5 "$work/ic.json" "$work/ic.err"; }
 has "$work/ic.err" "to 127.0.0.1:$port: plain TCP: "
 port=$(free_port)
-pre iperf3 -s -p "$port" >"$work/iperf-ddp.out" 2>"$work/iperf-ddp.err" &
+# (not through pre: a function run in the background is a subshell, and
+# $! would name it, not iperf3, which then outlived the test)
+env LD_PRELOAD="$lib" ESOCK_DDPMODE="$port" ESOCK_VERBOSE=1 \
+	iperf3 -s -p "$port" >"$work/iperf-ddp.out" 2>"$work/iperf-ddp.err" &
 track $!
 wait_port "$port" $! || bad "preloaded iperf3 -s did not listen"
 iperf3 -c 127.0.0.1 -p "$port" -t 1 -J >"$work/ic2.json" 2>&1
