@@ -43,11 +43,8 @@ static int thread_sleep_fd(void)
 		pthread_once(&sleep_once, sleep_key_make);
 		int fd = eventfd(0, EFD_CLOEXEC);
 		if (fd >= 0) {
-			fd = esock__hide(fd); /* out of the program's numbers */
-			if (fd >= 0) {
-				sleep_fd = fd;
-				pthread_setspecific(sleep_key, (void *)(intptr_t)(fd + 1));
-			}
+			sleep_fd = esock__hide(fd); /* out of the program's numbers */
+			pthread_setspecific(sleep_key, (void *)(intptr_t)(sleep_fd + 1));
 		}
 	}
 	return sleep_fd;

@@ -148,9 +148,10 @@ struct util_list *uw__chan_take(struct uw__chan *ch, struct uw_context *ctx, int
 {
 	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
 	uint64_t spin_until = 0;
+	/* once here; each wait below progresses when it ends */
+	if (util_list_empty(&ch->events))
+		uw__progress_caller(ctx);
 	for (;;) {
-		if (util_list_empty(&ch->events))
-			uw__progress_caller(ctx);
 		if (!util_list_empty(&ch->events)) {
 			struct util_list *n = ch->events.next;
 			util_list_del(n);

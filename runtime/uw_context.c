@@ -211,17 +211,10 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 	ctx->stag_free = UINT32_MAX;
 	stag_table_init(&ctx->stag_ix, stag_random, ctx);
 	util_list_init(&ctx->conns);
-	ctx->bell = util_evfd_open();
-	if (ctx->bell < 0) {
-		rc = -errno;
-		free(ctx->rxbuf);
-		free(ctx);
-		errno = -rc;
-		return NULL;
-	}
 	pthread_mutex_init(&ctx->lock, NULL);
 	util_cond_init(&ctx->cond);
-	rc = uv_loop_init(&ctx->loop);
+	ctx->bell = util_evfd_open();
+	rc = ctx->bell < 0 ? -errno : uv_loop_init(&ctx->loop);
 	if (rc)
 		goto fail;
 	rc = uv_async_init(&ctx->loop, &ctx->wake, wake_cb);
@@ -243,7 +236,8 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 fail:
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_cond_destroy(&ctx->cond);
-	util_sys_close(ctx->bell);
+	if (ctx->bell >= 0)
+		util_sys_close(ctx->bell);
 	free(ctx->rxbuf);
 	free(ctx);
 	errno = -rc;

@@ -225,9 +225,10 @@ int uw_cq_wait(struct uw_cq *c, int threshold, int timeout_ms)
 	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
 	uint64_t spin_until = 0;
 	pthread_mutex_lock(&ctx->lock);
+	/* once here; each wait below progresses when it ends */
+	if (cq->count < (uint32_t)threshold)
+		uw__progress_caller(ctx);
 	for (;;) {
-		if (cq->count < (uint32_t)threshold)
-			uw__progress_caller(ctx);
 		if (cq->count >= (uint32_t)threshold) {
 			int n = (int)cq->count;
 			pthread_mutex_unlock(&ctx->lock);

@@ -113,7 +113,8 @@ void uw__lease_release(struct uw_context *ctx);
 int uw__wait(struct uw_context *ctx, int fd, int timeout_ms);
 /*
  * uw__wait, but the first calls of a wait (*spin_until 0 at its start)
- * progress on this thread without sleeping, for up to ctx->spin_ns: a
+ * progress on this thread without sleeping, for up to ctx->spin_ns (either
+ * way the call ends having progressed once: its caller need not): a
  * reply due in microseconds is taken without the cost of a sleep and a
  * wake-up. Each call yields the CPU once (the peer may need this core).
  */
