@@ -47,6 +47,7 @@
 #define PLAIN_REMEMBER_MS 60000
 #define DRAIN_MS 500    /* the first connection's end, waited for at most */
 #define REFUSED_MS 2000 /* the second connection, refused, tried again so long */
+#define SETTLE_MS 100   /* the second connection, watched for a reset so long */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool fallback_on = true;
@@ -235,7 +236,34 @@ static void end_first(const struct esock *e)
 	}
 }
 
-/* a new TCP connection to the peer, connected: its descriptor, or -errno */
+/* The second connection may have been queued on a listener the server
+ * was about to close: iperf3 closes its client's connection, then its
+ * listener, then opens a new one, and a connection made between the first
+ * two is completed by the kernel and then reset when the listener goes.
+ * Nothing distinguishes it until the reset comes, so it is watched for a
+ * moment: bytes from the server (it accepted it) or quiet mean it lives;
+ * a reset, ECONNRESET, which plain_connect treats as a refusal. The cost,
+ * SETTLE_MS, is paid by the first connection to such a peer only. */
+static int settle(int s)
+{
+	uint64_t end = util_now_ms() + SETTLE_MS;
+	for (;;) {
+		struct pollfd p = { .fd = s, .events = POLLIN | POLLRDHUP };
+		uint64_t now = util_now_ms();
+		int r = now >= end ? 0 : REAL(poll)(&p, 1, (int)(end - now));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || !(p.revents & (POLLERR | POLLHUP)))
+			return 0; /* quiet, its bytes, or its orderly end */
+		int err = 0;
+		socklen_t l = sizeof(err);
+		REAL(getsockopt)(s, SOL_SOCKET, SO_ERROR, &err, &l);
+		return err;
+	}
+}
+
+/* a new TCP connection to the peer, connected and not reset at once: its
+ * descriptor, or -errno */
 static int plain_connect_once(const struct esock *e)
 {
 	int s = REAL(socket)(e->domain, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -264,6 +292,8 @@ static int plain_connect_once(const struct esock *e)
 		REAL(getsockopt)(s, SOL_SOCKET, SO_ERROR, &err, &l);
 		break;
 	}
+	if (!err)
+		err = settle(s);
 	if (err) {
 		esock__close(s);
 		return -err;
@@ -271,16 +301,17 @@ static int plain_connect_once(const struct esock *e)
 	return s;
 }
 
-/* ...tried again while refused, for a moment: the peer was listening a
- * moment ago, and a server that serves one client at a time may open its
- * listener anew after each (iperf3 does, once the first connection ends) */
+/* ...tried again while refused or reset, for a moment: the peer was
+ * listening a moment ago, and a server that serves one client at a time
+ * may open its listener anew after each (iperf3 does, once the first
+ * connection ends) */
 static int plain_connect(const struct esock *e)
 {
 	uint64_t end = util_now_ms() + REFUSED_MS;
 	unsigned pause_ms = 5;
 	for (;;) {
 		int s = plain_connect_once(e);
-		if (s != -ECONNREFUSED || util_now_ms() + pause_ms > end)
+		if ((s != -ECONNREFUSED && s != -ECONNRESET) || util_now_ms() + pause_ms > end)
 			return s;
 		struct timespec ts = { 0, (long)pause_ms * 1000000 };
 		nanosleep(&ts, NULL);

@@ -5,9 +5,10 @@
 # behaviour (refused, at once). Debian's own programs at both ends: curl
 # against python3's http.server (silent until a whole request line comes:
 # the MPA Reply's timer decides), iperf3 against plain iperf3 (it answers
-# the MPA Request with bytes of its own); then the DDP-mode server side
-# with plain clients, and both ends preloaded, where ESOCK_VERBOSE says
-# which connections went DDP. In a network namespace of its own where it
+# the MPA Request with bytes of its own), a server that resets the second
+# connection by closing its listener with it queued; then the DDP-mode
+# server side with plain clients, and both ends preloaded, where
+# ESOCK_VERBOSE says which connections went DDP. In a network namespace of its own where it
 # may (tests/hostile/lib.sh).
 . "$(dirname "$0")/../hostile/lib.sh"
 hostile_begin "$0" "$@"
@@ -74,6 +75,16 @@ rate=$(gbits "$work/ic2.json")
 [ -n "$rate" ] && ok "plain iperf3 against a preloaded iperf3 server: $rate Gbit/s" ||
 	{ bad "plain iperf3 against preloaded server:"; tail -n 5 "$work/ic2.json"; }
 has "$work/iperf-ddp.err" "plain TCP (its first bytes are not an MPA Request"
+
+# 3b. a server that opens its listener anew after each client, with the
+#     fallback's connection queued on the old one when it goes (as iperf3
+#     may, when it is slow between its two closes): the kernel resets that
+#     connection, and the fallback must try again, not hand the program a
+#     dead socket (curl said "Couldn't connect to server")
+start_server "$work/recycle.out" 'port \([0-9]*\)' python3 -u "$(dirname "$0")/recycling_server.py"
+if [ "$(pre curl -sS "http://127.0.0.1:$port/" 2>"$work/recycle.err")" = "the page" ]; then
+	ok "curl, preloaded, against a server that recycles its listener: the page"; else
+	bad "curl against a server that recycles its listener:"; cat "$work/recycle.err"; fi
 
 # 4. plain curl against a preloaded http.server, then curl preloaded too:
 #    DDP, and both ends say so
