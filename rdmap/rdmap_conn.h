@@ -62,6 +62,13 @@ struct rdmap_conn_cfg {
 	 * it back, or the connection fails (then the owner flushes it). */
 	const struct rdmap_recv *(*recv_claim)(void *ctx);
 	void *recv_ctx;
+	/* A message that finds no receive posted may wait for one:
+	 * rdmap_rx_begin then returns -EAGAIN and changes nothing, and the
+	 * engine stops taking input and asks again when a receive is posted;
+	 * with recv_wait_over set (the wait ran out), or without recv_wait,
+	 * it is the Terminate RFC 5041 section 7.2 names (DDP, untagged,
+	 * 0x02: no buffer available). */
+	bool recv_wait;
 };
 
 enum rdmap_event_kind {
@@ -156,6 +163,7 @@ struct rdmap_conn {
 	struct rdmap_seg seg;
 	/* receive side, per message */
 	const struct rdmap_recv *recv; /* claimed for the Send in progress */
+	bool recv_wait_over;           /* set by the engine: no more waiting */
 	uint8_t recv_opcode;
 	uint8_t tagged_opcode;
 	uint64_t tagged_bytes;
@@ -182,7 +190,10 @@ void rdmap_conn_retract(struct rdmap_conn *c);
  * A ULPDU header arrived (hdr: hdr_len bytes as fpdu_rx collected them,
  * payload_len bytes of payload follow). Returns 0 and fills *pl, or
  * -EBADMSG: the stream is now TERMINATING, c->err says why, and nothing of
- * this segment may be placed.
+ * this segment may be placed; or, with cfg.recv_wait, -EAGAIN: the first
+ * segment of a Send or Immediate Data found no receive posted, nothing has
+ * changed, and the same call is to be made again (with recv_wait_over set
+ * once the engine has waited long enough).
  */
 int rdmap_rx_begin(struct rdmap_conn *c, const uint8_t *hdr, size_t hdr_len, uint32_t payload_len,
 		   struct rdmap_place *pl);

@@ -147,6 +147,9 @@ int rdmap_rx_begin(struct rdmap_conn *c, const uint8_t *hdr, size_t hdr_len, uin
 	return op->rx(c, pl);
 }
 
+/* A message with no receive posted may wait for one (rdmap_conn.h) */
+static bool may_wait(const struct rdmap_conn *c) { return c->cfg.recv_wait && !c->recv_wait_over; }
+
 /* Untagged checks for a message that is always one segment with at most
  * max_payload bytes (Read Request, Terminate, Atomics, Immediate Data). */
 static int one_segment(struct rdmap_conn *c, int64_t buf_len)
@@ -222,6 +225,8 @@ int rdmap_rx_send(struct rdmap_conn *c, struct rdmap_place *pl)
 		if (ddp_rx_check_untagged(&c->ddp, d, c->seg.payload_len, INT64_MAX, &e))
 			return terminate_ddp(c, &e);
 		r = c->cfg.recv_claim ? c->cfg.recv_claim(c->cfg.recv_ctx) : NULL;
+		if (!r && may_wait(c))
+			return -EAGAIN;
 		c->recv = r;
 		c->recv_opcode = c->seg.opcode;
 	} else if (c->recv_opcode != c->seg.opcode) {
@@ -240,7 +245,10 @@ int rdmap_rx_immediate(struct rdmap_conn *c, struct rdmap_place *pl)
 
 	if (ddp_rx_check_untagged(&c->ddp, d, c->seg.payload_len, INT64_MAX, &e))
 		return terminate_ddp(c, &e);
-	c->recv = c->cfg.recv_claim ? c->cfg.recv_claim(c->cfg.recv_ctx) : NULL;
+	const struct rdmap_recv *r = c->cfg.recv_claim ? c->cfg.recv_claim(c->cfg.recv_ctx) : NULL;
+	if (!r && may_wait(c))
+		return -EAGAIN;
+	c->recv = r;
 	c->recv_opcode = c->seg.opcode;
 	/* The value travels as payload but lands in the completion, not in
 	 * the receive's buffer: its "buffer" is the 8-byte field. */

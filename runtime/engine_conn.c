@@ -146,6 +146,9 @@ struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
 
 void uw__conn_poll(struct uw_conn *c, int events)
 {
+	c->poll_want = events;
+	if (c->rx_wait && uw_life_full(&c->life))
+		events &= ~UV_READABLE; /* (the input is paused) */
 	if (c->life.st == UW_LIFE_CLOSED || events == c->poll_events)
 		return;
 	c->poll_events = events;
@@ -292,6 +295,7 @@ int uw__conn_start(struct uw_conn *c)
 		.mem = { uw__stag_lookup, uw__stag_invalidate, ctx },
 		.recv_claim = uw__qp_recv_claim,
 		.recv_ctx = qp,
+		.recv_wait = ctx->recv_wait_ms > 0,
 	};
 	/* Markers cut a 64 KiB FPDU into some 130 pieces: such a connection
 	 * gets a list long enough for several FPDUs per writev. */
@@ -390,6 +394,8 @@ static void finish(struct uw_conn *c, enum uw_life_state was, const struct uw_li
 	uv_close((uv_handle_t *)&c->timer, handle_closed);
 	if (c->idle_on)
 		uv_close((uv_handle_t *)&c->idle, handle_closed);
+	if (c->rx_wait_timer_on)
+		uv_close((uv_handle_t *)&c->rx_wait_timer, handle_closed);
 	util_sys_close(c->fd);
 	report_end(c, a->status, a->event);
 	uw__notify(c->ctx);

@@ -5,6 +5,17 @@
  * (readv into the destination and, behind it, the buffer for whatever
  * follows), and its CRC is computed over the bytes where they landed.
  * With markers everything goes through the (larger) buffer.
+ *
+ * A Send (or Immediate Data) that finds no receive posted waits for one,
+ * for ctx->recv_wait_ms (UWARP_RECV_WAIT_MS), before it earns the
+ * Terminate RFC 5041 section 7.2 names ("no buffer available"): the
+ * connection takes no more input meanwhile, so the peer's sends back up
+ * in TCP as they would behind a slow reader, and the program's next
+ * uw_post_recv lets it go on. iWARP has no receiver-not-ready flow control
+ * (InfiniBand retries such a Send); without the wait, programs written
+ * for InfiniBand that let their sender run ahead of the receives (qperf's
+ * rc_bw) lose the connection whenever the receiving program falls behind
+ * for a moment. A receive that never comes still costs the Terminate.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -129,10 +140,63 @@ static void deliver(struct uw_conn *c, const struct rdmap_event *ev)
 	}
 }
 
+static void rx_wait_cb(uv_timer_t *t);
+
+/* The segment's header, judged (rdmap_rx_begin), and the verdict carried
+ * out. false: the input stops here (a receive is awaited, or the stream
+ * failed). */
+static bool begin(struct uw_conn *c)
+{
+	int rc = rdmap_rx_begin(&c->rd, c->rx.hdr, c->rx.hdr_len, c->rx.payload_len, &c->pl);
+	if (rc == -EAGAIN) {
+		if (!c->rx_wait_timer_on) {
+			uv_timer_init(&c->ctx->loop, &c->rx_wait_timer);
+			c->rx_wait_timer.data = c;
+			c->handles++;
+			c->rx_wait_timer_on = true;
+		}
+		c->rx_wait = true;
+		uv_timer_start(&c->rx_wait_timer, rx_wait_cb, c->ctx->recv_wait_ms, 0);
+		uw__conn_poll(c, c->poll_want);
+		uw__kick(c->ctx); /* (a thread asleep in the loop must see the timer) */
+		return false;
+	}
+	if (rc) {
+		if (!c->rx.cfg.crc) {
+			uw__conn_fail(c, &c->rd.err);
+			return false;
+		}
+		c->rx_discard = true;
+		c->rx_hdr_err = c->rd.err;
+	}
+	return true;
+}
+
+/* The wait for a receive is over: one was posted, or the time ran out
+ * (expired), when the header earns its Terminate. Either way the input
+ * goes on, from the bytes held. */
+static void rx_wait_end(struct uw_conn *c, bool expired)
+{
+	if (!c->rx_wait || !uw_life_full(&c->life))
+		return;
+	c->rd.recv_wait_over = expired;
+	c->rx_wait = false;
+	if (!begin(c))
+		return; /* (still none: another QP on the SRQ took it) */
+	uv_timer_stop(&c->rx_wait_timer);
+	uw__conn_poll(c, c->poll_want);
+	uw__conn_rx(c);
+	uw__kick(c->ctx);
+}
+
+static void rx_wait_cb(uv_timer_t *t) { rx_wait_end(t->data, true); }
+
+void uw__conn_recv_posted(struct uw_conn *c) { rx_wait_end(c, false); }
+
 /* Parse what sits in the buffer. */
 static void parse(struct uw_conn *c)
 {
-	while (c->rxoff < c->rxlen && uw_life_full(&c->life)) {
+	while (c->rxoff < c->rxlen && !c->rx_wait && uw_life_full(&c->life)) {
 		struct fpdu_rx_out out;
 		size_t used;
 		enum fpdu_rx_event e =
@@ -142,15 +206,8 @@ static void parse(struct uw_conn *c)
 		case FPDU_RX_MORE:
 			break;
 		case FPDU_RX_HDR:
-			if (rdmap_rx_begin(&c->rd, c->rx.hdr, c->rx.hdr_len, c->rx.payload_len,
-					   &c->pl)) {
-				if (!c->rx.cfg.crc) {
-					uw__conn_fail(c, &c->rd.err);
-					return;
-				}
-				c->rx_discard = true;
-				c->rx_hdr_err = c->rd.err;
-			}
+			if (!begin(c))
+				return;
 			break;
 		case FPDU_RX_DATA:
 			if (!c->rx_discard)
@@ -215,7 +272,7 @@ void uw__conn_rx(struct uw_conn *c)
 {
 	for (int round = 0; round < UW_RX_ROUNDS && uw_life_full(&c->life); round++) {
 		parse(c);
-		if (!uw_life_full(&c->life))
+		if (!uw_life_full(&c->life) || c->rx_wait)
 			break;
 		/* all parsed (a held buffer let go): the next read goes into
 		 * the shared one */

@@ -204,6 +204,8 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 	ctx->spin_ns = (uint64_t)util_env_uint("uwarp", "UWARP_SPIN_US", "microseconds",
 					       UW_SPIN_US_DEFAULT, 0, 1000000) *
 		       1000u;
+	ctx->recv_wait_ms =
+		util_env_ms("uwarp", "UWARP_RECV_WAIT_MS", UW_RECV_WAIT_MS_DEFAULT, 0, 600000);
 	ctx->request_timeout_ms =
 		attr && attr->mpa_request_timeout_ms ? attr->mpa_request_timeout_ms : 5000;
 	ctx->next_qpn = 1;

@@ -39,6 +39,9 @@ struct uw_mw_impl;
 /* A wait progresses this long before it sleeps (UWARP_SPIN_US); see
  * uw__wait_spin and docs/performance.md for the figure behind it. */
 #define UW_SPIN_US_DEFAULT 20
+/* A Send that finds no receive posted waits this long for one, its
+ * connection's input paused (UWARP_RECV_WAIT_MS; engine_rx.c says why). */
+#define UW_RECV_WAIT_MS_DEFAULT 1000
 
 struct uw_context {
 	pthread_mutex_t lock;
@@ -52,7 +55,8 @@ struct uw_context {
 	 * by the last of them to leave, so that none misses it. */
 	int bell;
 	bool bell_up;
-	uint64_t spin_ns; /* how long a wait progresses before it sleeps */
+	uint64_t spin_ns;      /* how long a wait progresses before it sleeps */
+	unsigned recv_wait_ms; /* a Send's wait for a receive (0: none) */
 	enum uw_progress progress;
 	pthread_t thread;
 	bool thread_running;
@@ -364,7 +368,8 @@ struct uw_conn {
 	struct uw_life life; /* where it is in its life (conn_life.h) */
 	int fd;
 	uv_poll_t poll;
-	int poll_events;
+	int poll_events; /* what the poll watches */
+	int poll_want;   /* what it would watch, were the input not paused */
 	uv_timer_t timer;
 	uv_timer_t idle; /* param.idle_timeout_ms's watch, if set */
 	bool idle_on;
@@ -399,6 +404,11 @@ struct uw_conn {
 	bool rx_discard;
 	struct rddp_error rx_hdr_err;
 	bool want_tx; /* receive made work for the send side */
+	/* A Send's first segment found no receive posted: its header waits
+	 * in rx, the input is paused until one is posted or rx_wait_timer
+	 * runs out (engine_rx.c) */
+	bool rx_wait, rx_wait_timer_on;
+	uv_timer_t rx_wait_timer;
 	/* transmit */
 	struct fpdu_batch batch;
 	struct uw_txset *txset; /* while a list is in flight (or markers: always) */
@@ -453,6 +463,9 @@ void uw__conn_tx(struct uw_conn *c);
 void uw__conn_term_tx(struct uw_conn *c);
 /* engine_rx.c: take what the socket has in full operation. */
 void uw__conn_rx(struct uw_conn *c);
+/* A receive was posted to the connection's QP or SRQ: a Send waiting for
+ * one goes on (engine_rx.c) */
+void uw__conn_recv_posted(struct uw_conn *c);
 /* engine_rx.c: after a read into the shared buffer, keep the bytes not
  * parsed yet in the connection's own (false: out of memory) */
 bool uw__conn_rx_hold(struct uw_conn *c);

@@ -455,6 +455,8 @@ int uw_post_recv(struct uw_qp *q, struct uw_recv_wr *wr, struct uw_recv_wr **bad
 		*bad_wr = rc ? wr : NULL;
 	if (q->state == UW_QPS_ERR)
 		uw__qp_flush(qp);
+	else if (qp->conn && qp->conn->rx_wait)
+		uw__conn_recv_posted(qp->conn); /* a Send waited for it */
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;
 }
@@ -535,6 +537,15 @@ int uw_post_srq_recv(struct uw_srq *s, struct uw_recv_wr *wr, struct uw_recv_wr 
 	}
 	if (bad_wr)
 		*bad_wr = rc ? wr : NULL;
+	/* Sends on the SRQ's QPs that waited for a receive go on, in the
+	 * connections' order, while there are receives */
+	struct uw_conn *c, *n;
+	util_list_for_each_safe(c, n, &s->context->conns, link) {
+		if (!srq->count)
+			break;
+		if (c->rx_wait && c->qp && c->qp->pub.srq == s)
+			uw__conn_recv_posted(c);
+	}
 	pthread_mutex_unlock(&s->context->lock);
 	return rc;
 }

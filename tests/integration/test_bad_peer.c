@@ -19,7 +19,9 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <uwarp/verbs.h>
@@ -602,6 +604,106 @@ static void ulpdu_too_short_is_llp_0x03(void **state)
 	expect_terminate(&r, UW_TERM_LAYER_LLP, 0, UW_MPA_ECODE_MARKER);
 }
 
+/* Has the server's end of r's connection paused its input for a receive? */
+static bool waits_for_a_receive(struct raw *r)
+{
+	pthread_mutex_lock(&S.ctx->lock);
+	struct uw_conn *c = ((struct uw_qp_impl *)r->qp)->conn;
+	bool w = c && c->rx_wait;
+	pthread_mutex_unlock(&S.ctx->lock);
+	return w;
+}
+
+/* The receive the server posted for r, filled by a Send of len bytes. */
+static void expect_recv(uint32_t len)
+{
+	struct uw_wc wc;
+	assert_int_equal(uw_cq_wait(S.cq, 1, 5000), 1);
+	assert_int_equal(uw_poll_cq(S.cq, 1, &wc), 1);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	assert_int_equal(wc.opcode, UW_WC_RECV);
+	assert_int_equal(wc.byte_len, len);
+}
+
+/* A Send that finds no receive posted waits for one (UWARP_RECV_WAIT_MS,
+ * engine_rx.c) with its connection's input paused, and lands in the
+ * receive posted meanwhile: no Terminate (qperf's rc_bw lost its
+ * connection this way whenever its receiver fell behind). Meanwhile the
+ * server serves another connection. */
+static void a_send_with_no_receive_waits_for_one_posted_later(void **state)
+{
+	struct raw r, o;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 1, 0, 0), "first", 5, false);
+	expect_recv(5);
+	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 2, 0, 0), "the second one", 14, false);
+	for (int i = 0; i < 500 && !waits_for_a_receive(&r); i++)
+		usleep(10000);
+	assert_true(waits_for_a_receive(&r));
+	/* another connection goes on meanwhile */
+	raw_connect(&o);
+	raw_send(&o, h, untagged(h, RDMAP_SEND, 0, 1, 0, 0), "other", 5, false);
+	expect_recv(5);
+	assert_memory_equal(S.recvbuf, "other", 5);
+	assert_true(waits_for_a_receive(&r));
+	struct uw_sge sg = { (uintptr_t)S.recvbuf, RECV, S.mr_recv->lkey };
+	struct uw_recv_wr rw = { .wr_id = 2, .sg_list = &sg, .num_sge = 1 };
+	assert_int_equal(uw_post_recv(r.qp, &rw, NULL), 0);
+	expect_recv(14);
+	assert_memory_equal(S.recvbuf, "the second one", 14);
+	assert_false(waits_for_a_receive(&r));
+	/* and the stream goes on: a third Send, into a receive posted first */
+	assert_int_equal(uw_post_recv(r.qp, &rw, NULL), 0);
+	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 3, 0, 0), "third", 5, false);
+	expect_recv(5);
+	assert_memory_equal(S.recvbuf, "third", 5);
+	/* nothing came back: no Terminate */
+	struct pollfd p = { r.fd, POLLIN, 0 };
+	assert_int_equal(poll(&p, 1, 0), 0);
+	close(r.fd);
+	close(o.fd);
+	struct raw *both[2] = { &r, &o };
+	for (int i = 0; i < 2; i++) {
+		struct uw_cm_event *e = event(5000);
+		assert_non_null(e);
+		assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
+		assert_int_equal(e->terminated, 0);
+		uw_cm_ack_event(e);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct uw_wc wc;
+		while (uw_poll_cq(S.cq, 1, &wc) > 0) /* o's receive, flushed */
+			;
+		uw_destroy_qp(both[i]->qp);
+		uw_cm_destroy_id(both[i]->id);
+	}
+	assert_true(guards_intact());
+}
+
+/* A receive that never comes: the wait runs out, and the Send earns the
+ * Terminate RFC 5041 section 7.2 names, DDP/untagged/0x02 "no buffer". */
+static void a_send_whose_receive_never_comes_is_ddp_2_02(void **state)
+{
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 1, 0, 0), "first", 5, false);
+	expect_recv(5);
+	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 2, 0, 0), data, 8, false);
+	read_terminate(&r, UW_TERM_LAYER_DDP, UW_DDP_UNTAGGED, UW_DDP_U_NO_BUFFER);
+	struct uw_cm_event *e = event(5000);
+	assert_non_null(e);
+	assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
+	assert_int_equal(e->terminated, 1);
+	assert_int_equal(e->term_remote, 0);
+	assert_int_equal(e->term_ecode, UW_DDP_U_NO_BUFFER);
+	uw_cm_ack_event(e);
+	uw_destroy_qp(r.qp);
+	uw_cm_destroy_id(r.id);
+	assert_true(guards_intact());
+}
+
 /* After all that, the same process serves a well-behaved uwarp client. */
 static void the_server_goes_on_serving(void **state)
 {
@@ -1161,6 +1263,9 @@ static void initiator_nudges_a_silent_responder_once(void **state)
 
 int main(void)
 {
+	/* a Send's wait for a receive, shorter than the default (read by
+	 * uw_open: a_send_whose_receive_never_comes_is_ddp_2_02 waits it) */
+	setenv("UWARP_RECV_WAIT_MS", "300", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(crc_error_is_llp_0x02),
 		cmocka_unit_test(an_idle_limit_ends_a_peer_stuck_in_an_fpdu),
@@ -1172,6 +1277,8 @@ int main(void)
 		cmocka_unit_test(send_on_queue_5_is_ddp_2_01),
 		cmocka_unit_test(send_msn_skip_is_ddp_2_03),
 		cmocka_unit_test(send_longer_than_the_receive_is_ddp_2_05),
+		cmocka_unit_test(a_send_with_no_receive_waits_for_one_posted_later),
+		cmocka_unit_test(a_send_whose_receive_never_comes_is_ddp_2_02),
 		cmocka_unit_test(write_to_unknown_stag_is_ddp_1_00),
 		cmocka_unit_test(write_past_the_region_is_ddp_1_01),
 		cmocka_unit_test(an_idle_connection_holds_no_buffers),

@@ -13,6 +13,11 @@
 #               ib_read_lat, ib_send_lat with -R (rdma_cm), each against
 #               itself, and against uwarp-perf --perftest both ways (uwarp's
 #               own verbs on the other end)
+#   qperf       -cm1 (rdma_cm): rc_bw, rc_lat, rc_rdma_write_bw,
+#               rc_rdma_read_bw, rc_rdma_write_lat, rc_rdma_read_lat; rc_bw's
+#               sender runs ahead of its receiver's receives (no credits, as
+#               on InfiniBand), which holds only because a Send that finds
+#               no receive waits for one (UWARP_RECV_WAIT_MS)
 # A run passes when both ends exit 0 and say what the program says on
 # success. Runs in a network namespace of its own where it may.
 . "$(dirname "$0")/../hostile/lib.sh"
@@ -20,7 +25,7 @@ hostile_begin "$0" "$@"
 . "$(dirname "$0")/capture.sh"
 bin=$1
 run=$bin/uwarp-run
-for p in rping ucmatose ib_write_bw tshark; do
+for p in rping ucmatose ib_write_bw qperf tshark; do
 	command -v $p >/dev/null || { echo "$p missing (scripts/test installs it)"; exit 1; }
 done
 
@@ -114,6 +119,29 @@ pair "rping-own-qp" rping -s -q -a 127.0.0.1 -p PORT -V -C 20 -S 1024 -- \
 port=$(free_port)
 pair ucmatose ucmatose -p PORT -c 2 -C 10 -- ucmatose -s 127.0.0.1 -p PORT -c 2 -C 10
 grep -q "return status 0" "$work/ucmatose.c" || bad "ucmatose client: no 'return status 0'"
+
+# qperf: its server serves until it is ended; the client runs every test
+port=$(free_port)
+"$run" qperf -lp "$port" >"$work/qperf.s" 2>&1 &
+qs=$!
+track $qs
+if wait_port "$port" $qs; then
+	qtests="rc_bw rc_lat rc_rdma_write_bw rc_rdma_read_bw rc_rdma_write_lat rc_rdma_read_lat"
+	# shellcheck disable=SC2086 # (the list is the tests' names)
+	timeout 120 "$run" qperf -lp "$port" -cm1 127.0.0.1 -t 1 $qtests >"$work/qperf.c" 2>&1
+	rc=$?
+	n=$(grep -Ec '^ +(bw|latency) += +[0-9.]+ ' "$work/qperf.c")
+	if [ $rc -eq 0 ] && [ "$n" -eq 6 ] && ! grep -q failed "$work/qperf.c" "$work/qperf.s"; then
+		echo "ok: qperf -cm1 $qtests"
+	else
+		bad "qperf -cm1: exit $rc, $n results of 6"
+		tail -8 "$work/qperf.c" "$work/qperf.s"
+	fi
+else
+	bad "qperf's server did not listen"
+	cat "$work/qperf.s"
+fi
+kill $qs 2>/dev/null
 
 for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
 	port=$(free_port)

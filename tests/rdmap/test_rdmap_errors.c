@@ -251,6 +251,56 @@ static void row18_send_without_receive_is_2_02(void **state)
 		    true, false);
 }
 
+/* With recv_wait (the engine's UWARP_RECV_WAIT_MS) a Send that finds no
+ * receive waits: -EAGAIN, and nothing changed, so that the same header
+ * judged again once a receive is posted is placed in it; a wait that ran
+ * out (recv_wait_over) earns row 18's Terminate. */
+/* op's first segment, with no receive posted: it waits (-EAGAIN), and
+ * asking again changes nothing either */
+static size_t begin_waits(struct fixture *f, uint8_t op, uint8_t *h)
+{
+	struct rdmap_conn *c = &f->b.conn;
+	struct rdmap_place pl;
+	c->cfg.recv_wait = true;
+	size_t n = hdr_untagged(h, op, true, 0, 1, 0, 0);
+	for (int again = 0; again < 2; again++) {
+		assert_int_equal(rdmap_rx_begin(c, h, n, 8, &pl), -EAGAIN);
+		assert_int_equal(c->state, RDMAP_OPEN);
+		assert_null(c->recv);
+		assert_int_equal(c->ddp.q[0].msn, 1);
+		assert_false(c->ddp.q[0].in_msg);
+	}
+	return n;
+}
+
+static void row18_with_recv_wait_a_send_waits_for_a_receive(void **state)
+{
+	struct fixture *f = *state;
+	struct rdmap_place pl;
+	uint8_t h[64];
+	size_t n = begin_waits(f, RDMAP_SEND, h);
+	post_recv(f, 256);
+	assert_int_equal(rdmap_rx_begin(&f->b.conn, h, n, 8, &pl), 0);
+	assert_int_equal(pl.niov, 1);
+	assert_ptr_equal(pl.iov[0].iov_base, f->recvbuf);
+	assert_int_equal(pl.iov[0].iov_len, 8);
+}
+
+static void row18_a_send_whose_wait_ran_out_is_2_02(void **state)
+{
+	struct fixture *f = *state;
+	struct rdmap_conn *c = &f->b.conn;
+	struct rdmap_place pl;
+	uint8_t h[64];
+	size_t n = begin_waits(f, RDMAP_SEND, h);
+	c->recv_wait_over = true;
+	assert_int_equal(rdmap_rx_begin(c, h, n, 8, &pl), -EBADMSG);
+	assert_int_equal(c->state, RDMAP_TERMINATING);
+	assert_int_equal(c->err.layer, L_DDP);
+	assert_int_equal(c->err.etype, UW_DDP_UNTAGGED);
+	assert_int_equal(c->err.ecode, UW_DDP_U_NO_BUFFER);
+}
+
 /* A zero-length Send also needs a receive (it completes one). */
 static void row18_zero_length_send_without_receive_is_2_02(void **state)
 {
@@ -719,6 +769,19 @@ static void immediate_to_peer_without_rfc7306_is_2_06(void **state)
 		    UW_RDMAP_UNEXPECTED_OPCODE, true, false);
 }
 
+/* Immediate Data takes a receive too: it waits as a Send does */
+/* Immediate Data takes a receive too: it waits as a Send does */
+static void immediate_with_recv_wait_waits_for_a_receive(void **state)
+{
+	struct fixture *f = *state;
+	struct rdmap_place pl;
+	uint8_t h[64];
+	size_t n = begin_waits(f, RDMAP_IMMEDIATE, h);
+	post_recv(f, 256);
+	assert_int_equal(rdmap_rx_begin(&f->b.conn, h, n, 8, &pl), 0);
+	assert_non_null(f->b.conn.recv);
+}
+
 static void immediate_without_receive_is_2_02(void **state)
 {
 	struct fixture *f = *state;
@@ -817,6 +880,8 @@ int main(void)
 		cmocka_unit_test(row17_send_msn_out_of_sequence_is_2_03),
 		T(row18_send_without_receive_is_2_02),
 		T(row18_zero_length_send_without_receive_is_2_02),
+		T(row18_with_recv_wait_a_send_waits_for_a_receive),
+		T(row18_a_send_whose_wait_ran_out_is_2_02),
 		cmocka_unit_test(row19_send_mo_gap_or_overlap_is_2_04),
 		T(row20_send_longer_than_buffer_is_2_05),
 		T(row21_read_request_with_mo_is_2_04),
@@ -855,6 +920,7 @@ int main(void)
 		cmocka_unit_test(row33_terminate_bad_qn_msn_mo),
 		T(immediate_to_peer_without_rfc7306_is_2_06),
 		T7(immediate_without_receive_is_2_02),
+		T7(immediate_with_recv_wait_waits_for_a_receive),
 		T7(immediate_of_nine_bytes_is_2_05),
 		T7(immediate_of_four_bytes_is_rdmap_2_07),
 		T7(atomic_on_misaligned_word_is_rdmap_1_01),
