@@ -4,7 +4,8 @@
 # (tools/lib/tool_conn.h): a silent server ("no MPA Reply within N ms",
 # after UWARP_MPA_REPLY_MS, not a bare "Connection timed out" after 10 s),
 # one that answers with other bytes, and one that hangs up. A bad
-# UWARP_MPA_REPLY_MS is named on stderr and the default holds.
+# UWARP_MPA_REPLY_MS, UWARP_SPIN_US or UWARP_RECV_WAIT_MS is named on
+# stderr and the default holds.
 set -u
 . "$(dirname "$0")/../hostile/lib.sh"
 hostile_begin "$0" "$@" # (a network namespace of its own where it may)
@@ -44,6 +45,10 @@ clients "port $port: the peer accepted TCP but sent no MPA Reply within 300 ms: 
 took=$((($(date +%s%N) - t0) / 1000000))
 echo "     (four tools against the silent server: $took ms)"
 ms=abc said "UWARP_MPA_REPLY_MS='abc' ignored: milliseconds, 1 to 3600000 (default 3000)" \
+	uwarp-perf -c 127.0.0.1 -p "$port" --op write --iters 1
+UWARP_SPIN_US=fast said "UWARP_SPIN_US='fast' ignored: microseconds, 0 to 1000000 (default 20)" \
+	uwarp-perf -c 127.0.0.1 -p "$port" --op write --iters 1
+UWARP_RECV_WAIT_MS=-5 said "UWARP_RECV_WAIT_MS='-5' ignored: milliseconds, 0 to 600000 (default 1000)" \
 	uwarp-perf -c 127.0.0.1 -p "$port" --op write --iters 1
 start talk
 clients "port $port: the peer answered with bytes that are not an MPA Reply"
