@@ -132,6 +132,10 @@ struct fpdu_rx_cfg {
 	 * makes the header min_ulpdu bytes. */
 	size_t (*hdr_len)(void *arg, const uint8_t ctrl[2]);
 	void *arg;
+	/* With markers, one FPDU_RX_DATA may carry the payload of several
+	 * 508-byte runs, the markers between them checked and skipped
+	 * (out->n pieces): one event per run otherwise. */
+	bool pieces;
 };
 
 enum fpdu_rx_event {
@@ -142,10 +146,20 @@ enum fpdu_rx_event {
 	FPDU_RX_ERROR,    /* fatal: rx->err says which Terminate; stop parsing */
 };
 
-struct fpdu_rx_out {
+#define FPDU_RX_PIECES 32
+
+struct fpdu_rx_piece {
 	const uint8_t *data;
+	uint32_t len;
+};
+
+struct fpdu_rx_out {
+	const uint8_t *data; /* the first (with cfg.pieces off, the only) piece */
 	size_t len;
 	uint32_t off; /* offset of data within the FPDU's payload */
+	/* all of them, payload bytes [off, off + their total) in order */
+	int n;
+	struct fpdu_rx_piece piece[FPDU_RX_PIECES];
 };
 
 enum fpdu_rx_state {

@@ -6,6 +6,11 @@
  * inside a marker, the length field, the header, pad or CRC. Markers are
  * stripped and checked wherever they fall; the CRC runs over every byte
  * from the FPDU's leading marker or length field through the pad.
+ *
+ * The CRC is taken over the whole span of input a call consumes, markers
+ * and all, in one pass (crc_flush), not piece by piece: with markers a
+ * piece is 508 bytes, and a CRC call per piece and per marker cost three
+ * times what the bytes themselves did (docs/performance.md, "Markers").
  */
 #include "fpdu.h"
 
@@ -48,6 +53,14 @@ static void crc_add(struct fpdu_rx *rx, const void *p, size_t n)
 		rx->crc = crc32c_update(rx->crc, p, n);
 }
 
+/* Fold the input consumed since *from (up to to) into the CRC. */
+static void crc_flush(struct fpdu_rx *rx, const uint8_t *in, size_t *from, size_t to)
+{
+	if (to > *from)
+		crc_add(rx, in + *from, to - *from);
+	*from = to;
+}
+
 /* Where the FPDU goes after its header or payload is complete. */
 static void after_payload(struct fpdu_rx *rx)
 {
@@ -72,10 +85,46 @@ static size_t run(const struct fpdu_rx *rx, size_t avail)
 	return avail;
 }
 
+/* Payload from in[*i], run by run; with cfg.pieces across the markers
+ * between runs while the input holds them whole. Fills out's pieces. */
+static enum fpdu_rx_event data_runs(struct fpdu_rx *rx, const uint8_t *in, size_t len, size_t *i,
+				    struct fpdu_rx_out *out)
+{
+	out->off = rx->payload_off;
+	out->n = 0;
+	for (;;) {
+		size_t k = run(rx, len - *i);
+		if (k > rx->payload_len - rx->payload_off)
+			k = rx->payload_len - rx->payload_off;
+		out->piece[out->n].data = in + *i;
+		out->piece[out->n].len = (uint32_t)k;
+		out->n++;
+		advance(rx, k, true);
+		rx->payload_off += (uint32_t)k;
+		*i += k;
+		if (rx->payload_off == rx->payload_len) {
+			after_payload(rx);
+			break;
+		}
+		/* a marker is next (the run ended before the payload did) */
+		if (!rx->cfg.pieces || !rx->cfg.markers || rx->mpos != 0 ||
+		    out->n == FPDU_RX_PIECES || len - *i < MPA_MARKER_SIZE + 1)
+			break;
+		if (be16_get(in + *i + 2) != rx->fpdu_off)
+			return fail(rx, UW_MPA_ECODE_MARKER,
+				    "marker FPDUPTR does not point at the FPDU");
+		advance(rx, MPA_MARKER_SIZE, true);
+		*i += MPA_MARKER_SIZE;
+	}
+	out->data = out->piece[0].data;
+	out->len = out->piece[0].len;
+	return FPDU_RX_DATA;
+}
+
 enum fpdu_rx_event fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *in, size_t len, size_t *used,
 				struct fpdu_rx_out *out)
 {
-	size_t i = 0;
+	size_t i = 0, cs = 0; /* in[cs, i): consumed, not yet in the CRC */
 
 	*used = 0;
 	if (rx->st == FPDU_RX_S_DEAD)
@@ -89,7 +138,6 @@ enum fpdu_rx_event fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *in, size_t le
 			if (k > len - i)
 				k = len - i;
 			memcpy(rx->mbuf + rx->mgot, in + i, k);
-			crc_add(rx, in + i, k);
 			rx->mgot += (uint8_t)k;
 			/* A marker on an FPDU boundary precedes the FPDU: it
 			 * counts toward nothing but that FPDU's CRC. */
@@ -113,7 +161,6 @@ enum fpdu_rx_event fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *in, size_t le
 			if (k > 2u - rx->got)
 				k = 2u - rx->got;
 			memcpy(rx->lenbuf + rx->got, in + i, k);
-			crc_add(rx, in + i, k);
 			advance(rx, k, true);
 			rx->got += (uint8_t)k;
 			i += k;
@@ -136,7 +183,6 @@ enum fpdu_rx_event fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *in, size_t le
 			if (k > want)
 				k = want;
 			memcpy(rx->hdr + rx->hdr_got, in + i, k);
-			crc_add(rx, in + i, k);
 			advance(rx, k, true);
 			rx->hdr_got += (uint16_t)k;
 			i += k;
@@ -162,28 +208,19 @@ enum fpdu_rx_event fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *in, size_t le
 				rx->st = FPDU_RX_S_DATA;
 			else
 				after_payload(rx);
+			crc_flush(rx, in, &cs, i);
 			*used = i;
 			return FPDU_RX_HDR;
 		}
 		case FPDU_RX_S_DATA: {
-			if (k > rx->payload_len - rx->payload_off)
-				k = rx->payload_len - rx->payload_off;
-			out->data = in + i;
-			out->len = k;
-			out->off = rx->payload_off;
-			crc_add(rx, in + i, k);
-			advance(rx, k, true);
-			rx->payload_off += (uint32_t)k;
-			i += k;
-			if (rx->payload_off == rx->payload_len)
-				after_payload(rx);
+			enum fpdu_rx_event e = data_runs(rx, in, len, &i, out);
+			crc_flush(rx, in, &cs, i);
 			*used = i;
-			return FPDU_RX_DATA;
+			return e;
 		}
 		case FPDU_RX_S_PAD: {
 			if (k > (size_t)rx->pad - rx->got)
 				k = (size_t)rx->pad - rx->got;
-			crc_add(rx, in + i, k);
 			advance(rx, k, true);
 			rx->got += (uint8_t)k;
 			i += k;
@@ -196,10 +233,12 @@ enum fpdu_rx_event fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *in, size_t le
 		case FPDU_RX_S_CRC: {
 			if (k > (size_t)MPA_CRC_SIZE - rx->got)
 				k = (size_t)MPA_CRC_SIZE - rx->got;
+			crc_flush(rx, in, &cs, i); /* (the CRC does not cover itself) */
 			memcpy(rx->crcbuf + rx->got, in + i, k);
 			advance(rx, k, true);
 			rx->got += (uint8_t)k;
 			i += k;
+			cs = i;
 			if (rx->got < MPA_CRC_SIZE)
 				break;
 			*used = i;
@@ -212,6 +251,7 @@ enum fpdu_rx_event fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *in, size_t le
 			return FPDU_RX_ERROR;
 		}
 	}
+	crc_flush(rx, in, &cs, len);
 	*used = len;
 	return FPDU_RX_MORE;
 }

@@ -305,9 +305,11 @@ int uw__conn_start(struct uw_conn *c)
 	if (p->markers_rx)
 		c->rxcap = UW_CONN_RXBUF_MARKERS;
 	c->rd_init = true;
-	struct fpdu_rx_cfg rc = {
-		.crc = p->crc, .markers = p->markers_rx, .hdr_len = rdmap_hdr_len, .arg = &c->rd
-	};
+	struct fpdu_rx_cfg rc = { .crc = p->crc,
+				  .markers = p->markers_rx,
+				  .hdr_len = rdmap_hdr_len,
+				  .arg = &c->rd,
+				  .pieces = true };
 	fpdu_rx_init(&c->rx, &rc);
 	fpdu_tx_init(&c->tx, p->crc, p->markers_tx);
 	qp->conn = c;

@@ -210,8 +210,11 @@ static void parse(struct uw_conn *c)
 				return;
 			break;
 		case FPDU_RX_DATA:
-			if (!c->rx_discard)
-				rdmap_place_copy(&c->pl, out.off, out.data, out.len);
+			for (int k = 0, off = (int)out.off; k < out.n && !c->rx_discard; k++) {
+				rdmap_place_copy(&c->pl, (uint32_t)off, out.piece[k].data,
+						 out.piece[k].len);
+				off += (int)out.piece[k].len;
+			}
 			break;
 		case FPDU_RX_END: {
 			if (c->rx_discard) { /* the CRC was good: the header's error stands */

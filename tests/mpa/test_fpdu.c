@@ -242,13 +242,16 @@ static void any_corrupt_byte_is_a_crc_error(void **state)
 			uint8_t *b = malloc(s.len);
 			memcpy(b, s.bytes, s.len);
 			b[pos] ^= 0x20;
-			struct parse_result r;
-			parse_with_cuts(&r, &cfg, b, s.len, NULL, 0, false);
-			assert_true(r.error);
-			assert_int_equal(r.err.layer, UW_TERM_LAYER_LLP);
-			assert_int_equal(r.err.etype, UW_TERM_LLP_MPA);
-			assert_int_equal(r.err.ecode, UW_MPA_ECODE_CRC);
-			parse_result_free(&r);
+			for (int pieces = 0; pieces < 2; pieces++) {
+				struct parse_result r;
+				cfg.pieces = pieces;
+				parse_with_cuts(&r, &cfg, b, s.len, NULL, 0, false);
+				assert_true(r.error);
+				assert_int_equal(r.err.layer, UW_TERM_LAYER_LLP);
+				assert_int_equal(r.err.etype, UW_TERM_LLP_MPA);
+				assert_int_equal(r.err.ecode, UW_MPA_ECODE_CRC);
+				parse_result_free(&r);
+			}
 			free(b);
 		}
 		fpdu_stream_free(&s);
@@ -275,8 +278,11 @@ static void expect_error(const uint8_t *b, size_t len, bool crc, bool markers, u
 {
 	struct fpdu_rx_cfg cfg = cfg_for(crc, markers);
 	struct parse_result r;
-	/* the same verdict whether the bytes come whole or one at a time */
-	for (int bytewise = 0; bytewise < 2; bytewise++) {
+	/* the same verdict whether the bytes come whole or one at a time,
+	 * and with several runs between markers per event or one */
+	for (int mode = 0; mode < 4; mode++) {
+		bool bytewise = mode & 1;
+		cfg.pieces = mode & 2;
 		size_t cuts[4096];
 		size_t nc = 0;
 		if (bytewise)

@@ -28,17 +28,22 @@ static const uint32_t mixed_sizes[] = {
 };
 #define NMIXED (sizeof(mixed_sizes) / sizeof(mixed_sizes[0]))
 
+/* ...each with direct placement and without, and with several runs
+ * between markers per event (cfg.pieces) and without */
 static void check_cuts(const struct fpdu_stream *s, bool crc, bool markers, const size_t *cuts,
 		       size_t ncuts)
 {
 	struct fpdu_rx_cfg cfg = cfg_for(crc, markers);
-	for (int direct = 0; direct < 2; direct++) {
+	for (int mode = 0; mode < 4; mode++) {
+		bool direct = mode & 1;
+		cfg.pieces = mode & 2;
 		struct parse_result r;
 		parse_with_cuts(&r, &cfg, s->bytes, s->len, cuts, ncuts, direct);
 		size_t bad = parse_result_check(&r, s);
 		if (bad)
-			fail_msg("crc=%d markers=%d direct=%d: FPDU %zu differs (error=%d)", crc,
-				 markers, direct, bad - 1, r.error);
+			fail_msg("crc=%d markers=%d direct=%d pieces=%d: FPDU %zu differs "
+				 "(error=%d)",
+				 crc, markers, direct, cfg.pieces, bad - 1, r.error);
 		parse_result_free(&r);
 	}
 }
@@ -114,13 +119,15 @@ static void every_split_point_markers_and_crc(void **state)
 	parse_with_cuts(&ref, &cfg, s.bytes, s.len, NULL, 0, false);
 	assert_int_equal(parse_result_check(&ref, &s), 0);
 	for (size_t p = 1; p < s.len; p++) {
-		for (int direct = 0; direct < 2; direct++) {
+		for (int mode = 0; mode < 4; mode++) {
+			bool direct = mode & 1;
+			cfg.pieces = mode & 2;
 			struct parse_result r;
 			parse_with_cuts(&r, &cfg, s.bytes, s.len, &p, 1, direct);
 			size_t d = parse_result_diff(&ref, &r);
 			if (d)
-				fail_msg("split at %zu (direct=%d): FPDU %zu differs", p, direct,
-					 d - 1);
+				fail_msg("split at %zu (direct=%d pieces=%d): FPDU %zu differs", p,
+					 direct, cfg.pieces, d - 1);
 			parse_result_free(&r);
 		}
 	}

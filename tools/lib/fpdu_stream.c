@@ -220,11 +220,16 @@ void parse_with_cuts(struct parse_result *r, const struct fpdu_rx_cfg *cfg, cons
 				cur->payload = xrealloc(NULL, rx->payload_len);
 				break;
 			case FPDU_RX_DATA:
-				if (!cur || out.off != cur->payload_got ||
-				    out.off + out.len > cur->payload_len)
+				if (!cur || out.off != cur->payload_got || out.n < 1 ||
+				    out.data != out.piece[0].data || out.len != out.piece[0].len)
 					abort(); /* the parser broke its contract */
-				memcpy(cur->payload + out.off, out.data, out.len);
-				cur->payload_got += (uint32_t)out.len;
+				for (int k = 0; k < out.n; k++) {
+					if (cur->payload_got + out.piece[k].len > cur->payload_len)
+						abort();
+					memcpy(cur->payload + cur->payload_got, out.piece[k].data,
+					       out.piece[k].len);
+					cur->payload_got += out.piece[k].len;
+				}
 				break;
 			case FPDU_RX_END:
 				if (cur)
