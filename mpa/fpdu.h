@@ -78,6 +78,12 @@ struct fpdu_batch {
 	size_t scratch_cap;
 	struct iovec *iov;
 	uint8_t *scratch;
+	/* With markers: each FPDU copied whole into scratch, markers, pad and
+	 * CRC in place, its CRC taken in one pass, one iovec for all of it
+	 * (consecutive FPDUs share one). Without, a marker stream's FPDU is
+	 * two pieces per 512 bytes, each a CRC call and an iovec the kernel
+	 * pays for. Scratch must then hold whole FPDUs. Off by default. */
+	bool flat;
 };
 
 /* A batch with the largest storage. */

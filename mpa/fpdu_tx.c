@@ -28,6 +28,7 @@ void fpdu_batch_init(struct fpdu_batch *b, struct iovec *iov, int cap, uint8_t *
 	b->cap = cap > FPDU_BATCH_IOV ? FPDU_BATCH_IOV : cap;
 	b->scratch = scratch;
 	b->scratch_cap = scratch_cap;
+	b->flat = false;
 	fpdu_batch_reset(b);
 }
 
@@ -123,6 +124,69 @@ static uint8_t *emit_scratch(struct emitter *e, size_t n)
 
 static int trailer(struct emitter *e, unsigned pad);
 
+/* A flat FPDU (fpdu_batch.flat) as it is written into scratch. */
+struct flat {
+	struct fpdu_tx *tx;
+	uint8_t *w;   /* the next byte */
+	uint32_t off; /* bytes since this FPDU's ULPDU_Length field */
+};
+
+static void flat_marker(struct flat *f, uint16_t fpduptr)
+{
+	be16_put(f->w, 0);
+	be16_put(f->w + 2, fpduptr);
+	f->w += MPA_MARKER_SIZE;
+	f->tx->mpos = MPA_MARKER_SIZE;
+}
+
+/* n bytes copied, a marker wherever the stream reaches a multiple of 512 */
+static void flat_put(struct flat *f, const void *p, size_t n)
+{
+	const uint8_t *src = p;
+	while (n) {
+		if (f->tx->mpos == 0) {
+			flat_marker(f, (uint16_t)f->off);
+			f->off += MPA_MARKER_SIZE;
+		}
+		size_t k = MPA_MARKER_INTERVAL - f->tx->mpos;
+		if (k > n)
+			k = n;
+		memcpy(f->w, src, k);
+		f->w += k;
+		f->off += (uint32_t)k;
+		f->tx->mpos = (f->tx->mpos + (uint32_t)k) % MPA_MARKER_INTERVAL;
+		src += k;
+		n -= k;
+	}
+}
+
+static void append_flat(struct fpdu_tx *tx, struct fpdu_batch *b, const uint8_t *hdr,
+			size_t hdr_len, const struct iovec *payload, int npayload, unsigned pad,
+			bool lead, size_t wire)
+{
+	static const uint8_t zeros[4];
+	uint8_t *start = b->scratch + b->scratch_used;
+	struct flat f = { tx, start, 0 };
+	if (lead)
+		flat_marker(&f, 0); /* precedes the FPDU; its CRC covers it */
+	flat_put(&f, hdr, MPA_ULPDU_LEN_SIZE + hdr_len);
+	for (int i = 0; i < npayload; i++)
+		flat_put(&f, payload[i].iov_base, payload[i].iov_len);
+	flat_put(&f, zeros, pad);
+	if (tx->mpos == 0) { /* a marker just before the CRC is covered by it */
+		flat_marker(&f, (uint16_t)f.off);
+		f.off += MPA_MARKER_SIZE;
+	}
+	uint32_t crc =
+		tx->crc ? crc32c_final(crc32c_update(CRC32C_INIT, start, (size_t)(f.w - start)))
+			: 0;
+	uint8_t c[MPA_CRC_SIZE];
+	le32_put(c, crc); /* (zeros without CRC, as siw sends) */
+	flat_put(&f, c, MPA_CRC_SIZE);
+	b->scratch_used += wire;
+	push(b, start, wire);
+}
+
 int fpdu_tx_append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_t hdr_len,
 		   const struct iovec *payload, int npayload)
 {
@@ -150,22 +214,30 @@ int fpdu_tx_append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_
 	}
 
 	/* Upper bounds: every marker inside can split a piece in two and add
-	 * itself; the trailer is at most pad and CRC around a marker. */
-	need_iov = (lead ? 1 : 0) + 1 + (size_t)npayload + 2 * inside + 2;
-	need_scratch = MPA_MARKER_SIZE * ((lead ? 1 : 0) + inside) + pad + MPA_CRC_SIZE;
+	 * itself; the trailer is at most pad and CRC around a marker. Flat:
+	 * one iovec, the whole FPDU in scratch. */
+	size_t wire = body + MPA_MARKER_SIZE * ((lead ? 1 : 0) + inside);
+	bool flat = b->flat && tx->markers;
+	need_iov = flat ? 1 : (lead ? 1 : 0) + 1 + (size_t)npayload + 2 * inside + 2;
+	need_scratch =
+		flat ? wire : MPA_MARKER_SIZE * ((lead ? 1 : 0) + inside) + pad + MPA_CRC_SIZE;
 	if (need_iov > (size_t)b->cap || need_scratch > b->scratch_cap)
 		return -EMSGSIZE;
 	if ((size_t)b->niov + need_iov > (size_t)b->cap ||
 	    b->scratch_used + need_scratch > b->scratch_cap)
 		return -ENOBUFS;
 
+	be16_put(hdr, (uint16_t)ulpdu);
+	tx->fpdus++;
+	tx->bytes += wire;
+	if (flat) {
+		append_flat(tx, b, hdr, hdr_len, payload, npayload, pad, lead, wire);
+		return 0;
+	}
 	struct emitter e = { .tx = tx, .b = b, .crc = CRC32C_INIT, .off = 0 };
 	if (lead)
 		put_marker(&e, 0); /* precedes the FPDU; its CRC covers it */
-	be16_put(hdr, (uint16_t)ulpdu);
 	emit(&e, hdr, MPA_ULPDU_LEN_SIZE + hdr_len);
-	tx->fpdus++;
-	tx->bytes += body + MPA_MARKER_SIZE * ((lead ? 1 : 0) + inside);
 	for (int i = 0; i < npayload; i++)
 		emit(&e, payload[i].iov_base, payload[i].iov_len);
 	return trailer(&e, pad);

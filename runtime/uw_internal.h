@@ -353,6 +353,7 @@ struct uw_txset {
 	uint8_t hdrs[UW_CONN_HDRS][MPA_ULPDU_LEN_SIZE + RDMAP_MAX_HDR];
 	struct uw_swqe *done[UW_CONN_HDRS];
 	uint8_t *stage; /* UW_TX_STAGE_BYTES, made when a Response first needs it */
+	uint8_t *flat;  /* markers: the FPDUs themselves (fpdu_batch.flat), or NULL */
 };
 #define UW_TXSETS_KEPT 64 /* the pool's size at most: the rest are freed */
 

@@ -130,6 +130,65 @@ static void mulpdu_follows_rfc5044(void **state)
 	}
 }
 
+/* The stream a batch makes, its iovecs concatenated; *len its length. */
+static uint8_t *frame_all(bool crc, bool flat, const uint32_t *sizes, size_t n, size_t *len)
+{
+	static uint8_t payload[70000];
+	static struct iovec iov[FPDU_BATCH_IOV];
+	static uint8_t scratch[200000];
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7 + 3);
+	struct fpdu_tx tx;
+	fpdu_tx_init(&tx, crc, true);
+	size_t cap = 0;
+	for (size_t m = 0; m < n; m++)
+		cap += sizes[m] + 32 + 4 * (sizes[m] / 500 + 3);
+	uint8_t *out = malloc(cap), hbuf[2 + 18];
+	*len = 0;
+	for (size_t m = 0; m < n; m++) {
+		struct fpdu_batch b;
+		fpdu_batch_init(&b, iov, FPDU_BATCH_IOV, scratch, sizeof(scratch));
+		b.flat = flat;
+		memcpy(hbuf + 2, send_hdr_msn1, 18);
+		/* the payload in three pieces of a gather list */
+		uint32_t a = sizes[m] / 3, c = sizes[m] / 2;
+		struct iovec p[3] = { { payload, a },
+				      { payload + a, c - a },
+				      { payload + c, sizes[m] - c } };
+		assert_int_equal(fpdu_tx_append(&tx, &b, hbuf, 18, p, 3), 0);
+		if (flat)
+			assert_true(b.niov == 1);
+		for (int i = 0; i < b.niov; i++) {
+			memcpy(out + *len, b.iov[i].iov_base, b.iov[i].iov_len);
+			*len += b.iov[i].iov_len;
+		}
+	}
+	return out;
+}
+
+/* A flat batch (each FPDU copied whole, its CRC in one pass) puts on the
+ * wire exactly the bytes the piecewise one does, wherever the FPDUs start
+ * relative to the markers, with and without CRC. */
+static void a_flat_batch_frames_the_same_bytes(void **state)
+{
+	/* every size up to two marker intervals (every position of the pad,
+	 * the CRC and the FPDU's start against the markers), then large ones */
+	enum { N = 1100 + 40 };
+	static uint32_t sizes[N];
+	for (int i = 0; i < N; i++)
+		sizes[i] = i < 1100 ? (uint32_t)i : (uint32_t)((i * 2719 + i * i * 13) % 65000);
+	sizes[N - 1] = 65000;
+	for (int crc = 0; crc < 2; crc++) {
+		size_t l1, l2;
+		uint8_t *a = frame_all(crc, false, sizes, N, &l1);
+		uint8_t *b = frame_all(crc, true, sizes, N, &l2);
+		assert_int_equal(l1, l2);
+		assert_memory_equal(a, b, l1);
+		free(a);
+		free(b);
+	}
+}
+
 /* Markers sit at every 512th octet from the start of full operation and
  * point back at the ULPDU_Length of the FPDU that contains them. */
 static void markers_sit_every_512_bytes_and_point_home(void **state)
@@ -432,6 +491,7 @@ static void adjacent_pieces_are_merged(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_flat_batch_frames_the_same_bytes),
 		cmocka_unit_test(wire_vector_zero_length_write),
 		cmocka_unit_test(wire_vector_send_ping),
 		cmocka_unit_test(wire_vector_send_hello_with_pad),
