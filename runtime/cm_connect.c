@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -58,6 +59,8 @@ int uw_cm_connect(struct uw_cm_id *i, const struct sockaddr *addr,
 		goto out;
 	}
 	fd = util_sys_socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0)
+		uw__cm_apply_tos(id, fd); /* (before the SYN, which carries it) */
 	if (fd < 0 || (util_sys_connect(fd, addr, len) && errno != EINPROGRESS)) {
 		rc = errno;
 		goto out;
@@ -157,6 +160,34 @@ int uw_cm_set_limits(struct uw_cm_id *i, unsigned idle_timeout_ms, unsigned keep
 	}
 	pthread_mutex_unlock(&i->context->lock);
 	return rc;
+}
+
+void uw__cm_apply_tos(const struct uw_cm_id_impl *id, int fd)
+{
+	if (id->tos < 0 || fd < 0)
+		return;
+	int v = id->tos, dom = 0;
+	socklen_t l = sizeof(dom);
+	util_sys_getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l);
+	/* an IPv6 socket may carry IPv4 (a mapped address): both fields */
+	if (dom == AF_INET6)
+		util_sys_setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &v, sizeof(v));
+	util_sys_setsockopt(fd, IPPROTO_IP, IP_TOS, &v, sizeof(v));
+}
+
+int uw_cm_set_tos(struct uw_cm_id *i, uint8_t tos)
+{
+	struct uw_cm_id_impl *id = (struct uw_cm_id_impl *)i;
+	if (!id)
+		return EINVAL;
+	pthread_mutex_lock(&i->context->lock);
+	id->tos = tos;
+	if (id->listening)
+		uw__cm_apply_tos(id, id->listen_fd);
+	if (id->conn)
+		uw__cm_apply_tos(id, id->conn->fd);
+	pthread_mutex_unlock(&i->context->lock);
+	return 0;
 }
 
 int uw_cm_disconnect(struct uw_cm_id *i)

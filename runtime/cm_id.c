@@ -20,6 +20,7 @@ struct uw_cm_id_impl *uw__cm_id_new(struct uw_cm_channel_impl *ch, void *context
 	id->ch = ch;
 	id->listen_fd = -1;
 	id->refs = 1;
+	id->tos = -1;
 	ch->ch.users++;
 	ch->pub.context->nobjects++;
 	return id;

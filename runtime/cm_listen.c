@@ -74,6 +74,7 @@ int uw_cm_listen(struct uw_cm_id *i, const struct sockaddr *addr, int backlog)
 		return errno;
 	int one = 1;
 	util_sys_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	uw__cm_apply_tos(id, fd); /* what it accepts inherits it */
 	/* the system's largest queue whatever @backlog says (verbs.h): the
 	 * kernel cuts INT_MAX down to net.core.somaxconn */
 	(void)backlog;

@@ -327,6 +327,7 @@ struct uw_cm_id_impl {
 	struct uw_conn *conn;
 	bool destroyed;
 	int refs; /* the application's, a listen handle, pending requests */
+	int tos;  /* uw_cm_set_tos's, or -1 (the system's) */
 };
 
 /* what a connection reads at a time (through ctx->rxbuf) */
@@ -464,6 +465,8 @@ void uw__conn_tx(struct uw_conn *c);
 void uw__conn_term_tx(struct uw_conn *c);
 /* engine_rx.c: take what the socket has in full operation. */
 void uw__conn_rx(struct uw_conn *c);
+/* An id's type of service on one of its sockets (uw_cm_set_tos) */
+void uw__cm_apply_tos(const struct uw_cm_id_impl *id, int fd);
 /* A receive was posted to the connection's QP or SRQ: a Send waiting for
  * one goes on (engine_rx.c) */
 void uw__conn_recv_posted(struct uw_conn *c);

@@ -715,6 +715,16 @@ UW_EXTERN int uw_cm_disconnect(struct uw_cm_id *id);
  */
 UW_EXTERN int uw_cm_set_limits(struct uw_cm_id *id, unsigned idle_timeout_ms, unsigned keepalive_s);
 
+/*
+ * uw_cm_set_tos - the IP type of service of the id's TCP connection (the
+ * IPv4 TOS byte, IPv6's traffic class): for the connection uw_cm_connect
+ * makes next, for one already up, and for those a uw_cm_listen listener
+ * accepts (they inherit it from its socket). A socket the program hands
+ * over (uw_cm_connect_fd, uw_cm_request_fd) keeps its own. Returns 0 or
+ * EINVAL (no id).
+ */
+UW_EXTERN int uw_cm_set_tos(struct uw_cm_id *id, uint8_t tos);
+
 /* A short name for an errno or a CM event, for messages. */
 UW_EXTERN const char *uw_cm_event_str(enum uw_cm_event_type type);
 /*

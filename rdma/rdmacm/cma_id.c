@@ -49,6 +49,7 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 		return ucm_err(e);
 	}
 	u->bound_fd = -1;
+	u->tos = -1;
 	u->id.channel = channel;
 	u->id.context = context;
 	u->id.ps = ps;
@@ -97,6 +98,16 @@ static bool is_device_addr(const struct sockaddr *a)
  * peer between rdma_bind_addr and rdma_listen, and uwarp resolves nothing,
  * so the peer's connect may come first; it waits in the socket's queue
  * instead of being refused. rdma_listen makes the id take its requests. */
+/* RDMA_OPTION_ID_TOS on a socket of the id's own (the listener's: what it
+ * accepts inherits it) */
+static void tos_apply(int fd, int tos)
+{
+	if (fd < 0 || tos < 0)
+		return;
+	setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+	setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos)); /* (IPv4: fails) */
+}
+
 int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	if (!id || !addr)
@@ -112,6 +123,7 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 		return -1;
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	tos_apply(fd, u->tos);
 	struct sockaddr_storage got;
 	socklen_t gl = sizeof(got);
 	if (bind(fd, addr, len) || getsockname(fd, (struct sockaddr *)&got, &gl) ||
@@ -377,17 +389,31 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 }
 
 /* rdma-core's options: a listener reuses its address already (uwarp's
- * listeners set SO_REUSEADDR); the others change nothing uwarp has, so
- * they are refused rather than ignored. */
+ * listeners set SO_REUSEADDR); the type of service is the TCP
+ * connection's, as the kernel's iWARP connection manager sets it on its
+ * socket (one byte, as rdma-core takes it); the others change nothing
+ * uwarp has, so they are refused rather than ignored. */
 int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
 {
 	if (!id || !optval)
 		return ucm_err(EINVAL);
 	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_REUSEADDR)
 		return 0;
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS) {
+		if (optlen != sizeof(uint8_t))
+			return ucm_err(EINVAL);
+		struct ucm_id *u = ucm_of(id);
+		int rc = uw_cm_set_tos(u->uw, *(const uint8_t *)optval);
+		if (rc)
+			return ucm_err(rc);
+		u->tos = *(const uint8_t *)optval;
+		tos_apply(u->bound_fd, u->tos); /* a listener accepts from it (cma_channel.c) */
+		return 0;
+	}
 	return ucm_err(
 		uwv_debug(EOPNOTSUPP, "rdma_set_option",
-			  "only RDMA_OPTION_ID_REUSEADDR (TOS, timeouts, AFONLY are not built)"));
+			  "only RDMA_OPTION_ID_REUSEADDR and RDMA_OPTION_ID_TOS (timeouts and "
+			  "AFONLY are not built)"));
 }
 
 /* What rdma-core tells a program managing its own QP's states: the state

@@ -46,6 +46,7 @@ struct ucm_id {
 	/* rdma_bind_addr's socket, listening from the bind on: a listener's
 	 * connections are accepted from it (cma_channel.c) */
 	int bound_fd;
+	int tos; /* RDMA_OPTION_ID_TOS, or -1: the listener's socket takes it too */
 	bool listening;
 	bool own_cqs; /* rdma_create_qp made the CQs: rdma_destroy_qp ends them */
 	/* a QP the program made itself, named by conn_param.qp_num and

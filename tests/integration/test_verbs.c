@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -667,6 +668,41 @@ static void a_resized_cq_keeps_its_completions_in_order(void **state)
 
 /* keepalive_s above what the kernel's TCP_KEEPIDLE takes is refused with
  * EINVAL (the kernel would refuse it without a word), the most is not */
+/* Does the kernel (ss --tos) show an established TCP socket whose local
+ * port is @port with type of service @want ("tos:0x50")? */
+static bool ss_tos_at(uint16_t port, const char *want)
+{
+	char cmd[160], line[512];
+	snprintf(cmd, sizeof(cmd), "ss -tnH --tos state established '( sport = :%u )' 2>/dev/null",
+		 port);
+	FILE *f = popen(cmd, "r");
+	bool found = false;
+	while (f && fgets(line, sizeof(line), f))
+		found |= strstr(line, want) != NULL;
+	if (f)
+		pclose(f);
+	return found;
+}
+
+/* uw_cm_set_tos on connections already up, at both ends: the kernel's
+ * sockets carry it (the SYN's is the rdma_cm test's, test_rdma_cm.c) */
+static void the_type_of_service_reaches_the_sockets(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	pair_connect(&p, NULL, NULL, 1, 0);
+	uint16_t cport = ntohs(((struct sockaddr_in *)&p.c.id->local_addr)->sin_port);
+	uint16_t sport = ntohs(((struct sockaddr_in *)&p.s.id->local_addr)->sin_port);
+	assert_false(ss_tos_at(cport, "tos:0x50"));
+	assert_int_equal(uw_cm_set_tos(p.c.id, 0x50), 0);
+	assert_int_equal(uw_cm_set_tos(p.s.id, 0x30), 0);
+	assert_true(ss_tos_at(cport, "tos:0x50"));
+	assert_true(ss_tos_at(sport, "tos:0x30"));
+	assert_int_equal(uw_cm_set_tos(NULL, 0x30), EINVAL);
+	pair_close(&p);
+}
+
 static void keepalive_beyond_the_kernels_limit_is_einval(void **state)
 {
 	(void)state;
@@ -1092,6 +1128,7 @@ int main(void)
 		cmocka_unit_test(shared_receive_queue_feeds_two_connections),
 		cmocka_unit_test(a_resized_cq_keeps_its_completions_in_order),
 		cmocka_unit_test(keepalive_beyond_the_kernels_limit_is_einval),
+		cmocka_unit_test(the_type_of_service_reaches_the_sockets),
 		cmocka_unit_test(completion_channels_work_in_epoll_and_libuv),
 		cmocka_unit_test(qp_states_reset_init_sqd_and_error),
 		cmocka_unit_test(peer_to_peer_with_each_rtr_type),

@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,22 @@ static void on_alarm(int sig) { (void)sig; }
 
 /* The asynchronous calls end to end: events in rdma-core's order, the
  * private data both ways, data placed and verified, a clean end. */
+/* Does the kernel (ss --tos) show a connected TCP socket whose FILTER
+ * side is port with this type of service ("tos:0x28")? */
+static bool ss_tos(const char *side, uint16_t port, const char *want)
+{
+	char cmd[160], line[512];
+	snprintf(cmd, sizeof(cmd), "ss -tnH --tos state established '( %s = :%u )' 2>/dev/null",
+		 side, port);
+	FILE *f = popen(cmd, "r");
+	bool found = false;
+	while (f && fgets(line, sizeof(line), f))
+		found |= strstr(line, want) != NULL;
+	if (f)
+		pclose(f);
+	return found;
+}
+
 static void connect_transfer_disconnect(void **state)
 {
 	if (fcntl(0, F_GETFD) < 0) /* descriptor 0 open, checked at the end */
@@ -138,6 +155,11 @@ static void connect_transfer_disconnect(void **state)
 	struct rdma_cm_id *listener;
 	int lctx;
 	assert_int_equal(rdma_create_id(ch, &listener, &lctx, RDMA_PS_TCP), 0);
+	/* RDMA_OPTION_ID_TOS: the listener's before its bind (what it
+	 * accepts inherits it), the client's before its connect */
+	uint8_t ltos = 0x28, ctos = 0x48;
+	assert_int_equal(rdma_set_option(listener, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &ltos, 1),
+			 0);
 	struct sockaddr_in any = loopback(0);
 	assert_int_equal(rdma_bind_addr(listener, (struct sockaddr *)&any), 0);
 	/* loopback is no interface of uwarp0's: no device yet (see
@@ -163,6 +185,7 @@ static void connect_transfer_disconnect(void **state)
 	ack(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	make_qp(&cli);
 	post_recv(&cli, 0, 64);
+	assert_int_equal(rdma_set_option(cli.id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &ctos, 1), 0);
 	struct rdma_conn_param cp = { .private_data = "hello",
 				      .private_data_len = 6,
 				      .responder_resources = 4,
@@ -204,6 +227,10 @@ static void connect_transfer_disconnect(void **state)
 	assert_int_equal(peer->sin_port, port);
 	assert_int_equal(rdma_get_dst_port(cli.id), port);
 	assert_int_equal(rdma_get_src_port(srv.id), port);
+	/* the kernel's view of the two TCP sockets: each end's type of
+	 * service (the port is the listener's, big-endian in the id) */
+	assert_true(ss_tos("dport", ntohs(port), "tos:0x48"));
+	assert_true(ss_tos("sport", ntohs(port), "tos:0x28"));
 
 	/* a Send each way, then a Write into the server and a Read back */
 	struct ibv_wc wc[2];
@@ -504,8 +531,16 @@ static void bad_arguments_and_what_uwarp_has_not(void **state)
 	errno = 0;
 	assert_int_equal(rdma_get_remote_ece(id, &ece), -1);
 	assert_int_equal(errno, EOPNOTSUPP);
-	int tos = 8;
-	assert_int_equal(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), -1);
+	int tos = 8; /* rdma-core takes one byte */
+	errno = 0;
+	assert_int_equal(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)),
+			 -1);
+	assert_int_equal(errno, EINVAL);
+	int ms = 100;
+	errno = 0;
+	assert_int_equal(
+		rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ms, sizeof(ms)),
+		-1);
 	assert_int_equal(errno, EOPNOTSUPP);
 	int on = 1;
 	assert_int_equal(
