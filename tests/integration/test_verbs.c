@@ -28,6 +28,8 @@
 #include <uwarp/verbs.h>
 #include <uwarp/wire.h>
 
+#include "ss_tos.h"
+
 #define BUF 65536
 
 struct end {
@@ -668,22 +670,6 @@ static void a_resized_cq_keeps_its_completions_in_order(void **state)
 
 /* keepalive_s above what the kernel's TCP_KEEPIDLE takes is refused with
  * EINVAL (the kernel would refuse it without a word), the most is not */
-/* Does the kernel (ss --tos) show an established TCP socket whose local
- * port is @port with type of service @want ("tos:0x50")? */
-static bool ss_tos_at(uint16_t port, const char *want)
-{
-	char cmd[160], line[512];
-	snprintf(cmd, sizeof(cmd), "ss -tnH --tos state established '( sport = :%u )' 2>/dev/null",
-		 port);
-	FILE *f = popen(cmd, "r");
-	bool found = false;
-	while (f && fgets(line, sizeof(line), f))
-		found |= strstr(line, want) != NULL;
-	if (f)
-		pclose(f);
-	return found;
-}
-
 /* uw_cm_set_tos on connections already up, at both ends: the kernel's
  * sockets carry it (the SYN's is the rdma_cm test's, test_rdma_cm.c) */
 static void the_type_of_service_reaches_the_sockets(void **state)
@@ -694,11 +680,11 @@ static void the_type_of_service_reaches_the_sockets(void **state)
 	pair_connect(&p, NULL, NULL, 1, 0);
 	uint16_t cport = ntohs(((struct sockaddr_in *)&p.c.id->local_addr)->sin_port);
 	uint16_t sport = ntohs(((struct sockaddr_in *)&p.s.id->local_addr)->sin_port);
-	assert_false(ss_tos_at(cport, "tos:0x50"));
+	assert_false(ss_tos("sport", cport, "tos:0x50"));
 	assert_int_equal(uw_cm_set_tos(p.c.id, 0x50), 0);
 	assert_int_equal(uw_cm_set_tos(p.s.id, 0x30), 0);
-	assert_true(ss_tos_at(cport, "tos:0x50"));
-	assert_true(ss_tos_at(sport, "tos:0x30"));
+	assert_true(ss_tos("sport", cport, "tos:0x50"));
+	assert_true(ss_tos("sport", sport, "tos:0x30"));
 	assert_int_equal(uw_cm_set_tos(NULL, 0x30), EINVAL);
 	pair_close(&p);
 }

@@ -35,6 +35,8 @@
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
 
+#include "../integration/ss_tos.h"
+
 static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
 {
 	struct rdma_cm_event *e = NULL;
@@ -129,22 +131,6 @@ static void on_alarm(int sig) { (void)sig; }
 
 /* The asynchronous calls end to end: events in rdma-core's order, the
  * private data both ways, data placed and verified, a clean end. */
-/* Does the kernel (ss --tos) show a connected TCP socket whose FILTER
- * side is port with this type of service ("tos:0x28")? */
-static bool ss_tos(const char *side, uint16_t port, const char *want)
-{
-	char cmd[160], line[512];
-	snprintf(cmd, sizeof(cmd), "ss -tnH --tos state established '( %s = :%u )' 2>/dev/null",
-		 side, port);
-	FILE *f = popen(cmd, "r");
-	bool found = false;
-	while (f && fgets(line, sizeof(line), f))
-		found |= strstr(line, want) != NULL;
-	if (f)
-		pclose(f);
-	return found;
-}
-
 static void connect_transfer_disconnect(void **state)
 {
 	if (fcntl(0, F_GETFD) < 0) /* descriptor 0 open, checked at the end */
