@@ -4,7 +4,9 @@
  * The payload is referenced in place; only the ULPDU_Length (written into
  * the caller's header slot), pad, markers and CRC are produced here. The CRC
  * is computed over the pieces in wire order while they are queued, which is
- * when the payload is most likely still in cache.
+ * when the payload is most likely still in cache. A flat batch (markers)
+ * copies the payload into scratch behind its markers instead, and takes
+ * the CRC over the copy in one pass (fpdu.h, fpdu_batch.flat).
  */
 #include "fpdu.h"
 
@@ -63,7 +65,18 @@ struct emitter {
 	struct fpdu_batch *b;
 	uint32_t crc;
 	uint32_t off; /* bytes since this FPDU's ULPDU_Length field */
+	/* A flat batch: where this FPDU begins in scratch. Its payload is
+	 * copied in behind its markers, so every piece is contiguous (push
+	 * makes one iovec of them) and the CRC is one pass at the end. */
+	const uint8_t *flat;
 };
+
+/* Fold n bytes at p into the FPDU's CRC, unless it is taken at the end */
+static void crc_piece(struct emitter *e, const void *p, size_t n)
+{
+	if (e->tx->crc && !e->flat)
+		e->crc = crc32c_update(e->crc, p, n);
+}
 
 static void put_marker(struct emitter *e, uint16_t fpduptr)
 {
@@ -73,8 +86,7 @@ static void put_marker(struct emitter *e, uint16_t fpduptr)
 	be16_put(m, 0);
 	be16_put(m + 2, fpduptr);
 	push(e->b, m, MPA_MARKER_SIZE);
-	if (e->tx->crc)
-		e->crc = crc32c_update(e->crc, m, MPA_MARKER_SIZE);
+	crc_piece(e, m, MPA_MARKER_SIZE);
 	e->tx->mpos = MPA_MARKER_SIZE;
 }
 
@@ -94,9 +106,15 @@ static void emit(struct emitter *e, const uint8_t *p, size_t n)
 				k = MPA_MARKER_INTERVAL - e->tx->mpos;
 			e->tx->mpos = (e->tx->mpos + (uint32_t)k) % MPA_MARKER_INTERVAL;
 		}
-		push(e->b, p, k);
-		if (e->tx->crc)
-			e->crc = crc32c_update(e->crc, p, k);
+		if (e->flat) {
+			uint8_t *to = e->b->scratch + e->b->scratch_used;
+			memcpy(to, p, k);
+			e->b->scratch_used += k;
+			push(e->b, to, k);
+		} else {
+			push(e->b, p, k);
+			crc_piece(e, p, k);
+		}
 		e->off += (uint32_t)k;
 		p += k;
 		n -= k;
@@ -123,69 +141,6 @@ static uint8_t *emit_scratch(struct emitter *e, size_t n)
 }
 
 static int trailer(struct emitter *e, unsigned pad);
-
-/* A flat FPDU (fpdu_batch.flat) as it is written into scratch. */
-struct flat {
-	struct fpdu_tx *tx;
-	uint8_t *w;   /* the next byte */
-	uint32_t off; /* bytes since this FPDU's ULPDU_Length field */
-};
-
-static void flat_marker(struct flat *f, uint16_t fpduptr)
-{
-	be16_put(f->w, 0);
-	be16_put(f->w + 2, fpduptr);
-	f->w += MPA_MARKER_SIZE;
-	f->tx->mpos = MPA_MARKER_SIZE;
-}
-
-/* n bytes copied, a marker wherever the stream reaches a multiple of 512 */
-static void flat_put(struct flat *f, const void *p, size_t n)
-{
-	const uint8_t *src = p;
-	while (n) {
-		if (f->tx->mpos == 0) {
-			flat_marker(f, (uint16_t)f->off);
-			f->off += MPA_MARKER_SIZE;
-		}
-		size_t k = MPA_MARKER_INTERVAL - f->tx->mpos;
-		if (k > n)
-			k = n;
-		memcpy(f->w, src, k);
-		f->w += k;
-		f->off += (uint32_t)k;
-		f->tx->mpos = (f->tx->mpos + (uint32_t)k) % MPA_MARKER_INTERVAL;
-		src += k;
-		n -= k;
-	}
-}
-
-static void append_flat(struct fpdu_tx *tx, struct fpdu_batch *b, const uint8_t *hdr,
-			size_t hdr_len, const struct iovec *payload, int npayload, unsigned pad,
-			bool lead, size_t wire)
-{
-	static const uint8_t zeros[4];
-	uint8_t *start = b->scratch + b->scratch_used;
-	struct flat f = { tx, start, 0 };
-	if (lead)
-		flat_marker(&f, 0); /* precedes the FPDU; its CRC covers it */
-	flat_put(&f, hdr, MPA_ULPDU_LEN_SIZE + hdr_len);
-	for (int i = 0; i < npayload; i++)
-		flat_put(&f, payload[i].iov_base, payload[i].iov_len);
-	flat_put(&f, zeros, pad);
-	if (tx->mpos == 0) { /* a marker just before the CRC is covered by it */
-		flat_marker(&f, (uint16_t)f.off);
-		f.off += MPA_MARKER_SIZE;
-	}
-	uint32_t crc =
-		tx->crc ? crc32c_final(crc32c_update(CRC32C_INIT, start, (size_t)(f.w - start)))
-			: 0;
-	uint8_t c[MPA_CRC_SIZE];
-	le32_put(c, crc); /* (zeros without CRC, as siw sends) */
-	flat_put(&f, c, MPA_CRC_SIZE);
-	b->scratch_used += wire;
-	push(b, start, wire);
-}
 
 int fpdu_tx_append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_t hdr_len,
 		   const struct iovec *payload, int npayload)
@@ -230,11 +185,11 @@ int fpdu_tx_append(struct fpdu_tx *tx, struct fpdu_batch *b, uint8_t *hdr, size_
 	be16_put(hdr, (uint16_t)ulpdu);
 	tx->fpdus++;
 	tx->bytes += wire;
-	if (flat) {
-		append_flat(tx, b, hdr, hdr_len, payload, npayload, pad, lead, wire);
-		return 0;
-	}
-	struct emitter e = { .tx = tx, .b = b, .crc = CRC32C_INIT, .off = 0 };
+	struct emitter e = { .tx = tx,
+			     .b = b,
+			     .crc = CRC32C_INIT,
+			     .off = 0,
+			     .flat = flat ? b->scratch + b->scratch_used : NULL };
 	if (lead)
 		put_marker(&e, 0); /* precedes the FPDU; its CRC covers it */
 	emit(&e, hdr, MPA_ULPDU_LEN_SIZE + hdr_len);
@@ -250,10 +205,12 @@ static int trailer(struct emitter *e, unsigned pad)
 	if (pad) {
 		uint8_t *p = emit_scratch(e, pad);
 		memset(p, 0, pad);
-		if (tx->crc)
-			e->crc = crc32c_update(e->crc, p, pad);
+		crc_piece(e, p, pad);
 	}
 	uint8_t *c = emit_scratch(e, MPA_CRC_SIZE);
+	/* flat: the whole FPDU before its CRC field, a marker there included */
+	if (e->flat && tx->crc)
+		e->crc = crc32c_update(CRC32C_INIT, e->flat, (size_t)(c - e->flat));
 	/* Without CRC the field still travels, as zeros (what siw sends). */
 	le32_put(c, tx->crc ? crc32c_final(e->crc) : 0);
 	return 0;
