@@ -147,7 +147,7 @@ struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
 void uw__conn_poll(struct uw_conn *c, int events)
 {
 	c->poll_want = events;
-	if (c->rx_wait && uw_life_full(&c->life))
+	if (c->rx_wait)
 		events &= ~UV_READABLE; /* (the input is paused) */
 	if (c->life.st == UW_LIFE_CLOSED || events == c->poll_events)
 		return;
@@ -410,6 +410,8 @@ struct uw_life_acts uw__conn_step(struct uw_conn *c, enum uw_life_input in,
 	enum uw_life_state was = c->life.st;
 	struct uw_life_acts a;
 	uw_life_step(&c->life, in, f, &a);
+	if (!uw_life_full(&c->life))
+		uw__conn_set_rx_wait(c, false); /* its input is only thrown away now */
 	if (a.close) {
 		finish(c, was, &a);
 		return a;

@@ -155,7 +155,7 @@ static bool begin(struct uw_conn *c)
 			c->handles++;
 			c->rx_wait_timer_on = true;
 		}
-		c->rx_wait = true;
+		uw__conn_set_rx_wait(c, true);
 		uv_timer_start(&c->rx_wait_timer, rx_wait_cb, c->ctx->recv_wait_ms, 0);
 		uw__conn_poll(c, c->poll_want);
 		uw__kick(c->ctx); /* (a thread asleep in the loop must see the timer) */
@@ -180,9 +180,9 @@ static void rx_wait_end(struct uw_conn *c, bool expired)
 	if (!c->rx_wait || !uw_life_full(&c->life))
 		return;
 	c->rd.recv_wait_over = expired;
-	c->rx_wait = false;
+	uw__conn_set_rx_wait(c, false);
 	if (!begin(c))
-		return; /* (still none: another QP on the SRQ took it) */
+		return; /* still none (another QP on the SRQ took it), or it failed */
 	uv_timer_stop(&c->rx_wait_timer);
 	uw__conn_poll(c, c->poll_want);
 	uw__conn_rx(c);
@@ -209,13 +209,14 @@ static void parse(struct uw_conn *c)
 			if (!begin(c))
 				return;
 			break;
-		case FPDU_RX_DATA:
-			for (int k = 0, off = (int)out.off; k < out.n && !c->rx_discard; k++) {
-				rdmap_place_copy(&c->pl, (uint32_t)off, out.piece[k].data,
-						 out.piece[k].len);
-				off += (int)out.piece[k].len;
+		case FPDU_RX_DATA: {
+			uint32_t off = out.off;
+			for (int k = 0; k < out.n && !c->rx_discard; k++) {
+				rdmap_place_copy(&c->pl, off, out.piece[k].data, out.piece[k].len);
+				off += out.piece[k].len;
 			}
 			break;
+		}
 		case FPDU_RX_END: {
 			if (c->rx_discard) { /* the CRC was good: the header's error stands */
 				uw__conn_fail(c, &c->rx_hdr_err);

@@ -57,6 +57,7 @@ struct uw_context {
 	bool bell_up;
 	uint64_t spin_ns;      /* how long a wait progresses before it sleeps */
 	unsigned recv_wait_ms; /* a Send's wait for a receive (0: none) */
+	unsigned rx_waiting;   /* connections in such a wait (uw__conn_set_rx_wait) */
 	enum uw_progress progress;
 	pthread_t thread;
 	bool thread_running;
@@ -470,6 +471,14 @@ void uw__cm_apply_tos(const struct uw_cm_id_impl *id, int fd);
 /* A receive was posted to the connection's QP or SRQ: a Send waiting for
  * one goes on (engine_rx.c) */
 void uw__conn_recv_posted(struct uw_conn *c);
+/* Enter or leave that wait, counted in ctx->rx_waiting: an SRQ's post looks
+ * for waiting connections only when there are some */
+static inline void uw__conn_set_rx_wait(struct uw_conn *c, bool on)
+{
+	if (c->rx_wait != on)
+		c->ctx->rx_waiting = on ? c->ctx->rx_waiting + 1 : c->ctx->rx_waiting - 1;
+	c->rx_wait = on;
+}
 /* engine_rx.c: after a read into the shared buffer, keep the bytes not
  * parsed yet in the connection's own (false: out of memory) */
 bool uw__conn_rx_hold(struct uw_conn *c);

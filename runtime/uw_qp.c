@@ -541,7 +541,7 @@ int uw_post_srq_recv(struct uw_srq *s, struct uw_recv_wr *wr, struct uw_recv_wr 
 	 * connections' order, while there are receives */
 	struct uw_conn *c, *n;
 	util_list_for_each_safe(c, n, &s->context->conns, link) {
-		if (!srq->count)
+		if (!srq->count || !s->context->rx_waiting)
 			break;
 		if (c->rx_wait && c->qp && c->qp->pub.srq == s)
 			uw__conn_recv_posted(c);

@@ -176,6 +176,7 @@ static void raw_dial(struct raw *r, int port, void (*accept)(struct raw *), stru
 
 static unsigned accept_idle_ms;     /* the server's idle_timeout_ms (0: none) */
 static unsigned accept_keepalive_s; /* and its keepalive_s */
+static struct uw_srq *accept_srq;   /* the server's QP takes receives from it, if set */
 
 /* The in-process server accepts: a receive posted, memory offered. */
 static void server_accepts(struct raw *r)
@@ -186,12 +187,15 @@ static void server_accepts(struct raw *r)
 	assert_false(e->rfc7306); /* a stranger: no RFC 7306 */
 	r->id = e->id;
 	uw_cm_ack_event(e);
-	struct uw_qp_init_attr qa = { .send_cq = S.cq, .recv_cq = S.cq, .cap = { 8, 8, 1, 1, 0 } };
+	struct uw_qp_init_attr qa = {
+		.send_cq = S.cq, .recv_cq = S.cq, .srq = accept_srq, .cap = { 8, 8, 1, 1, 0 }
+	};
 	r->qp = uw_cm_create_qp(r->id, S.pd, &qa);
 	assert_non_null(r->qp);
 	struct uw_sge s = { (uintptr_t)S.recvbuf, RECV, S.mr_recv->lkey };
 	struct uw_recv_wr rw = { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
-	assert_int_equal(uw_post_recv(r->qp, &rw, NULL), 0);
+	if (!accept_srq)
+		assert_int_equal(uw_post_recv(r->qp, &rw, NULL), 0);
 	struct welcome w = { S.mr_rw->rkey, S.mr_none->rkey,  S.mr_ro->rkey,
 			     S.mr_wo->rkey, S.mr_other->rkey, (uintptr_t)S.region };
 	struct uw_conn_param p = { .private_data = &w,
@@ -605,6 +609,15 @@ static void ulpdu_too_short_is_llp_0x03(void **state)
 }
 
 /* Has the server's end of r's connection paused its input for a receive? */
+/* connections of the server's context waiting for a receive */
+static unsigned waiting(void)
+{
+	pthread_mutex_lock(&S.ctx->lock);
+	unsigned n = S.ctx->rx_waiting;
+	pthread_mutex_unlock(&S.ctx->lock);
+	return n;
+}
+
 static bool waits_for_a_receive(struct raw *r)
 {
 	pthread_mutex_lock(&S.ctx->lock);
@@ -641,6 +654,7 @@ static void a_send_with_no_receive_waits_for_one_posted_later(void **state)
 	for (int i = 0; i < 500 && !waits_for_a_receive(&r); i++)
 		usleep(10000);
 	assert_true(waits_for_a_receive(&r));
+	assert_int_equal(waiting(), 1);
 	/* another connection goes on meanwhile */
 	raw_connect(&o);
 	raw_send(&o, h, untagged(h, RDMAP_SEND, 0, 1, 0, 0), "other", 5, false);
@@ -650,9 +664,11 @@ static void a_send_with_no_receive_waits_for_one_posted_later(void **state)
 	struct uw_sge sg = { (uintptr_t)S.recvbuf, RECV, S.mr_recv->lkey };
 	struct uw_recv_wr rw = { .wr_id = 2, .sg_list = &sg, .num_sge = 1 };
 	assert_int_equal(uw_post_recv(r.qp, &rw, NULL), 0);
+	assert_false(waits_for_a_receive(&r)); /* the post itself let it go on */
 	expect_recv(14);
 	assert_memory_equal(S.recvbuf, "the second one", 14);
 	assert_false(waits_for_a_receive(&r));
+	assert_int_equal(waiting(), 0);
 	/* and the stream goes on: a third Send, into a receive posted first */
 	assert_int_equal(uw_post_recv(r.qp, &rw, NULL), 0);
 	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 3, 0, 0), "third", 5, false);
@@ -701,7 +717,41 @@ static void a_send_whose_receive_never_comes_is_ddp_2_02(void **state)
 	uw_cm_ack_event(e);
 	uw_destroy_qp(r.qp);
 	uw_cm_destroy_id(r.id);
+	assert_int_equal(waiting(), 0); /* (its wait ended with it) */
 	assert_true(guards_intact());
+}
+
+/* With a shared receive queue: a Send that finds the SRQ empty waits, and
+ * the receive posted to the SRQ meanwhile lets it go on */
+static void a_send_waits_for_a_receive_posted_to_its_srq(void **state)
+{
+	struct uw_srq_init_attr sa = { .max_wr = 4, .max_sge = 1 };
+	accept_srq = uw_create_srq(S.pd, &sa);
+	assert_non_null(accept_srq);
+	struct raw r;
+	uint8_t h[64];
+	raw_connect(&r);
+	raw_send(&r, h, untagged(h, RDMAP_SEND, 0, 1, 0, 0), "via the SRQ", 11, false);
+	for (int i = 0; i < 500 && !waits_for_a_receive(&r); i++)
+		usleep(10000);
+	assert_true(waits_for_a_receive(&r));
+	struct uw_sge sg = { (uintptr_t)S.recvbuf, RECV, S.mr_recv->lkey };
+	struct uw_recv_wr rw = { .wr_id = 7, .sg_list = &sg, .num_sge = 1 };
+	assert_int_equal(uw_post_srq_recv(accept_srq, &rw, NULL), 0);
+	assert_false(waits_for_a_receive(&r)); /* the post itself let it go on */
+	expect_recv(11);
+	assert_memory_equal(S.recvbuf, "via the SRQ", 11);
+	assert_int_equal(waiting(), 0);
+	close(r.fd);
+	struct uw_cm_event *e = event(5000);
+	assert_non_null(e);
+	assert_int_equal(e->event, UW_CM_EVENT_DISCONNECTED);
+	assert_int_equal(e->terminated, 0);
+	uw_cm_ack_event(e);
+	uw_destroy_qp(r.qp);
+	uw_cm_destroy_id(r.id);
+	assert_int_equal(uw_destroy_srq(accept_srq), 0);
+	accept_srq = NULL;
 }
 
 /* After all that, the same process serves a well-behaved uwarp client. */
@@ -1279,6 +1329,7 @@ int main(void)
 		cmocka_unit_test(send_longer_than_the_receive_is_ddp_2_05),
 		cmocka_unit_test(a_send_with_no_receive_waits_for_one_posted_later),
 		cmocka_unit_test(a_send_whose_receive_never_comes_is_ddp_2_02),
+		cmocka_unit_test(a_send_waits_for_a_receive_posted_to_its_srq),
 		cmocka_unit_test(write_to_unknown_stag_is_ddp_1_00),
 		cmocka_unit_test(write_past_the_region_is_ddp_1_01),
 		cmocka_unit_test(an_idle_connection_holds_no_buffers),
