@@ -217,6 +217,28 @@ static void copy_options(const struct esock *e, int from, int to)
 		REAL(setsockopt)(to, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+/* poll(2) on one descriptor until @end (util_now_ms), across signals: its
+ * revents, 0 when the time ran out, or -errno */
+static int poll_until(int fd, short events, uint64_t end)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		uint64_t now = util_now_ms();
+		int r = now >= end ? 0 : REAL(poll)(&p, 1, (int)(end - now));
+		if (r < 0 && errno == EINTR)
+			continue;
+		return r < 0 ? -errno : r ? p.revents : 0;
+	}
+}
+
+static int sock_error(int s)
+{
+	int err = 0;
+	socklen_t l = sizeof(err);
+	REAL(getsockopt)(s, SOL_SOCKET, SO_ERROR, &err, &l);
+	return err;
+}
+
 /* The first connection ends before the second begins: a server that
  * serves one client at a time (iperf3) would turn the second away while
  * the first, with the MPA Request's bytes in it, is still its client. Our
@@ -226,14 +248,9 @@ static void end_first(const struct esock *e)
 	REAL(shutdown)(e->tcp, SHUT_WR);
 	uint64_t end = util_now_ms() + DRAIN_MS;
 	char buf[512];
-	for (;;) {
-		struct pollfd p = { .fd = e->tcp, .events = POLLIN };
-		uint64_t now = util_now_ms();
-		if (now >= end || REAL(poll)(&p, 1, (int)(end - now)) <= 0)
-			break;
+	while (poll_until(e->tcp, POLLIN, end) > 0)
 		if (REAL(recv)(e->tcp, buf, sizeof(buf), MSG_DONTWAIT) <= 0 && errno != EAGAIN)
 			break; /* its end (or a reset) */
-	}
 }
 
 /* The second connection may have been queued on a listener the server
@@ -246,20 +263,10 @@ static void end_first(const struct esock *e)
  * SETTLE_MS, is paid by the first connection to such a peer only. */
 static int settle(int s)
 {
-	uint64_t end = util_now_ms() + SETTLE_MS;
-	for (;;) {
-		struct pollfd p = { .fd = s, .events = POLLIN | POLLRDHUP };
-		uint64_t now = util_now_ms();
-		int r = now >= end ? 0 : REAL(poll)(&p, 1, (int)(end - now));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || !(p.revents & (POLLERR | POLLHUP)))
-			return 0; /* quiet, its bytes, or its orderly end */
-		int err = 0;
-		socklen_t l = sizeof(err);
-		REAL(getsockopt)(s, SOL_SOCKET, SO_ERROR, &err, &l);
-		return err;
-	}
+	int r = poll_until(s, POLLIN | POLLRDHUP, util_now_ms() + SETTLE_MS);
+	if (r <= 0 || !(r & (POLLERR | POLLHUP)))
+		return 0; /* quiet, its bytes, or its orderly end */
+	return sock_error(s);
 }
 
 /* a new TCP connection to the peer, connected and not reset at once: its
@@ -277,20 +284,9 @@ static int plain_connect_once(const struct esock *e)
 		err = errno;
 	/* one round trip: wait for it here, so that the program's next call
 	 * (SO_ERROR, a write) meets a connected socket */
-	uint64_t end = util_now_ms() + ESOCK_SETUP_MS;
-	while (!err) {
-		struct pollfd p = { .fd = s, .events = POLLOUT };
-		uint64_t now = util_now_ms();
-		int r = now >= end ? 0 : REAL(poll)(&p, 1, (int)(end - now));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			err = r ? errno : ETIMEDOUT;
-			break;
-		}
-		socklen_t l = sizeof(err);
-		REAL(getsockopt)(s, SOL_SOCKET, SO_ERROR, &err, &l);
-		break;
+	if (!err) {
+		int r = poll_until(s, POLLOUT, util_now_ms() + ESOCK_SETUP_MS);
+		err = r < 0 ? -r : r == 0 ? ETIMEDOUT : sock_error(s);
 	}
 	if (!err)
 		err = settle(s);
