@@ -113,6 +113,7 @@ static int start_wqe(struct uw_conn *c, struct uw_swqe *w, bool second)
 		}
 		break;
 	case UW_WR_LOCAL_INV:
+	case UW_WR_BIND_MW:
 		return -EINVAL; /* handled without the wire */
 	}
 	return rdmap_tx_start(&c->rd, &m, &c->txm);
@@ -184,6 +185,13 @@ static bool next_message(struct uw_conn *c)
 			if (uw__stag_invalidate(c->ctx, w->wr.invalidate_rkey, pd->id,
 						qp->pub.qp_num))
 				w->status = UW_WC_LOC_PROT_ERR;
+			w->done = true;
+			qp->sq_next++;
+			uw__qp_complete_sends(qp);
+			continue;
+		}
+		if (w->wr.opcode == UW_WR_BIND_MW) {
+			w->status = uw__bind_wr_run(&qp->pub, w);
 			w->done = true;
 			qp->sq_next++;
 			uw__qp_complete_sends(qp);

@@ -273,6 +273,8 @@ const char *uw_wc_status_str(enum uw_wc_status s)
 		return "remote operation error";
 	case UW_WC_FATAL_ERR:
 		return "fatal error";
+	case UW_WC_MW_BIND_ERR:
+		return "memory window bind error";
 	}
 	return "unknown";
 }

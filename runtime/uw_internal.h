@@ -152,6 +152,7 @@ struct uw_stag_entry {
 	uint32_t qp;     /* a window bound to one QP */
 	uint32_t rights; /* enum ddp_rights */
 	uint8_t *addr;
+	uint64_t to_base; /* the tagged offset (and local SGE address) of addr */
 	uint64_t len;
 	struct uw_mr *mr;      /* the MR of this entry, or the MR a window is over */
 	struct uw_mw_impl *mw; /* a window's own object */
@@ -176,6 +177,14 @@ int uw__stag_invalidate(void *ctx, uint32_t stag, uint32_t pd, uint32_t qp);
  * the rights (enum ddp_rights). Returns 0 or EINVAL/EACCES. */
 int uw__sge_check(struct uw_context *ctx, uint32_t pd, const struct uw_sge *sge, uint32_t rights,
 		  struct iovec *out);
+/* A UW_WR_BIND_MW as posted on qp (ctx->lock held): checked, and its rkey
+ * decided and shown in mw->rkey (*rkey too). 0, EINVAL or EACCES. */
+int uw__bind_wr_check(struct uw_qp *qp, const struct uw_send_wr *wr, uint32_t *rkey);
+/* Carry out a checked UW_WR_BIND_MW whose turn has come (ctx->lock held;
+ * w->lkey0 is its region's lkey): UW_WC_SUCCESS, or UW_WC_MW_BIND_ERR when
+ * its region or window is gone. */
+struct uw_swqe;
+enum uw_wc_status uw__bind_wr_run(struct uw_qp *qp, const struct uw_swqe *w);
 
 /* ---- channels (uw_channel.c) ---- */
 

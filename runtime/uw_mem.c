@@ -100,9 +100,7 @@ int uw__stag_lookup(void *arg, uint32_t stag, struct ddp_region *out)
 	struct uw_stag_entry *e = stag_find(ctx, stag);
 	if (!e)
 		return -ENOENT;
-	/* tagged offsets are virtual addresses */
-	*out = (struct ddp_region){ e->addr, (uint64_t)(uintptr_t)e->addr, e->len, e->rights, e->pd,
-				    e->qp };
+	*out = (struct ddp_region){ e->addr, e->to_base, e->len, e->rights, e->pd, e->qp };
 	return 0;
 }
 
@@ -125,16 +123,15 @@ int uw__sge_check(struct uw_context *ctx, uint32_t pd, const struct uw_sge *sge,
 		  struct iovec *out)
 {
 	struct uw_stag_entry *e = stag_find(ctx, sge->lkey);
-	uint8_t *a = (uint8_t *)(uintptr_t)sge->addr;
+	uint64_t at = sge->addr; /* in the region's iova terms, as a peer's offsets */
 
 	if (!e || e->kind != UW_STAG_MR || e->pd != pd)
 		return EINVAL;
-	if (a < e->addr || (uint64_t)(a - e->addr) > e->len ||
-	    sge->length > e->len - (uint64_t)(a - e->addr))
+	if (at < e->to_base || at - e->to_base > e->len || sge->length > e->len - (at - e->to_base))
 		return EINVAL;
 	if ((e->rights & rights) != rights)
 		return EACCES;
-	out->iov_base = a;
+	out->iov_base = e->addr + (at - e->to_base);
 	out->iov_len = sge->length;
 	return 0;
 }
@@ -178,12 +175,18 @@ int uw_dealloc_pd(struct uw_pd *p)
 
 struct uw_mr *uw_reg_mr(struct uw_pd *p, void *addr, size_t length, int access)
 {
+	return uw_reg_mr_iova(p, addr, length, (uint64_t)(uintptr_t)addr, access);
+}
+
+struct uw_mr *uw_reg_mr_iova(struct uw_pd *p, void *addr, size_t length, uint64_t iova, int access)
+{
 	struct uw_pd_impl *pd = (struct uw_pd_impl *)p;
 	const int known = UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ |
 			  UW_ACCESS_REMOTE_ATOMIC | UW_ACCESS_MW_BIND;
 	uint32_t slot;
 
 	if (!pd || (!addr && length) || (access & ~known) ||
+	    (length && iova + (length - 1) < iova) ||
 	    ((access & (UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_ATOMIC)) &&
 	     !(access & UW_ACCESS_LOCAL_WRITE))) {
 		errno = EINVAL;
@@ -216,10 +219,11 @@ struct uw_mr *uw_reg_mr(struct uw_pd *p, void *addr, size_t length, int access)
 	e->pd = pd->id;
 	e->rights = rights_of(access);
 	e->addr = addr;
+	e->to_base = iova;
 	e->len = length;
 	e->mr = &mr->pub;
 	mr->pub = (struct uw_mr){
-		ctx, p, addr, length, e->index << 8 | e->key, e->index << 8 | e->key
+		ctx, p, addr, length, e->index << 8 | e->key, e->index << 8 | e->key, iova
 	};
 	mr->access = access;
 	pd->refs++;
@@ -270,9 +274,12 @@ struct uw_mw *uw_alloc_mw(struct uw_pd *p)
 	struct uw_stag_entry *e = &ctx->stags[slot];
 	e->kind = UW_STAG_MW;
 	e->valid = false;
+	e->key = new_key(ctx, e->key);
 	e->pd = pd->id;
 	e->mw = mw;
-	mw->pub = (struct uw_mw){ ctx, p, 0 };
+	/* an STag already, naming nothing until bound: ibverbs programs make
+	 * a type 2 window's rkey from it (ibv_inc_rkey) */
+	mw->pub = (struct uw_mw){ ctx, p, e->index << 8 | e->key };
 	mw->slot = slot;
 	pd->refs++;
 	pthread_mutex_unlock(&ctx->lock);
@@ -302,36 +309,110 @@ int uw_dealloc_mw(struct uw_mw *w)
 	return 0;
 }
 
-int uw_bind_mw(struct uw_mw *w, struct uw_qp *qp, struct uw_mr *m, void *addr, size_t length,
-	       int access)
+/* May mw be bound over [at, at + length) of mr (at in mr's iova terms)
+ * with access, for qp (NULL: any QP of the PD)? 0, EINVAL or EACCES. */
+static int bind_check(const struct uw_mw *w, const struct uw_qp *qp, const struct uw_mr *m,
+		      uint64_t at, uint64_t length, int access)
 {
-	struct uw_mw_impl *mw = (struct uw_mw_impl *)w;
-	struct uw_mr_impl *mr = (struct uw_mr_impl *)m;
 	const int remote = UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ | UW_ACCESS_REMOTE_ATOMIC;
 
-	if (!mw || !mr || m->pd != w->pd || (qp && qp->pd != w->pd) || (access & ~remote))
+	if (!w || !m || m->pd != w->pd || (qp && qp->pd != w->pd) || (access & ~remote))
 		return EINVAL;
-	uint8_t *a = addr, *base = m->addr;
-	if (a < base || (size_t)(a - base) > m->length || length > m->length - (size_t)(a - base))
+	if (at < m->iova || at - m->iova > m->length || length > m->length - (at - m->iova))
 		return EINVAL;
+	const struct uw_mr_impl *mr = (const struct uw_mr_impl *)m;
 	if (!(mr->access & UW_ACCESS_MW_BIND) ||
 	    ((access & (UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_ATOMIC)) &&
 	     !(mr->access & UW_ACCESS_LOCAL_WRITE)))
 		return EACCES;
-	struct uw_context *ctx = w->context;
-	pthread_mutex_lock(&ctx->lock);
+	return 0;
+}
+
+/* Bind the window over [at, at + length) of a checked region with key; its
+ * previous rkey dies. ctx->lock held. */
+static void bind_entry(struct uw_context *ctx, struct uw_mw_impl *mw, struct uw_mr_impl *mr,
+		       uint64_t at, uint64_t length, int access, uint32_t qp_num, uint8_t key)
+{
 	struct uw_stag_entry *e = &ctx->stags[mw->slot];
 	unbind(mw);
-	e->key = new_key(ctx, e->key); /* the previous rkey dies here */
+	e->key = key;
 	e->valid = true;
-	e->qp = qp ? qp->qp_num : 0;
+	e->qp = qp_num;
 	e->rights = rights_of(access);
-	e->addr = a;
+	e->addr = (uint8_t *)mr->pub.addr + (at - mr->pub.iova);
+	e->to_base = at; /* a window keeps its region's addresses */
 	e->len = length;
-	e->mr = m;
+	e->mr = &mr->pub;
 	mw->over = mr;
 	mr->windows++;
-	w->rkey = e->index << 8 | e->key;
+}
+
+int uw_bind_mw(struct uw_mw *w, struct uw_qp *qp, struct uw_mr *m, void *addr, size_t length,
+	       int access)
+{
+	struct uw_mw_impl *mw = (struct uw_mw_impl *)w;
+	if (!m || (uint8_t *)addr < (uint8_t *)m->addr)
+		return EINVAL;
+	uint64_t at = m->iova + (uint64_t)((uint8_t *)addr - (uint8_t *)m->addr);
+	int rc = bind_check(w, qp, m, at, length, access);
+	if (rc)
+		return rc;
+	struct uw_context *ctx = w->context;
+	pthread_mutex_lock(&ctx->lock);
+	uint8_t key = new_key(ctx, ctx->stags[mw->slot].key);
+	bind_entry(ctx, mw, (struct uw_mr_impl *)m, at, length, access, qp ? qp->qp_num : 0, key);
+	w->rkey = ctx->stags[mw->slot].index << 8 | key;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
+}
+
+int uw__bind_wr_check(struct uw_qp *qp, const struct uw_send_wr *wr, uint32_t *rkey)
+{
+	struct uw_mw *w = wr->bind.mw;
+	int rc;
+	if (!wr->bind.mr) /* an unbind: no region, no range, no rights */
+		rc = !w || w->pd != qp->pd || wr->bind.addr || wr->bind.length || wr->bind.access
+			     ? EINVAL
+			     : 0;
+	else
+		rc = bind_check(w, qp, wr->bind.mr, wr->bind.addr, wr->bind.length,
+				wr->bind.access);
+	if (rc)
+		return rc;
+	struct uw_mw_impl *mw = (struct uw_mw_impl *)w;
+	uint32_t index = qp->context->stags[mw->slot].index;
+	uint32_t r = wr->bind.rkey;
+	if (r && r >> 8 != index)
+		return EINVAL;
+	/* a fresh key differs from the one the last bind posted gave */
+	if (!r)
+		r = index << 8 | new_key(qp->context, (uint8_t)w->rkey);
+	w->rkey = r; /* what a program sends its peer now */
+	*rkey = r;
+	return 0;
+}
+
+enum uw_wc_status uw__bind_wr_run(struct uw_qp *qp, const struct uw_swqe *w)
+{
+	struct uw_context *ctx = qp->context;
+	uint32_t pd = ((struct uw_pd_impl *)qp->pd)->id;
+	int64_t slot = stag_table_find(&ctx->stag_ix, w->wr.bind.rkey >> 8);
+	struct uw_stag_entry *me = slot >= 0 ? &ctx->stags[slot] : NULL;
+	struct uw_stag_entry *re = w->lkey0 ? stag_find(ctx, w->lkey0) : NULL;
+
+	/* deallocated or deregistered since it was posted (their indices are
+	 * held back from reuse, and a region's key is checked) */
+	if (!me || me->kind != UW_STAG_MW || me->pd != pd)
+		return UW_WC_MW_BIND_ERR;
+	if (!w->lkey0) { /* an unbind */
+		me->key = (uint8_t)w->wr.bind.rkey;
+		me->valid = false;
+		unbind(me->mw);
+		return UW_WC_SUCCESS;
+	}
+	if (!re || re->kind != UW_STAG_MR || re->pd != pd)
+		return UW_WC_MW_BIND_ERR;
+	bind_entry(ctx, me->mw, (struct uw_mr_impl *)re->mr, w->wr.bind.addr, w->wr.bind.length,
+		   w->wr.bind.access, w->wr.bind.any_qp ? 0 : qp->qp_num, (uint8_t)w->wr.bind.rkey);
+	return UW_WC_SUCCESS;
 }

@@ -40,6 +40,8 @@ static enum uw_wc_opcode wc_opcode(enum uw_wr_opcode op)
 		return UW_WC_CMP_SWAP;
 	case UW_WR_LOCAL_INV:
 		return UW_WC_LOCAL_INV;
+	case UW_WR_BIND_MW:
+		return UW_WC_BIND_MW;
 	}
 	return UW_WC_SEND;
 }
@@ -321,7 +323,7 @@ static int queue_send(struct uw_qp_impl *qp, const struct uw_send_wr *wr)
 	uint32_t pd = ((struct uw_pd_impl *)qp->pub.pd)->id;
 	uint32_t max_sge = qp->attr.cap.max_send_sge;
 
-	if (wr->opcode > UW_WR_LOCAL_INV || wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge ||
+	if (wr->opcode > UW_WR_BIND_MW || wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;
 	if (is_ext(wr->opcode) && !qp->rfc7306 && qp->pub.state != UW_QPS_ERR)
@@ -336,7 +338,7 @@ static int queue_send(struct uw_qp_impl *qp, const struct uw_send_wr *wr)
 	 * original value lands in one 8-byte SGE. */
 	if ((wr->opcode == UW_WR_RDMA_READ && wr->num_sge > 1) ||
 	    (is_atomic(wr->opcode) && (wr->num_sge != 1 || wr->sg_list[0].length < 8)) ||
-	    (wr->opcode == UW_WR_LOCAL_INV && wr->num_sge))
+	    ((wr->opcode == UW_WR_LOCAL_INV || wr->opcode == UW_WR_BIND_MW) && wr->num_sge))
 		return EINVAL;
 	bool inl = (wr->send_flags & UW_SEND_INLINE) &&
 		   (wr->opcode == UW_WR_SEND || wr->opcode == UW_WR_SEND_WITH_INV ||
@@ -369,10 +371,24 @@ static int queue_send(struct uw_qp_impl *qp, const struct uw_send_wr *wr)
 		return EINVAL;
 	if (is_atomic(wr->opcode) && (wr->atomic.remote_addr & 7))
 		return EINVAL;
+	uint32_t bind_rkey = 0;
+	if (wr->opcode == UW_WR_BIND_MW) {
+		int rc = uw__bind_wr_check(&qp->pub, wr, &bind_rkey);
+		if (rc)
+			return rc;
+	}
 	w->lkey0 = wr->num_sge ? wr->sg_list[0].lkey : 0;
 	w->wr = *wr;
 	w->wr.next = NULL;
 	w->wr.sg_list = NULL;
+	if (wr->opcode == UW_WR_BIND_MW) {
+		/* the objects may go before its turn: it finds them again by
+		 * their keys then (uw__bind_wr_run) */
+		w->lkey0 = wr->bind.mr ? wr->bind.mr->lkey : 0; /* 0: an unbind */
+		w->wr.bind.rkey = bind_rkey;
+		w->wr.bind.mw = NULL;
+		w->wr.bind.mr = NULL;
+	}
 	w->signaled = qp->attr.sq_sig_all || (wr->send_flags & UW_SEND_SIGNALED);
 	w->done = false;
 	w->status = UW_WC_SUCCESS;

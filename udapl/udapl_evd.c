@@ -145,6 +145,7 @@ static DAT_DTO_COMPLETION_STATUS dto_status(enum uw_wc_status s)
 		[UW_WC_REM_ACCESS_ERR] = DAT_DTO_ERR_REMOTE_ACCESS,
 		[UW_WC_REM_OP_ERR] = DAT_DTO_ERR_REMOTE_RESPONDER,
 		[UW_WC_FATAL_ERR] = DAT_DTO_ERR_TRANSPORT,
+		[UW_WC_MW_BIND_ERR] = DAT_DTO_ERR_LOCAL_PROTECTION,
 	};
 	return (unsigned)s < sizeof(map) / sizeof(map[0]) ? map[s] : DAT_DTO_ERR_TRANSPORT;
 }

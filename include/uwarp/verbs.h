@@ -150,6 +150,10 @@ struct uw_mr {
 	size_t length;
 	uint32_t lkey; /* for local scatter/gather entries */
 	uint32_t rkey; /* the STag a peer uses; equal to lkey */
+	/* the address both keys give addr: a peer's tagged offset and a local
+	 * SGE's addr name byte addr + (x - iova); equal to addr unless the
+	 * region was registered with uw_reg_mr_iova */
+	uint64_t iova;
 };
 
 /*
@@ -166,6 +170,16 @@ struct uw_mr {
  */
 UW_EXTERN struct uw_mr *uw_reg_mr(struct uw_pd *pd, void *addr, size_t length, int access);
 
+/*
+ * uw_reg_mr_iova - register memory that peers and local SGEs address from
+ * @iova instead of from its own address (ibv_reg_mr_iova2's meaning; iova
+ * 0 is a zero-based region): tagged offset or SGE address iova + n names
+ * byte addr + n. A window bound over it takes the same addresses. Errors as
+ * uw_reg_mr, and EINVAL when [iova, iova + length) wraps.
+ */
+UW_EXTERN struct uw_mr *uw_reg_mr_iova(struct uw_pd *pd, void *addr, size_t length, uint64_t iova,
+				       int access);
+
 /* uw_dereg_mr - deregister. EBUSY while a memory window is bound over it.
  * The STag is dead at once: a later access by a peer is refused. */
 UW_EXTERN int uw_dereg_mr(struct uw_mr *mr);
@@ -173,7 +187,8 @@ UW_EXTERN int uw_dereg_mr(struct uw_mr *mr);
 struct uw_mw {
 	struct uw_context *context;
 	struct uw_pd *pd;
-	uint32_t rkey; /* 0 while unbound; changes at every bind */
+	/* its STag: a fresh key at every bind; names nothing while unbound */
+	uint32_t rkey;
 };
 
 /* uw_alloc_mw - allocate an unbound memory window. NULL with errno. */
@@ -192,7 +207,10 @@ UW_EXTERN int uw_dealloc_mw(struct uw_mw *mw);
  *
  * The window gets a fresh rkey (the old one dies). It is revoked by a
  * peer's Send with Invalidate naming it, by a UW_WR_LOCAL_INV, by a rebind
- * or by uw_dealloc_mw. Returns 0 or EINVAL/EACCES.
+ * or by uw_dealloc_mw. Returns 0 or EINVAL/EACCES. @addr is a pointer into
+ * the region; peers address the window in the region's iova terms. The
+ * bind takes effect at once; UW_WR_BIND_MW is the same bind in the order
+ * of a send queue, with a completion.
  */
 UW_EXTERN int uw_bind_mw(struct uw_mw *mw, struct uw_qp *qp, struct uw_mr *mr, void *addr,
 			 size_t length, int access);
@@ -252,6 +270,7 @@ enum uw_wc_status {
 	UW_WC_REM_ACCESS_ERR, /* the peer refused our access (Terminate) */
 	UW_WC_REM_OP_ERR,     /* the peer refused the operation (Terminate) */
 	UW_WC_FATAL_ERR,      /* the connection failed under this WR */
+	UW_WC_MW_BIND_ERR,    /* a UW_WR_BIND_MW whose region or window went */
 };
 
 enum uw_wc_opcode {
@@ -264,6 +283,7 @@ enum uw_wc_opcode {
 	UW_WC_LOCAL_INV,
 	UW_WC_RECV,     /* a Send arrived */
 	UW_WC_RECV_IMM, /* Immediate Data arrived (alone or after a Write) */
+	UW_WC_BIND_MW,
 };
 
 enum uw_wc_flags {
@@ -393,6 +413,7 @@ enum uw_wr_opcode {
 	UW_WR_ATOMIC_SWAP,      /* uwarp peers */
 	UW_WR_ATOMIC_CMP_SWAP,  /* uwarp peers */
 	UW_WR_LOCAL_INV,
+	UW_WR_BIND_MW, /* uw_bind_mw in the send queue's order (wr.bind) */
 };
 
 enum uw_send_flags {
@@ -421,6 +442,31 @@ struct uw_send_wr {
 		uint64_t compare_add; /* CMP_SWAP: compare; FETCH_ADD: add */
 		uint64_t swap;        /* SWAP, CMP_SWAP */
 	} atomic;                     /* the original value lands in sg_list[0] (8 bytes) */
+	/*
+	 * BIND_MW: bind @mw over [addr, addr + length) of @mr, addr in the
+	 * region's iova terms, with @access (REMOTE_* flags), for peers of
+	 * this QP only or, with @any_qp, of any QP of the PD. The window's new
+	 * rkey is decided when the WR is posted and is in mw->rkey when
+	 * uw_post_send returns: @rkey if nonzero (its index part must be the
+	 * window's; the low 8 bits, the key, are the caller's choice, as
+	 * ibv_inc_rkey makes them), else a fresh random key. The bind happens
+	 * when the WR's turn comes (after the WRs posted before it start); if
+	 * the region or the window is gone by then it alone completes with
+	 * UW_WC_MW_BIND_ERR (the QP goes on). With @mr NULL (and addr, length,
+	 * access 0) the window is unbound instead, in the same order (the
+	 * ibv_bind_mw way to invalidate a type 1 window). Checked when posted:
+	 * EINVAL (other PD, range outside the region, unknown flags, wrong
+	 * index), EACCES (as uw_bind_mw).
+	 */
+	struct {
+		struct uw_mw *mw;
+		struct uw_mr *mr;
+		uint64_t addr;
+		uint64_t length;
+		int access;
+		int any_qp;
+		uint32_t rkey;
+	} bind;
 };
 
 struct uw_recv_wr {

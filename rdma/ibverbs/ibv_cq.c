@@ -178,6 +178,8 @@ static enum ibv_wc_status status_to_ibv(enum uw_wc_status s)
 		return IBV_WC_REM_OP_ERR;
 	case UW_WC_FATAL_ERR:
 		return IBV_WC_FATAL_ERR;
+	case UW_WC_MW_BIND_ERR:
+		return IBV_WC_MW_BIND_ERR;
 	}
 	return IBV_WC_GENERAL_ERR;
 }
@@ -202,6 +204,8 @@ static enum ibv_wc_opcode opcode_to_ibv(enum uw_wc_opcode o)
 		return IBV_WC_RECV;
 	case UW_WC_RECV_IMM:
 		return IBV_WC_RECV_RDMA_WITH_IMM;
+	case UW_WC_BIND_MW:
+		return IBV_WC_BIND_MW;
 	}
 	return IBV_WC_SEND;
 }

@@ -121,6 +121,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->ops.post_send = uwv_post_send;
 	c->ops.post_recv = uwv_post_recv;
 	c->ops.post_srq_recv = uwv_post_srq_recv;
+	uwv_mw_ops(c);
 	u->vctx.sz = sizeof(u->vctx);
 	u->vctx.query_port = uwv_query_port_ex;
 	u->vctx.query_device_ex = uwv_query_device_ex;

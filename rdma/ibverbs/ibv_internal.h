@@ -60,6 +60,11 @@ struct uwv_mr {
 	int access;
 };
 
+struct uwv_mw {
+	struct ibv_mw ibv;
+	struct uw_mw *uw;
+};
+
 struct uwv_channel {
 	struct ibv_comp_channel ibv;
 	struct uw_comp_channel *uw;
@@ -125,6 +130,12 @@ int uwv_query_port_ex(struct ibv_context *c, uint8_t port, struct ibv_port_attr 
 		      size_t attr_len);
 int uwv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
 			struct ibv_device_attr_ex *attr, size_t attr_size);
+
+/* Memory windows (ibv_mw.c): the context's ops, and a bind as uwarp's
+ * send request (rkey 0: uwarp picks the key). 0 or an errno. */
+void uwv_mw_ops(struct ibv_context *c);
+int uwv_bind_to_uw(struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *b,
+		   struct uw_send_wr *u, const char *call);
 
 /* State names both ways (ibv_qp.c). */
 enum ibv_qp_state uwv_state_to_ibv(enum uw_qp_state s);

@@ -51,11 +51,11 @@ static int access_to_uw(unsigned access, const char *call)
 {
 	unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND |
-			 IBV_ACCESS_HUGETLB;
+			 IBV_ACCESS_HUGETLB | IBV_ACCESS_ZERO_BASED;
 	unsigned mandatory = access & (IBV_ACCESS_OPTIONAL_FIRST - 1);
 	if (mandatory & ~known) {
 		errno = uwv_debug(EOPNOTSUPP, call,
-				  "an access flag uwarp does not have (zero-based, flush, ...)");
+				  "an access flag uwarp does not have (flush, atomic write, ...)");
 		return -1;
 	}
 	int a = 0;
@@ -72,8 +72,10 @@ static int access_to_uw(unsigned access, const char *call)
 	return a;
 }
 
-static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, unsigned access,
-			  const char *call)
+/* A region peers and the region's own SGEs address from iova (0 with
+ * IBV_ACCESS_ZERO_BASED: rdma-core's ibv_reg_mr(3) makes the two the same). */
+static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+			  unsigned access, const char *call)
 {
 	if (!pd) {
 		errno = EINVAL;
@@ -87,7 +89,9 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, unsigned
 		errno = ENOMEM;
 		return NULL;
 	}
-	m->uw = uw_reg_mr(uwv_from(pd, struct uwv_pd)->uw, addr, length, a);
+	if (access & IBV_ACCESS_ZERO_BASED)
+		iova = 0;
+	m->uw = uw_reg_mr_iova(uwv_from(pd, struct uwv_pd)->uw, addr, length, iova, a);
 	if (!m->uw) {
 		int e = errno;
 		free(m);
@@ -108,21 +112,13 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, unsigned
 #undef ibv_reg_mr_iova
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
-	return reg(pd, addr, length, (unsigned)access, "ibv_reg_mr");
+	return reg(pd, addr, length, (uintptr_t)addr, (unsigned)access, "ibv_reg_mr");
 }
 
-/* A region whose address for the peer (iova) differs from its address in
- * this process needs an offset in uwarp's tagged-buffer check, which it
- * does not have yet: refused unless they are equal. */
 struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 				unsigned int access)
 {
-	if (iova != (uint64_t)(uintptr_t)addr) {
-		errno = uwv_debug(EOPNOTSUPP, "ibv_reg_mr_iova2",
-				  "an iova other than the buffer's address");
-		return NULL;
-	}
-	return reg(pd, addr, length, access, "ibv_reg_mr_iova2");
+	return reg(pd, addr, length, iova, access, "ibv_reg_mr_iova2");
 }
 
 struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,

@@ -79,12 +79,19 @@ static int send_to_uw(const struct ibv_send_wr *w, struct uw_send_wr *u)
 			"Send with Immediate: iWARP's Immediate Data (RFC 7306) is a message "
 			"of its own");
 	case IBV_WR_BIND_MW:
+		/* type 1 windows are bound with ibv_bind_mw (rdma-core's rule) */
+		if (!w->bind_mw.mw || w->bind_mw.mw->type != IBV_MW_TYPE_2)
+			return uwv_debug(EINVAL, "ibv_post_send",
+					 "IBV_WR_BIND_MW of a window that is not type 2");
+		return uwv_bind_to_uw(w->bind_mw.mw, w->bind_mw.rkey, &w->bind_mw.bind_info, u,
+				      "ibv_post_send");
 	case IBV_WR_TSO:
 	case IBV_WR_DRIVER1:
 	case IBV_WR_ATOMIC_WRITE:
 		break;
 	}
-	return uwv_debug(EINVAL, "ibv_post_send", "an opcode uwarp has not (bind MW, TSO, ...)");
+	return uwv_debug(EINVAL, "ibv_post_send",
+			 "an opcode uwarp has not (TSO, atomic write, ...)");
 }
 
 int uwv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -106,8 +113,13 @@ int uwv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 		if (n) {
 			struct uw_send_wr *ubad = NULL;
 			int rc = uw_post_send(uq, u, &ubad);
+			int done = rc ? (ubad ? (int)(ubad - u) : 0) : n;
+			/* a window's new rkey, as the program asked, once posted */
+			for (int i = 0; i < done; i++)
+				if (u[i].opcode == UW_WR_BIND_MW)
+					from[i]->bind_mw.mw->rkey = u[i].bind.mw->rkey;
 			if (rc) {
-				*bad = ubad ? from[ubad - u] : from[0];
+				*bad = from[done];
 				return rc;
 			}
 		}

@@ -33,7 +33,9 @@ static void fill_device_attr(struct ibv_device_attr *a)
 	a->hw_ver = 0;
 	a->max_qp = INT_MAX;
 	a->max_qp_wr = (int)UWV_MAX_QP_WR;
-	a->device_cap_flags = 0;
+	/* windows of both types; a type 2 window is tied to its QP and PD */
+	a->device_cap_flags = IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	a->max_mw = INT_MAX;
 	a->max_sge = UW_MAX_SGE;
 	a->max_sge_rd = UW_MAX_SGE;
 	a->max_cq = INT_MAX;

@@ -322,6 +322,188 @@ static void memory_windows_grant_a_sub_range_and_die_when_invalidated(void **sta
 	pair_close(&p);
 }
 
+/* A Write or Read from the client through rkey at tagged offset to. */
+static void write_then_read(struct pair *p, uint32_t rkey, uint64_t to, const char *what)
+{
+	size_t n = strlen(what) + 1;
+	memcpy(p->c.buf, what, n);
+	assert_int_equal(post(p->c.qp, UW_WR_RDMA_WRITE, 1, p->c.buf, (uint32_t)n, p->c.mr->lkey,
+			      to, rkey, 0),
+			 0);
+	memset(p->c.buf + 2048, 0, n);
+	assert_int_equal(post(p->c.qp, UW_WR_RDMA_READ, 2, p->c.buf + 2048, (uint32_t)n,
+			      p->c.mr->lkey, to, rkey, UW_SEND_SIGNALED),
+			 0);
+	struct uw_wc wc = wait_wc(p->c.cq);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 2);
+	assert_string_equal((char *)p->c.buf + 2048, what);
+}
+
+/* ibv_reg_mr_iova2's meaning: peers and the region's own SGEs address it
+ * from its iova, whatever its address; a window over it keeps those
+ * addresses; an offset below the iova is out of bounds. */
+static void a_region_is_addressed_from_its_iova(void **state)
+{
+	const uint64_t iova = 0x7e57000000000000ull;
+	const int rw = UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ |
+		       UW_ACCESS_MW_BIND;
+	struct pair p;
+
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	/* [iova, iova + length) may not wrap */
+	errno = 0;
+	assert_null(uw_reg_mr_iova(p.s.pd, p.s.buf, BUF, UINT64_MAX - 100, rw));
+	assert_int_equal(errno, EINVAL);
+	struct uw_mr *mr = uw_reg_mr_iova(p.s.pd, p.s.buf, BUF, iova, rw);
+	assert_non_null(mr);
+	assert_int_equal(mr->iova, iova);
+	assert_int_equal(p.s.mr->iova, (uintptr_t)p.s.buf); /* uw_reg_mr: its address */
+	struct uw_mr *zero = uw_reg_mr_iova(p.s.pd, p.s.buf, BUF, 0, rw);
+	assert_non_null(zero);
+	pair_connect(&p, NULL, NULL, 0, 0);
+
+	write_then_read(&p, mr->rkey, iova + 100, "at iova + 100");
+	assert_string_equal((char *)p.s.buf + 100, "at iova + 100");
+	write_then_read(&p, zero->rkey, 300, "zero-based 300");
+	assert_string_equal((char *)p.s.buf + 300, "zero-based 300");
+
+	/* the region's own Send: its SGE in iova terms */
+	memcpy(p.s.buf + 5000, "sent from iova + 5000", 22);
+	struct uw_sge rg = { (uintptr_t)(p.c.buf + 8192), 64, p.c.mr->lkey };
+	struct uw_recv_wr r = { .wr_id = 7, .sg_list = &rg, .num_sge = 1 };
+	assert_int_equal(uw_post_recv(p.c.qp, &r, NULL), 0);
+	struct uw_sge sg = { iova + 5000, 22, mr->lkey };
+	struct uw_send_wr sw = { .wr_id = 8,
+				 .sg_list = &sg,
+				 .num_sge = 1,
+				 .opcode = UW_WR_SEND,
+				 .send_flags = UW_SEND_SIGNALED };
+	assert_int_equal(uw_post_send(p.s.qp, &sw, NULL), 0);
+	assert_int_equal(wait_wc(p.s.cq).status, UW_WC_SUCCESS);
+	struct uw_wc wc = wait_wc(p.c.cq);
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.byte_len, 22);
+	assert_string_equal((char *)p.c.buf + 8192, "sent from iova + 5000");
+	/* its address is not an address of the region's: EINVAL at post */
+	sg.addr = (uintptr_t)p.s.buf + 5000;
+	assert_int_equal(uw_post_send(p.s.qp, &sw, NULL), EINVAL);
+
+	/* a window over [4096, 8192): its offsets are the region's */
+	struct uw_mw *mw = uw_alloc_mw(p.s.pd);
+	assert_non_null(mw);
+	assert_int_equal(uw_bind_mw(mw, p.s.qp, mr, p.s.buf + 4096, 4096,
+				    UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ),
+			 0);
+	write_then_read(&p, mw->rkey, iova + 4096 + 10, "window at iova + 4106");
+	assert_string_equal((char *)p.s.buf + 4106, "window at iova + 4106");
+	assert_int_equal(uw_dealloc_mw(mw), 0);
+
+	/* the buffer's own address is nothing to this region */
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 9, p.c.buf, 8, p.c.mr->lkey,
+			      (uintptr_t)p.s.buf, mr->rkey, 0),
+			 0);
+	expect_terminated(&p, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_BASE_BOUNDS);
+	assert_int_equal(uw_dereg_mr(mr), 0);
+	assert_int_equal(uw_dereg_mr(zero), 0);
+	pair_close(&p);
+}
+
+/* A bind in the send queue (UW_WR_BIND_MW, ibv_post_send's IBV_WR_BIND_MW):
+ * the rkey is known when the post returns, the bind completes in order,
+ * a caller's key is taken, a wrong index or range refused at post, and a
+ * window deallocated before the bind's turn makes it fail alone. */
+static void a_bind_in_the_send_queue_completes_in_order(void **state)
+{
+	const int region = UW_ACCESS_LOCAL_WRITE | UW_ACCESS_MW_BIND;
+	struct pair p;
+
+	pair_open(&p, region);
+	uint64_t base = (uintptr_t)p.s.buf;
+	pair_connect(&p, NULL, NULL, 0, 0);
+	struct uw_mw *mw = uw_alloc_mw(p.s.pd);
+	assert_non_null(mw);
+	struct uw_send_wr b = { .wr_id = 21,
+				.opcode = UW_WR_BIND_MW,
+				.send_flags = UW_SEND_SIGNALED,
+				.bind = { mw, p.s.mr, base + 4096, 4096,
+					  UW_ACCESS_REMOTE_WRITE | UW_ACCESS_REMOTE_READ, 0, 0 } };
+	assert_int_equal(uw_post_send(p.s.qp, &b, NULL), 0);
+	uint32_t first = mw->rkey;
+	assert_int_not_equal(first, 0);
+	struct uw_wc wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.wr_id, 21);
+	assert_int_equal(wc.opcode, UW_WC_BIND_MW);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	write_then_read(&p, first, base + 4096 + 8, "bound in order");
+	assert_string_equal((char *)p.s.buf + 4096 + 8, "bound in order");
+
+	/* the caller's key (ibv_inc_rkey's way); the old rkey dies */
+	b.bind.rkey = (first & ~0xffu) | (uint8_t)(first + 1);
+	b.wr_id = 22;
+	assert_int_equal(uw_post_send(p.s.qp, &b, NULL), 0);
+	assert_int_equal(mw->rkey, b.bind.rkey);
+	assert_int_equal(wait_wc(p.s.cq).status, UW_WC_SUCCESS);
+	write_then_read(&p, b.bind.rkey, base + 4096, "the caller's key");
+
+	/* refused at post: another window's index, a range past the
+	 * region, rights the region cannot give */
+	b.bind.rkey = first + 0x100;
+	assert_int_equal(uw_post_send(p.s.qp, &b, NULL), EINVAL);
+	b.bind.rkey = 0;
+	b.bind.addr = base + BUF - 100;
+	assert_int_equal(uw_post_send(p.s.qp, &b, NULL), EINVAL);
+	b.bind.addr = base;
+	b.bind.access = UW_ACCESS_LOCAL_WRITE;
+	assert_int_equal(uw_post_send(p.s.qp, &b, NULL), EINVAL);
+	b.bind.access = UW_ACCESS_REMOTE_WRITE;
+	b.sg_list = NULL;
+	b.num_sge = 1;
+	assert_int_equal(uw_post_send(p.s.qp, &b, NULL), EINVAL);
+	b.num_sge = 0;
+
+	/* posted while the send queue is paused, its window gone before its
+	 * turn: it alone fails, the Send behind it goes */
+	assert_int_equal(uw_modify_qp(p.s.qp, UW_QPS_SQD), 0);
+	struct uw_mw *gone = uw_alloc_mw(p.s.pd);
+	b.bind.mw = gone;
+	b.wr_id = 23;
+	assert_int_equal(uw_post_send(p.s.qp, &b, NULL), 0);
+	assert_int_equal(uw_dealloc_mw(gone), 0);
+	struct uw_sge rg = { (uintptr_t)p.c.buf, 64, p.c.mr->lkey };
+	struct uw_recv_wr r = { .wr_id = 7, .sg_list = &rg, .num_sge = 1 };
+	assert_int_equal(uw_post_recv(p.c.qp, &r, NULL), 0);
+	assert_int_equal(
+		post(p.s.qp, UW_WR_SEND, 24, p.s.buf, 8, p.s.mr->lkey, 0, 0, UW_SEND_SIGNALED), 0);
+	assert_int_equal(uw_modify_qp(p.s.qp, UW_QPS_RTS), 0);
+	wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.wr_id, 23);
+	assert_int_equal(wc.opcode, UW_WC_BIND_MW);
+	assert_int_equal(wc.status, UW_WC_MW_BIND_ERR);
+	assert_string_equal(uw_wc_status_str(wc.status), "memory window bind error");
+	wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.wr_id, 24);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	assert_int_equal(wait_wc(p.c.cq).wr_id, 7);
+
+	/* no region: an unbind, in order; the window names nothing after */
+	uint32_t live = mw->rkey;
+	struct uw_send_wr u = { .wr_id = 25,
+				.opcode = UW_WR_BIND_MW,
+				.send_flags = UW_SEND_SIGNALED,
+				.bind = { .mw = mw } };
+	assert_int_equal(uw_post_send(p.s.qp, &u, NULL), 0);
+	wc = wait_wc(p.s.cq);
+	assert_int_equal(wc.wr_id, 25);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	assert_int_equal(
+		post(p.c.qp, UW_WR_RDMA_WRITE, 26, p.c.buf, 8, p.c.mr->lkey, base + 4096, live, 0),
+		0);
+	expect_terminated(&p, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG);
+	assert_int_equal(uw_dealloc_mw(mw), 0);
+	pair_close(&p);
+}
+
 /* RDMA Reads of memory that changes while they are answered: the
  * responder's application (or the peer's own Writes) may write its
  * registered memory at any time, as on hardware (a key-value store that
@@ -1104,6 +1286,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(memory_windows_grant_a_sub_range_and_die_when_invalidated),
+		cmocka_unit_test(a_region_is_addressed_from_its_iova),
+		cmocka_unit_test(a_bind_in_the_send_queue_completes_in_order),
 		cmocka_unit_test(reads_of_memory_that_changes_meanwhile_complete),
 		cmocka_unit_test(atomics_return_the_old_value_and_update_memory),
 		cmocka_unit_test(write_with_immediate_and_solicited_events),

@@ -130,20 +130,30 @@ static void memory_regions_and_their_access_flags(void **state)
 	errno = 0;
 	assert_null(ibv_reg_mr(e->pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE));
 	assert_int_equal(errno, EINVAL);
-	/* a mandatory flag uwarp has not: refused, not ignored */
+	/* a mandatory flag uwarp has not (below IBV_ACCESS_OPTIONAL_FIRST: a
+	 * later rdma-core's flush rights): refused, not ignored */
 	errno = 0;
-	assert_null(ibv_reg_mr(e->pd, buf, sizeof(buf), IBV_ACCESS_ZERO_BASED));
+	assert_null(ibv_reg_mr(e->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | (1 << 8)));
 	assert_int_equal(errno, EOPNOTSUPP);
+	/* zero-based and iova regions (the data: test_rdma_cm) */
+	struct ibv_mr *z =
+		ibv_reg_mr(e->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED);
+	assert_non_null(z);
+	assert_ptr_equal(z->addr, buf);
+	assert_int_equal(ibv_dereg_mr(z), 0);
+	z = ibv_reg_mr_iova2(e->pd, buf, sizeof(buf), 0x1000, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(z);
+	assert_int_equal(ibv_dereg_mr(z), 0);
+	errno = 0; /* [iova, iova + length) may not wrap */
+	assert_null(
+		ibv_reg_mr_iova2(e->pd, buf, sizeof(buf), UINT64_MAX - 10, IBV_ACCESS_LOCAL_WRITE));
+	assert_int_equal(errno, EINVAL);
 	/* an optional one (relaxed ordering) is a hint: taken through
 	 * ibv_reg_mr_iova2, as rdma-core's inline ibv_reg_mr routes it */
 	struct ibv_mr *ro = ibv_reg_mr(e->pd, buf, sizeof(buf),
 				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
 	assert_non_null(ro);
 	assert_int_equal(ibv_dereg_mr(ro), 0);
-	/* a peer-visible address other than the buffer's is not built yet */
-	errno = 0;
-	assert_null(ibv_reg_mr_iova2(e->pd, buf, sizeof(buf), 0x1000, IBV_ACCESS_LOCAL_WRITE));
-	assert_int_equal(errno, EOPNOTSUPP);
 	/* a PD with a region is busy */
 	struct ibv_pd *pd2 = ibv_alloc_pd(e->ctx);
 	struct ibv_mr *mr2 = ibv_reg_mr(pd2, buf, 64, IBV_ACCESS_LOCAL_WRITE);
@@ -154,6 +164,51 @@ static void memory_regions_and_their_access_flags(void **state)
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	assert_int_equal(ibv_fork_init(), 0);
 	assert_int_equal(ibv_is_fork_initialized(), IBV_FORK_UNNEEDED);
+}
+
+/* Memory windows through rdma-core's inline calls (the data through
+ * them: test_rdma_cm): both types, an STag each from the start (a type 2
+ * window's next rkey is ibv_inc_rkey of it), the device saying it has
+ * them, a window keeping its PD busy, ibv_bind_mw's own checks, and what
+ * a bind may not ask. */
+static void memory_windows_both_types(void **state)
+{
+	struct env *e = *state;
+	struct ibv_device_attr da;
+	assert_int_equal(ibv_query_device(e->ctx, &da), 0);
+	assert_true(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+	assert_true(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	assert_true(da.max_mw > 0);
+	struct ibv_pd *pd = ibv_alloc_pd(e->ctx);
+	struct ibv_mw *w1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	struct ibv_mw *w2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	assert_non_null(w1);
+	assert_non_null(w2);
+	assert_int_equal(w1->type, IBV_MW_TYPE_1);
+	assert_int_equal(w2->type, IBV_MW_TYPE_2);
+	assert_ptr_equal(w2->pd, pd);
+	assert_int_not_equal(w2->rkey >> 8, 0);
+	assert_int_not_equal(w1->rkey >> 8, w2->rkey >> 8);
+	errno = 0;
+	assert_null(ibv_alloc_mw(pd, (enum ibv_mw_type)7));
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(ibv_dealloc_pd(pd), EBUSY);
+
+	/* rdma-core's own checks in ibv_bind_mw, before uwarp's op: a type
+	 * 2 window, an address without a region, another PD's region */
+	static char buf[4096];
+	struct ibv_mr *other =
+		ibv_reg_mr(e->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mw_bind b = { .wr_id = 1, .bind_info = { .addr = 8, .length = 8 } };
+	assert_int_equal(ibv_bind_mw(NULL, w2, &b), EINVAL);
+	assert_int_equal(ibv_bind_mw(NULL, w1, &b), EINVAL);
+	b.bind_info.mr = other;
+	assert_int_equal(ibv_bind_mw(NULL, w1, &b), EPERM);
+	assert_int_equal(ibv_dereg_mr(other), 0);
+
+	assert_int_equal(ibv_dealloc_mw(w1), 0);
+	assert_int_equal(ibv_dealloc_mw(w2), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
 }
 
 static void on_alarm(int sig) { (void)sig; }
@@ -338,9 +393,6 @@ static void what_iwarp_has_not_fails_cleanly(void **state)
 	union ibv_gid g = { 0 };
 	assert_int_equal(ibv_attach_mcast(NULL, &g, 0), EOPNOTSUPP);
 	/* rdma-core's inline calls find no op and say so */
-	errno = 0;
-	assert_null(ibv_alloc_mw(e->pd, IBV_MW_TYPE_1));
-	assert_true(errno == EOPNOTSUPP || errno == ENOSYS);
 	struct ibv_cq_init_attr_ex cx = { .cqe = 4 };
 	errno = 0;
 	assert_null(ibv_create_cq_ex(e->ctx, &cx));
@@ -465,6 +517,7 @@ int main(void)
 		cmocka_unit_test(the_device_is_uwarp0_an_iwarp_rnic),
 		cmocka_unit_test(device_and_port_attributes),
 		cmocka_unit_test(memory_regions_and_their_access_flags),
+		cmocka_unit_test(memory_windows_both_types),
 		cmocka_unit_test(a_flushed_qp_completes_each_receive_once_through_the_channel),
 		cmocka_unit_test(a_shared_receive_queue_takes_receives),
 		cmocka_unit_test(what_iwarp_has_not_fails_cleanly),

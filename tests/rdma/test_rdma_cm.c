@@ -272,6 +272,154 @@ static void connect_transfer_disconnect(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* A connected pair on one channel, each side's QP with a receive posted. */
+static void pair_up(struct rdma_event_channel *ch, struct rdma_cm_id **listener, struct side *srv,
+		    struct side *cli)
+{
+	assert_int_equal(rdma_create_id(ch, listener, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in a = loopback(0);
+	assert_int_equal(rdma_bind_addr(*listener, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(*listener, 4), 0);
+	a = loopback(rdma_get_src_port(*listener));
+	assert_int_equal(rdma_create_id(ch, &cli->id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(cli->id, NULL, (struct sockaddr *)&a, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	assert_int_equal(rdma_resolve_route(cli->id, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	make_qp(cli);
+	post_recv(cli, 0, 64);
+	struct rdma_conn_param cp = { .responder_resources = 4, .initiator_depth = 4 };
+	assert_int_equal(rdma_connect(cli->id, &cp), 0);
+	struct rdma_cm_event *e = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	srv->id = e->id;
+	ack(e);
+	make_qp(srv);
+	post_recv(srv, 0, 64);
+	assert_int_equal(rdma_accept(srv->id, &cp), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ESTABLISHED));
+	ack(expect(ch, RDMA_CM_EVENT_ESTABLISHED));
+}
+
+/* The client writes what at (rkey, to) and reads it back. */
+static void write_read_back(struct side *cli, uint32_t rkey, uint64_t to, const char *what)
+{
+	struct ibv_wc wc;
+	uint32_t n = (uint32_t)strlen(what) + 1;
+	strcpy(cli->buf + 1024, what);
+	post(cli, IBV_WR_RDMA_WRITE, 1024, n, to, rkey);
+	wait_wc(cli->cq, 1, &wc);
+	memset(cli->buf + 2048, 0, n);
+	post(cli, IBV_WR_RDMA_READ, 2048, n, to, rkey);
+	wait_wc(cli->cq, 1, &wc);
+	assert_string_equal(cli->buf + 2048, what);
+}
+
+/* ibv_reg_mr_iova2, IBV_ACCESS_ZERO_BASED and memory windows of both types
+ * with data: a peer addresses a region from its iova (or from 0), a
+ * window keeps its region's addresses, ibv_bind_mw (type 1) and
+ * IBV_WR_BIND_MW (type 2, the program's ibv_inc_rkey key) complete in the
+ * send queue as IBV_WC_BIND_MW, a Send with Invalidate revokes a type 2
+ * window, and an ibv_bind_mw without a region unbinds. */
+static void iova_regions_and_windows_carry_data(void **state)
+{
+	const unsigned rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND;
+	const uint64_t iova = 0xabc000000000ull;
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listener;
+	static struct side srv, cli;
+	struct ibv_wc wc;
+	static char mem[8192];
+
+	pair_up(ch, &listener, &srv, &cli);
+	struct ibv_pd *pd = srv.id->qp->pd;
+	struct ibv_mr *mr = ibv_reg_mr_iova2(pd, mem, sizeof(mem), iova, rw);
+	assert_non_null(mr);
+	struct ibv_mr *zb = ibv_reg_mr(pd, mem, sizeof(mem), rw | IBV_ACCESS_ZERO_BASED);
+	assert_non_null(zb);
+	write_read_back(&cli, mr->rkey, iova + 100, "at iova + 100");
+	assert_string_equal(mem + 100, "at iova + 100");
+	write_read_back(&cli, zb->rkey, 300, "zero-based 300");
+	assert_string_equal(mem + 300, "zero-based 300");
+
+	/* type 1: ibv_bind_mw over [iova + 4096, + 1024) */
+	struct ibv_mw *w1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	assert_non_null(w1);
+	uint32_t before = w1->rkey;
+	struct ibv_mw_bind b = { .wr_id = 31,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .bind_info = { mr, iova + 4096, 1024,
+						IBV_ACCESS_REMOTE_WRITE |
+							IBV_ACCESS_REMOTE_READ } };
+	assert_int_equal(ibv_bind_mw(srv.id->qp, w1, &b), 0);
+	assert_int_not_equal(w1->rkey, before);
+	wait_wc(srv.cq, 1, &wc);
+	assert_int_equal(wc.wr_id, 31);
+	assert_int_equal(wc.opcode, IBV_WC_BIND_MW);
+	write_read_back(&cli, w1->rkey, iova + 4096 + 8, "type 1 window");
+	assert_string_equal(mem + 4096 + 8, "type 1 window");
+	/* a right the window has not: refused at the call, not later */
+	b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ZERO_BASED;
+	assert_int_equal(ibv_bind_mw(srv.id->qp, w1, &b), EINVAL);
+
+	/* type 2: IBV_WR_BIND_MW with the program's key */
+	struct ibv_mw *w2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	assert_non_null(w2);
+	uint32_t key2 = ibv_inc_rkey(w2->rkey);
+	struct ibv_send_wr bw = { .wr_id = 32,
+				  .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	bw.bind_mw.mw = w2;
+	bw.bind_mw.rkey = key2;
+	bw.bind_mw.bind_info =
+		(struct ibv_mw_bind_info){ mr, iova + 6144, 1024,
+					   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
+	assert_int_equal(ibv_post_send(srv.id->qp, &bw, &bad), 0);
+	assert_int_equal(w2->rkey, key2);
+	wait_wc(srv.cq, 1, &wc);
+	assert_int_equal(wc.wr_id, 32);
+	assert_int_equal(wc.opcode, IBV_WC_BIND_MW);
+	write_read_back(&cli, key2, iova + 6144, "type 2 window");
+	assert_string_equal(mem + 6144, "type 2 window");
+	/* a type 1 window cannot be bound by a send request (rdma-core's rule) */
+	bw.bind_mw.mw = w1;
+	assert_int_equal(ibv_post_send(srv.id->qp, &bw, &bad), EINVAL);
+	assert_ptr_equal(bad, &bw);
+
+	/* the client revokes the type 2 window with its Send */
+	struct ibv_sge sge = { (uintptr_t)cli.buf + 1024, 4, cli.mr->lkey };
+	struct ibv_send_wr si = { .wr_id = 33,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .invalidate_rkey = key2 };
+	assert_int_equal(ibv_post_send(cli.id->qp, &si, &bad), 0);
+	wait_wc(cli.cq, 1, &wc);
+	wait_wc(srv.cq, 1, &wc);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_true(wc.wc_flags & IBV_WC_WITH_INV);
+	assert_int_equal(wc.invalidated_rkey, key2);
+
+	/* ibv_bind_mw with no region: the type 1 window unbound, in order */
+	b = (struct ibv_mw_bind){ .wr_id = 34, .send_flags = IBV_SEND_SIGNALED };
+	assert_int_equal(ibv_bind_mw(srv.id->qp, w1, &b), 0);
+	wait_wc(srv.cq, 1, &wc);
+	assert_int_equal(wc.wr_id, 34);
+	assert_int_equal(ibv_dealloc_mw(w1), 0);
+	assert_int_equal(ibv_dealloc_mw(w2), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dereg_mr(zb), 0);
+	assert_int_equal(rdma_disconnect(cli.id), 0);
+	ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+	ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+	teardown_side(&cli);
+	teardown_side(&srv);
+	assert_int_equal(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 /* A rejection reaches the client as REJECTED; so does a port nobody
  * listens on (TCP refused), as the kernel's iWARP manager reports it. */
 static void rejected_and_refused(void **state)
@@ -790,6 +938,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(connect_transfer_disconnect),
+		cmocka_unit_test(iova_regions_and_windows_carry_data),
 		cmocka_unit_test(rejected_and_refused),
 		cmocka_unit_test(a_connect_before_listen_waits_for_it),
 		cmocka_unit_test(synchronous_endpoints),
