@@ -324,6 +324,8 @@ void uw__conn_fail(struct uw_conn *c, const struct rddp_error *e)
 	if (!uw_life_full(&c->life))
 		return;
 	rdmap_conn_fail(&c->rd, e);
+	if (c->qp)
+		uw__qp_async_fail(c->qp, e);
 	struct uw_life_facts f = { .reply_out = c->out_off == c->out_len };
 	if (!uw__conn_step(c, UW_LIFE_IN_ERROR, &f).fail)
 		return; /* our Reply is not out: no Terminate can be read */
@@ -372,6 +374,10 @@ static void finish(struct uw_conn *c, enum uw_life_state was, const struct uw_li
 		if (c->qp) {
 			c->qp->conn = NULL;
 			c->qp->end_errno = a->status;
+			/* a failure, not the application's own end (ECONNABORTED) */
+			if (a->status && a->status != ECONNABORTED &&
+			    c->qp->pub.state != UW_QPS_ERR)
+				uw__qp_async_fail(c->qp, NULL);
 			if (c->qp->pub.state != UW_QPS_ERR)
 				uw__qp_flush(c->qp);
 		}

@@ -50,6 +50,7 @@ struct uw_cq *uw_create_cq(struct uw_context *ctx, int cqe, void *cq_context,
 	}
 	cq->cap = (uint32_t)cqe;
 	cq->pub = (struct uw_cq){ ctx, channel, cq_context, cqe };
+	cq->async_err.ev.cq = &cq->pub;
 	util_list_init(&cq->fired);
 	pthread_mutex_lock(&ctx->lock);
 	if (channel)
@@ -78,6 +79,8 @@ int uw_destroy_cq(struct uw_cq *c)
 		}
 		ch->users--;
 	}
+	struct uw__async_node *nodes[] = { &cq->async_err };
+	uw__async_move(&cq->async, NULL, nodes, 1);
 	ctx->nobjects--;
 	pthread_mutex_unlock(&ctx->lock);
 	free(cq->ring);
@@ -116,6 +119,8 @@ int uw_resize_cq(struct uw_cq *c, int cqe)
 int uw__cq_push(struct uw_cq_impl *cq, const struct uw_wc *wc)
 {
 	if (cq->count == cq->cap) {
+		if (!cq->overflow)
+			uw__async_raise(cq->async, &cq->async_err, UW_EVENT_CQ_ERR);
 		cq->overflow = true;
 		return -ENOSPC;
 	}

@@ -228,8 +228,42 @@ struct uw_channel_impl {
 	struct uw__chan ch; /* its events: armed CQs that fired */
 };
 
+/* ---- asynchronous events (uw_async.c) ---- */
+
+struct uw_async_impl {
+	struct uw_async_channel pub;
+	struct uw__chan ch; /* its events: struct uw__async_node */
+};
+
+/* An object's one pending event of a kind, on its channel's list while
+ * queued (objects raise each kind at most once until it is taken). */
+struct uw__async_node {
+	struct util_list link;
+	struct uw_async_event ev;
+	bool queued;
+};
+
+/* Raise @n's event (type set here) on @ch, unless @ch is NULL or it waits
+ * already. ctx->lock held. */
+void uw__async_raise(struct uw_async_impl *ch, struct uw__async_node *n,
+		     enum uw_async_event_type type);
+/* Take @n off its channel if queued. ctx->lock held. */
+void uw__async_drop(struct uw_async_impl *ch, struct uw__async_node *n);
+/* An object's reporting, and its @n nodes' waiting events, from *at to @to
+ * (NULL: nowhere, as its destruction does). ctx->lock held. */
+void uw__async_move(struct uw_async_impl **at, struct uw_async_impl *to,
+		    struct uw__async_node *const *nodes, int n);
+/* The QP of connection-side code failed (not by the application's
+ * doing): its one error event, the kind chosen by the Terminate this end
+ * sent (@sent, NULL for none). ctx->lock held. */
+struct rddp_error;
+struct uw_qp_impl;
+void uw__qp_async_fail(struct uw_qp_impl *qp, const struct rddp_error *sent);
+
 struct uw_cq_impl {
 	struct uw_cq pub;
+	struct uw_async_impl *async;
+	struct uw__async_node async_err;
 	struct uw_wc *ring;
 	uint32_t cap, head, count;
 	int armed; /* 0, 1 (any), 2 (solicited only) */
@@ -268,6 +302,9 @@ struct uw_rwqe {
 
 struct uw_srq_impl {
 	struct uw_srq pub;
+	struct uw_async_impl *async;
+	struct uw__async_node async_limit;
+	uint32_t limit; /* armed limit, 0: none */
 	struct uw_rwqe *ring;
 	struct iovec *iov_pool;
 	uint32_t cap, head, count;
@@ -279,7 +316,11 @@ struct uw_conn;
 
 struct uw_qp_impl {
 	struct uw_qp pub;
-	int end_errno; /* why its connection ended (uw_qp_end_errno) */
+	struct uw_async_impl *async;
+	struct uw__async_node async_err;  /* FATAL, REQ_ERR or ACCESS_ERR, once */
+	struct uw__async_node async_last; /* LAST_WQE_REACHED, once */
+	bool async_failed;                /* async_err was raised */
+	int end_errno;                    /* why its connection ended (uw_qp_end_errno) */
 	struct uw_qp_init_attr attr;
 	/* send queue, absolute counters: completed < head <= next <= tail */
 	struct uw_swqe *sq;

@@ -86,8 +86,27 @@ static void flush_recv(struct uw_qp_impl *qp, uint64_t wr_id)
 	uw__cq_push((struct uw_cq_impl *)qp->pub.recv_cq, &wc);
 }
 
+void uw__qp_async_fail(struct uw_qp_impl *qp, const struct rddp_error *sent)
+{
+	if (qp->async_failed)
+		return;
+	qp->async_failed = true;
+	enum uw_async_event_type t = UW_EVENT_QP_FATAL;
+	/* what this end refused: the peer's access, or its request */
+	if (sent &&
+	    ((sent->layer == UW_TERM_LAYER_RDMAP && sent->etype == UW_RDMAP_REMOTE_PROTECTION) ||
+	     (sent->layer == UW_TERM_LAYER_DDP && sent->etype == UW_DDP_TAGGED)))
+		t = UW_EVENT_QP_ACCESS_ERR;
+	else if (sent && sent->layer != UW_TERM_LAYER_LLP)
+		t = UW_EVENT_QP_REQ_ERR;
+	uw__async_raise(qp->async, &qp->async_err, t);
+}
+
 void uw__qp_flush(struct uw_qp_impl *qp)
 {
+	/* a QP of an SRQ takes none of its receives from now on */
+	if (qp->pub.srq && qp->pub.state != UW_QPS_ERR)
+		uw__async_raise(qp->async, &qp->async_last, UW_EVENT_QP_LAST_WQE_REACHED);
 	qp->pub.state = UW_QPS_ERR;
 	/* Sends: done ones keep their success, everything else is flushed,
 	 * all in posting order. Completions that no longer fit are lost only
@@ -138,6 +157,10 @@ const struct rdmap_recv *uw__qp_recv_claim(void *arg)
 		qp->srq_claim_held = true;
 		srq->head = (srq->head + 1) % srq->cap;
 		srq->count--;
+		if (srq->limit && srq->count < srq->limit) {
+			srq->limit = 0; /* fires once; the application arms it again */
+			uw__async_raise(srq->async, &srq->async_limit, UW_EVENT_SRQ_LIMIT_REACHED);
+		}
 		return &qp->srq_claimed.recv;
 	}
 	if (qp->rq_head + qp->rq_claimed == qp->rq_tail)
@@ -222,6 +245,8 @@ struct uw_qp *uw_create_qp(struct uw_pd *p, struct uw_qp_init_attr *attr)
 	pthread_mutex_lock(&ctx->lock);
 	qp->pub = (struct uw_qp){ ctx,           p,         attr->qp_context, attr->send_cq,
 				  attr->recv_cq, attr->srq, ctx->next_qpn++,  UW_QPS_INIT };
+	qp->async_err.ev.qp = &qp->pub;
+	qp->async_last.ev.qp = &qp->pub;
 	pd->refs++;
 	((struct uw_cq_impl *)attr->send_cq)->users++;
 	((struct uw_cq_impl *)attr->recv_cq)->users++;
@@ -244,6 +269,8 @@ int uw_destroy_qp(struct uw_qp *q)
 		uw__qp_flush(qp);
 	if (qp->id)
 		qp->id->pub.qp = NULL;
+	struct uw__async_node *nodes[] = { &qp->async_err, &qp->async_last };
+	uw__async_move(&qp->async, NULL, nodes, 2);
 	uw__cq_forget_qp((struct uw_cq_impl *)q->send_cq, q);
 	uw__cq_forget_qp((struct uw_cq_impl *)q->recv_cq, q);
 	((struct uw_pd_impl *)q->pd)->refs--;
@@ -280,6 +307,7 @@ int uw_modify_qp(struct uw_qp *q, enum uw_qp_state state)
 		/* nothing posted may vanish: what INIT holds completes first */
 		if (from == UW_QPS_INIT)
 			uw__qp_flush(qp);
+		qp->async_failed = false; /* a new connection may fail anew */
 		qp->sq_head = qp->sq_next = qp->sq_tail = 0;
 		qp->rq_head = qp->rq_tail = qp->rq_claimed = 0;
 		q->state = UW_QPS_RESET;
@@ -505,6 +533,7 @@ struct uw_srq *uw_create_srq(struct uw_pd *p, struct uw_srq_init_attr *attr)
 	srq->cap = attr->max_wr;
 	srq->max_sge = sge;
 	srq->pub = (struct uw_srq){ p->context, p, attr->srq_context };
+	srq->async_limit.ev.srq = &srq->pub;
 	pthread_mutex_lock(&p->context->lock);
 	pd->refs++;
 	pthread_mutex_unlock(&p->context->lock);
@@ -522,11 +551,35 @@ int uw_destroy_srq(struct uw_srq *s)
 		return EBUSY;
 	}
 	((struct uw_pd_impl *)s->pd)->refs--;
+	struct uw__async_node *nodes[] = { &srq->async_limit };
+	uw__async_move(&srq->async, NULL, nodes, 1);
 	pthread_mutex_unlock(&s->context->lock);
 	free(srq->ring);
 	free(srq->iov_pool);
 	free(srq);
 	return 0;
+}
+
+int uw_modify_srq_limit(struct uw_srq *s, uint32_t limit)
+{
+	struct uw_srq_impl *srq = (struct uw_srq_impl *)s;
+	if (!srq || limit > srq->cap)
+		return EINVAL;
+	pthread_mutex_lock(&s->context->lock);
+	srq->limit = limit;
+	pthread_mutex_unlock(&s->context->lock);
+	return 0;
+}
+
+uint32_t uw_srq_limit(struct uw_srq *s)
+{
+	struct uw_srq_impl *srq = (struct uw_srq_impl *)s;
+	if (!srq)
+		return 0;
+	pthread_mutex_lock(&s->context->lock);
+	uint32_t l = srq->limit;
+	pthread_mutex_unlock(&s->context->lock);
+	return l;
 }
 
 int uw_post_srq_recv(struct uw_srq *s, struct uw_recv_wr *wr, struct uw_recv_wr **bad_wr)

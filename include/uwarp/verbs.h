@@ -561,6 +561,72 @@ UW_EXTERN int uw_destroy_srq(struct uw_srq *srq);
 UW_EXTERN int uw_post_srq_recv(struct uw_srq *srq, struct uw_recv_wr *wr,
 			       struct uw_recv_wr **bad_wr);
 
+/* uw_modify_srq_limit - arm the SRQ's limit: when a Send takes a receive
+ * and leaves fewer than @limit, UW_EVENT_SRQ_LIMIT_REACHED is raised once
+ * and the limit goes back to 0 (disarmed), as ibv_modify_srq's
+ * IBV_SRQ_LIMIT. 0 disarms. EINVAL above the SRQ's size. */
+UW_EXTERN int uw_modify_srq_limit(struct uw_srq *srq, uint32_t limit);
+/* uw_srq_limit - the armed limit now (0 once it has fired). */
+UW_EXTERN uint32_t uw_srq_limit(struct uw_srq *srq);
+
+/* ======================================================================
+ * Asynchronous events
+ * ====================================================================== */
+
+/*
+ * What happens to a QP, CQ or SRQ outside any work request, as
+ * ibv_get_async_event reports it. A QP raises at most one of the three
+ * error events, when its connection fails (not when the application ends
+ * it): REQ_ERR and ACCESS_ERR when this end refused what the peer sent
+ * and sent it a Terminate (the peer's message was not valid / reached for
+ * memory it may not: RFC 5040 section 7 and RFC 5041 section 7's remote
+ * protection and tagged-buffer errors), FATAL for anything else (the
+ * peer's Terminate, a broken stream, an MPA CRC error, a timeout, an
+ * overflowed CQ). The completions say what became of each WR.
+ */
+enum uw_async_event_type {
+	UW_EVENT_QP_FATAL,
+	UW_EVENT_QP_REQ_ERR,
+	UW_EVENT_QP_ACCESS_ERR,
+	UW_EVENT_QP_LAST_WQE_REACHED, /* a QP of an SRQ went to ERR: it takes
+				       * no more of the SRQ's receives */
+	UW_EVENT_CQ_ERR,              /* the CQ overflowed */
+	UW_EVENT_SRQ_LIMIT_REACHED,   /* see uw_modify_srq_limit */
+};
+
+struct uw_async_event {
+	enum uw_async_event_type type;
+	struct uw_qp *qp;   /* the QP events */
+	struct uw_cq *cq;   /* UW_EVENT_CQ_ERR */
+	struct uw_srq *srq; /* UW_EVENT_SRQ_LIMIT_REACHED */
+};
+
+struct uw_async_channel {
+	struct uw_context *context;
+	int fd; /* readable while events wait (poll, epoll) */
+};
+
+/* uw_create_async_channel - a queue of asynchronous events. NULL with
+ * errno. */
+UW_EXTERN struct uw_async_channel *uw_create_async_channel(struct uw_context *ctx);
+/* uw_destroy_async_channel - EBUSY while objects report to it. */
+UW_EXTERN int uw_destroy_async_channel(struct uw_async_channel *ch);
+/*
+ * uw_async_report - make @qp, @cq and @srq (each may be NULL) report their
+ * events to @ch, or with @ch NULL to nowhere (the default). Events of an
+ * object that moves, or is destroyed, and that nobody took yet go with
+ * it. Returns 0 or EINVAL (objects of another context).
+ */
+UW_EXTERN int uw_async_report(struct uw_async_channel *ch, struct uw_qp *qp, struct uw_cq *cq,
+			      struct uw_srq *srq);
+/*
+ * uw_get_async_event - the next event, waiting up to @timeout_ms (-1: for
+ * ever, 0: not at all). Returns 0, ETIMEDOUT or EINVAL.
+ */
+UW_EXTERN int uw_get_async_event(struct uw_async_channel *ch, struct uw_async_event *ev,
+				 int timeout_ms);
+UW_EXTERN const char *uw_async_event_str(enum uw_async_event_type type);
+
 /* ======================================================================
  * Connection manager
  * ====================================================================== */

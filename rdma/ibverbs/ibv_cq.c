@@ -73,6 +73,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context,
 	q->ibv.channel = channel;
 	q->ibv.cq_context = cq_context;
 	q->ibv.cqe = q->uw->cqe;
+	uwv_async_report(c, NULL, q->uw, NULL);
 	pthread_mutex_init(&q->ibv.mutex, NULL);
 	pthread_cond_init(&q->ibv.cond, NULL);
 	if (channel) {

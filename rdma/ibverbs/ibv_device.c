@@ -1,6 +1,6 @@
 /*
  * ibv_device.c: the device list (one device, uwarp0), opening and closing
- * it, and its asynchronous event descriptor.
+ * it.
  *
  * Every ibv_context of the process shares one uwarp context, so objects
  * made through one open of the device work with objects made through
@@ -93,26 +93,26 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = ENOMEM;
 		return NULL;
 	}
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) != 0) {
-		free(u);
-		return NULL;
-	}
 	u->uw = uwv_shared_get();
 	if (!u->uw) {
 		int e = errno;
-		close(p[0]);
-		close(p[1]);
 		free(u);
 		errno = e ? e : ENOMEM;
 		return NULL;
 	}
-	u->async_rd = p[0];
-	u->async_wr = p[1];
+	/* this open's own events: what was made through it reports here */
+	u->async = uw_create_async_channel(u->uw);
+	if (!u->async) {
+		int e = errno;
+		uwv_shared_put();
+		free(u);
+		errno = e;
+		return NULL;
+	}
 	struct ibv_context *c = &u->vctx.context;
 	c->device = device;
 	c->cmd_fd = -1; /* no kernel: there are no commands to write */
-	c->async_fd = u->async_rd;
+	c->async_fd = u->async->fd;
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -133,36 +133,13 @@ int ibv_close_device(struct ibv_context *c)
 	if (!c)
 		return EINVAL;
 	struct uwv_context *u = uwv_ctx(c);
-	close(u->async_rd);
-	close(u->async_wr);
+	/* objects the program left behind still report to it: it stays */
+	uw_destroy_async_channel(u->async);
 	pthread_mutex_destroy(&c->mutex);
 	free(u);
 	uwv_shared_put();
 	return 0;
 }
-
-/* uwarp raises no asynchronous events yet (a QP's failure is seen in its
- * completions and in the connection manager's DISCONNECTED): the
- * descriptor is real, so poll() on it works, and it never becomes
- * readable. */
-int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *event)
-{
-	if (!c || !event) {
-		errno = EINVAL;
-		return -1;
-	}
-	struct ibv_async_event e;
-	ssize_t n = read(c->async_fd, &e, sizeof(e));
-	if (n != (ssize_t)sizeof(e)) {
-		if (n >= 0)
-			errno = EIO;
-		return -1;
-	}
-	*event = e;
-	return 0;
-}
-
-void ibv_ack_async_event(struct ibv_async_event *event) { (void)event; }
 
 static pthread_once_t debug_once = PTHREAD_ONCE_INIT;
 static bool debug_on;

@@ -35,9 +35,8 @@
 #define UWV_MAX_CQE (1 << 24)
 
 struct uwv_context {
-	struct uw_context *uw; /* the process's shared uwarp context */
-	int async_rd;          /* the read end is context.async_fd */
-	int async_wr;
+	struct uw_context *uw;          /* the process's shared uwarp context */
+	struct uw_async_channel *async; /* its descriptor is context.async_fd */
 	/* rdma-core finds the verbs_context in front of the ibv_context:
 	 * it must be the last member */
 	struct verbs_context vctx;
@@ -130,6 +129,11 @@ int uwv_query_port_ex(struct ibv_context *c, uint8_t port, struct ibv_port_attr 
 		      size_t attr_len);
 int uwv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
 			struct ibv_device_attr_ex *attr, size_t attr_size);
+
+/* Asynchronous events (ibv_async.c): an object made through c reports to
+ * c's channel. */
+void uwv_async_report(struct ibv_context *c, struct uw_qp *qp, struct uw_cq *cq,
+		      struct uw_srq *srq);
 
 /* Memory windows (ibv_mw.c): the context's ops, and a bind as uwarp's
  * send request (rkey 0: uwarp picks the key). 0 or an errno. */

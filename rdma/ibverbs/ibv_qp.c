@@ -115,6 +115,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	q->ibv.qp_num = q->uw->qp_num;
 	q->ibv.state = uwv_state_to_ibv(uw_qp_get_state(q->uw));
 	q->ibv.qp_type = IBV_QPT_RC;
+	uwv_async_report(pd->context, q->uw, NULL, NULL);
 	pthread_mutex_init(&q->ibv.mutex, NULL);
 	pthread_cond_init(&q->ibv.cond, NULL);
 	uwv_qp_table_add(q);
@@ -225,6 +226,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 	s->ibv.context = pd->context;
 	s->ibv.srq_context = attr->srq_context;
 	s->ibv.pd = pd;
+	uwv_async_report(pd->context, NULL, NULL, s->uw);
 	pthread_mutex_init(&s->ibv.mutex, NULL);
 	pthread_cond_init(&s->ibv.cond, NULL);
 	return &s->ibv;
@@ -232,13 +234,13 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 
 int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
-	if (!srq || !attr)
+	if (!srq || !attr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
 		return EINVAL;
-	/* the limit event needs asynchronous events, which uwarp does not
-	 * raise yet; a resize, uwarp's SRQs do not do */
-	if (mask)
-		return uwv_debug(EOPNOTSUPP, "ibv_modify_srq",
-				 "SRQ resize and limit events are not implemented");
+	/* uwarp's SRQs keep the size they were made with */
+	if (mask & IBV_SRQ_MAX_WR)
+		return uwv_debug(EOPNOTSUPP, "ibv_modify_srq", "resizing an SRQ");
+	if (mask & IBV_SRQ_LIMIT)
+		return uw_modify_srq_limit(uwv_from(srq, struct uwv_srq)->uw, attr->srq_limit);
 	return 0;
 }
 
@@ -246,8 +248,9 @@ int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 {
 	if (!srq || !attr)
 		return EINVAL;
-	*attr = uwv_from(srq, struct uwv_srq)->attr;
-	attr->srq_limit = 0;
+	struct uwv_srq *s = uwv_from(srq, struct uwv_srq);
+	*attr = s->attr;
+	attr->srq_limit = uw_srq_limit(s->uw); /* 0 again once it fired */
 	return 0;
 }
 

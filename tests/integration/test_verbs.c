@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -501,6 +502,162 @@ static void a_bind_in_the_send_queue_completes_in_order(void **state)
 		0);
 	expect_terminated(&p, UW_TERM_LAYER_DDP, UW_DDP_TAGGED, UW_DDP_T_INVALID_STAG);
 	assert_int_equal(uw_dealloc_mw(mw), 0);
+	pair_close(&p);
+}
+
+/* The next asynchronous event on ch, within 5 s, is type for obj; its
+ * descriptor was readable first. */
+static void expect_async(struct uw_async_channel *ch, enum uw_async_event_type type,
+			 const void *obj)
+{
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	struct uw_async_event ev;
+	assert_int_equal(uw_get_async_event(ch, &ev, 0), 0);
+	if (ev.type != type)
+		fail_msg("async event %s, wanted %s", uw_async_event_str(ev.type),
+			 uw_async_event_str(type));
+	const void *got = type == UW_EVENT_CQ_ERR              ? (const void *)ev.cq
+			  : type == UW_EVENT_SRQ_LIMIT_REACHED ? (const void *)ev.srq
+							       : (const void *)ev.qp;
+	assert_ptr_equal(got, obj);
+}
+
+static void expect_no_async(struct uw_async_channel *ch)
+{
+	struct uw_async_event ev;
+	assert_int_equal(uw_get_async_event(ch, &ev, 0), ETIMEDOUT);
+}
+
+/* Asynchronous events (ibv_get_async_event's): what each end of a failed
+ * connection learns, nothing for an end the application made, a CQ's
+ * overflow, an SRQ's limit and its QP's last WQE, and events that go
+ * with their object. */
+static void async_events_say_what_failed(void **state)
+{
+	struct pair p;
+	struct uw_async_channel *sa, *ca;
+
+	/* a Write through a key that names nothing: the server refused an
+	 * access (its Terminate), the client's connection failed */
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	sa = uw_create_async_channel(p.s.ctx);
+	ca = uw_create_async_channel(p.c.ctx);
+	assert_non_null(sa);
+	assert_non_null(ca);
+	pair_connect(&p, NULL, NULL, 0, 0);
+	assert_int_equal(uw_async_report(sa, p.s.qp, p.s.cq, NULL), 0);
+	assert_int_equal(uw_async_report(ca, p.c.qp, NULL, NULL), 0);
+	assert_int_equal(uw_async_report(ca, p.s.qp, NULL, NULL), EINVAL); /* another context */
+	assert_int_equal(uw_destroy_async_channel(sa), EBUSY);
+	expect_no_async(sa);
+	assert_int_equal(post(p.c.qp, UW_WR_RDMA_WRITE, 1, p.c.buf, 8, p.c.mr->lkey,
+			      (uintptr_t)p.s.buf, p.s.mr->rkey ^ 0x100, 0),
+			 0);
+	expect_async(sa, UW_EVENT_QP_ACCESS_ERR, p.s.qp);
+	expect_async(ca, UW_EVENT_QP_FATAL, p.c.qp);
+	uw_cm_ack_event(expect_event(p.c.ch, UW_CM_EVENT_DISCONNECTED));
+	expect_no_async(sa); /* once per failure */
+	/* a destroyed QP lets its channel go (a context closes only once its
+	 * channels are gone, so the server's QP is let go by hand) */
+	assert_int_equal(uw_destroy_qp(p.c.qp), 0);
+	p.c.qp = NULL;
+	assert_int_equal(uw_destroy_async_channel(ca), 0);
+	assert_int_equal(uw_async_report(NULL, p.s.qp, p.s.cq, NULL), 0);
+	assert_int_equal(uw_destroy_async_channel(sa), 0);
+	pair_close(&p);
+
+	/* an end the application makes raises nothing */
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	sa = uw_create_async_channel(p.s.ctx);
+	ca = uw_create_async_channel(p.c.ctx);
+	pair_connect(&p, NULL, NULL, 0, 0);
+	uw_async_report(sa, p.s.qp, NULL, NULL);
+	uw_async_report(ca, p.c.qp, NULL, NULL);
+	assert_int_equal(uw_cm_disconnect(p.c.id), 0);
+	uw_cm_ack_event(expect_event(p.c.ch, UW_CM_EVENT_DISCONNECTED));
+	uw_cm_ack_event(expect_event(p.s.ch, UW_CM_EVENT_DISCONNECTED));
+	expect_no_async(sa);
+	expect_no_async(ca);
+	uw_async_report(NULL, p.s.qp, NULL, NULL);
+	uw_async_report(NULL, p.c.qp, NULL, NULL);
+	assert_int_equal(uw_destroy_async_channel(sa), 0);
+	assert_int_equal(uw_destroy_async_channel(ca), 0);
+	pair_close(&p);
+
+	/* a Send with no receive, no wait: the server refused a request */
+	setenv("UWARP_RECV_WAIT_MS", "0", 1);
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	unsetenv("UWARP_RECV_WAIT_MS");
+	sa = uw_create_async_channel(p.s.ctx);
+	pair_connect(&p, NULL, NULL, 0, 0);
+	uw_async_report(sa, p.s.qp, NULL, NULL);
+	assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0), 0);
+	expect_async(sa, UW_EVENT_QP_REQ_ERR, p.s.qp);
+	uw_cm_ack_event(expect_event(p.c.ch, UW_CM_EVENT_DISCONNECTED));
+	uw_async_report(NULL, p.s.qp, NULL, NULL);
+	assert_int_equal(uw_destroy_async_channel(sa), 0);
+	pair_close(&p);
+
+	/* an overflowing CQ: its own event, and its QP's */
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE | UW_ACCESS_REMOTE_WRITE);
+	assert_int_equal(uw_destroy_cq(p.c.cq), 0);
+	p.c.cq = uw_create_cq(p.c.ctx, 2, NULL, NULL);
+	ca = uw_create_async_channel(p.c.ctx);
+	pair_connect(&p, NULL, NULL, 0, 0);
+	uw_async_report(ca, p.c.qp, p.c.cq, NULL);
+	for (int i = 0; i < 4; i++)
+		post(p.c.qp, UW_WR_RDMA_WRITE, (uint64_t)i, p.c.buf, 64, p.c.mr->lkey,
+		     (uintptr_t)p.s.buf, p.s.mr->rkey, UW_SEND_SIGNALED);
+	expect_async(ca, UW_EVENT_CQ_ERR, p.c.cq);
+	expect_async(ca, UW_EVENT_QP_FATAL, p.c.qp);
+	uw_cm_ack_event(expect_event(p.c.ch, UW_CM_EVENT_DISCONNECTED));
+	uw_async_report(NULL, p.c.qp, p.c.cq, NULL);
+	assert_int_equal(uw_destroy_async_channel(ca), 0);
+	pair_close(&p);
+
+	/* an SRQ's limit fires once, below it; its QP's end is the last
+	 * WQE it takes; a destroyed QP's waiting event goes with it */
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	struct uw_srq_init_attr ra = { .max_wr = 8, .max_sge = 1 };
+	p.srq = uw_create_srq(p.s.pd, &ra);
+	for (int i = 0; i < 8; i++) {
+		struct uw_sge g = { (uintptr_t)(p.s.buf + i * 1024), 1024, p.s.mr->lkey };
+		struct uw_recv_wr r = { .wr_id = (uint64_t)i, .sg_list = &g, .num_sge = 1 };
+		assert_int_equal(uw_post_srq_recv(p.srq, &r, NULL), 0);
+	}
+	assert_int_equal(uw_modify_srq_limit(p.srq, 9), EINVAL);
+	assert_int_equal(uw_modify_srq_limit(p.srq, 6), 0);
+	assert_int_equal(uw_srq_limit(p.srq), 6);
+	sa = uw_create_async_channel(p.s.ctx);
+	pair_connect(&p, NULL, NULL, 0, 0);
+	uw_async_report(sa, p.s.qp, NULL, p.srq);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0), 0);
+		assert_int_equal(wait_wc(p.s.cq).status, UW_WC_SUCCESS);
+	}
+	expect_no_async(sa); /* six left: not below the limit */
+	assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0), 0);
+	assert_int_equal(wait_wc(p.s.cq).status, UW_WC_SUCCESS);
+	expect_async(sa, UW_EVENT_SRQ_LIMIT_REACHED, p.srq);
+	assert_int_equal(uw_srq_limit(p.srq), 0); /* disarmed */
+	assert_int_equal(post(p.c.qp, UW_WR_SEND, 1, p.c.buf, 8, p.c.mr->lkey, 0, 0, 0), 0);
+	assert_int_equal(wait_wc(p.s.cq).status, UW_WC_SUCCESS);
+	expect_no_async(sa);
+	assert_int_equal(uw_modify_qp(p.s.qp, UW_QPS_ERR), 0);
+	expect_async(sa, UW_EVENT_QP_LAST_WQE_REACHED, p.s.qp);
+	/* raised again and left waiting: destroying the QP takes it along */
+	assert_int_equal(uw_modify_qp(p.s.qp, UW_QPS_RESET), 0);
+	assert_int_equal(uw_modify_qp(p.s.qp, UW_QPS_ERR), 0);
+	struct pollfd pfd = { .fd = sa->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(uw_destroy_async_channel(sa), EBUSY);
+	assert_int_equal(uw_destroy_qp(p.s.qp), 0);
+	p.s.qp = NULL;
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	expect_no_async(sa);
+	uw_async_report(NULL, NULL, NULL, p.srq);
+	assert_int_equal(uw_destroy_async_channel(sa), 0);
 	pair_close(&p);
 }
 
@@ -1288,6 +1445,7 @@ int main(void)
 		cmocka_unit_test(memory_windows_grant_a_sub_range_and_die_when_invalidated),
 		cmocka_unit_test(a_region_is_addressed_from_its_iova),
 		cmocka_unit_test(a_bind_in_the_send_queue_completes_in_order),
+		cmocka_unit_test(async_events_say_what_failed),
 		cmocka_unit_test(reads_of_memory_that_changes_meanwhile_complete),
 		cmocka_unit_test(atomics_return_the_old_value_and_update_memory),
 		cmocka_unit_test(write_with_immediate_and_solicited_events),

@@ -357,8 +357,13 @@ static void a_shared_receive_queue_takes_receives(void **state)
 	struct ibv_srq_attr at;
 	assert_int_equal(ibv_query_srq(srq, &at), 0);
 	assert_int_equal(at.max_wr, 4);
+	/* the limit is armed and reads back (its event: test_verbs) */
+	at.srq_limit = 5;
+	assert_int_equal(ibv_modify_srq(srq, &at, IBV_SRQ_LIMIT), EINVAL); /* above max_wr */
 	at.srq_limit = 1;
-	assert_int_equal(ibv_modify_srq(srq, &at, IBV_SRQ_LIMIT), EOPNOTSUPP);
+	assert_int_equal(ibv_modify_srq(srq, &at, IBV_SRQ_LIMIT), 0);
+	assert_int_equal(ibv_query_srq(srq, &at), 0);
+	assert_int_equal(at.srq_limit, 1);
 	struct ibv_cq *cq = ibv_create_cq(e->ctx, 4, NULL, NULL, 0);
 	struct ibv_qp_init_attr ia = { .send_cq = cq,
 				       .recv_cq = cq,
@@ -368,9 +373,74 @@ static void a_shared_receive_queue_takes_receives(void **state)
 	struct ibv_qp *qp = ibv_create_qp(e->pd, &ia);
 	assert_non_null(qp);
 	assert_int_equal(ibv_destroy_srq(srq), EBUSY);
+	/* a QP of an SRQ that goes to ERR: the last WQE it takes, on the
+	 * context's asynchronous descriptor */
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+	assert_int_equal(ibv_modify_qp(qp, &qa, IBV_QP_STATE), 0);
+	struct pollfd pfd = { .fd = e->ctx->async_fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	struct ibv_async_event ev;
+	assert_int_equal(ibv_get_async_event(e->ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+	assert_ptr_equal(ev.element.qp, qp);
+	ibv_ack_async_event(&ev);
 	assert_int_equal(ibv_destroy_qp(qp), 0);
 	assert_int_equal(ibv_destroy_cq(cq), 0);
 	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+}
+
+/* The asynchronous event descriptor: a CQ too small for the flushed
+ * receives of its QP overflows (IBV_EVENT_CQ_ERR, the CQ named); the
+ * descriptor is readable exactly while an event waits; O_NONBLOCK on it
+ * makes ibv_get_async_event EAGAIN; a signal ends a blocking wait. */
+static void async_events_come_through_the_descriptor(void **state)
+{
+	struct env *e = *state;
+	struct pollfd pfd = { .fd = e->ctx->async_fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 2, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 2, .max_recv_wr = 4, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC
+	};
+	struct ibv_qp *qp = ibv_create_qp(e->pd, &ia);
+	assert_non_null(qp);
+	static char buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(e->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)buf, sizeof(buf), mr->lkey };
+	struct ibv_recv_wr r = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(ibv_post_recv(qp, &r, &bad), 0);
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+	assert_int_equal(ibv_modify_qp(qp, &qa, IBV_QP_STATE), 0);
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	struct ibv_async_event ev;
+	assert_int_equal(ibv_get_async_event(e->ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_CQ_ERR);
+	assert_ptr_equal(ev.element.cq, cq);
+	ibv_ack_async_event(&ev);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+
+	int fl = fcntl(e->ctx->async_fd, F_GETFL);
+	assert_int_equal(fcntl(e->ctx->async_fd, F_SETFL, fl | O_NONBLOCK), 0);
+	errno = 0;
+	assert_int_equal(ibv_get_async_event(e->ctx, &ev), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(fcntl(e->ctx->async_fd, F_SETFL, fl), 0);
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	sigaction(SIGALRM, &sa, &old); /* no SA_RESTART */
+	struct itimerval it = { .it_value = { .tv_usec = 50000 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	errno = 0;
+	assert_int_equal(ibv_get_async_event(e->ctx, &ev), -1);
+	assert_int_equal(errno, EINTR);
+	sigaction(SIGALRM, &old, NULL);
+
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 }
 
@@ -520,6 +590,7 @@ int main(void)
 		cmocka_unit_test(memory_windows_both_types),
 		cmocka_unit_test(a_flushed_qp_completes_each_receive_once_through_the_channel),
 		cmocka_unit_test(a_shared_receive_queue_takes_receives),
+		cmocka_unit_test(async_events_come_through_the_descriptor),
 		cmocka_unit_test(what_iwarp_has_not_fails_cleanly),
 		cmocka_unit_test(an_empty_poll_yields_the_cpu),
 	};

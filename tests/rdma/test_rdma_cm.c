@@ -319,7 +319,8 @@ static void write_read_back(struct side *cli, uint32_t rkey, uint64_t to, const 
  * window keeps its region's addresses, ibv_bind_mw (type 1) and
  * IBV_WR_BIND_MW (type 2, the program's ibv_inc_rkey key) complete in the
  * send queue as IBV_WC_BIND_MW, a Send with Invalidate revokes a type 2
- * window, and an ibv_bind_mw without a region unbinds. */
+ * window, an ibv_bind_mw without a region unbinds, and a use of a revoked
+ * key ends the connection with asynchronous events at both ends. */
 static void iova_regions_and_windows_carry_data(void **state)
 {
 	const unsigned rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -407,13 +408,33 @@ static void iova_regions_and_windows_carry_data(void **state)
 	assert_int_equal(ibv_bind_mw(srv.id->qp, w1, &b), 0);
 	wait_wc(srv.cq, 1, &wc);
 	assert_int_equal(wc.wr_id, 34);
+
+	/* the revoked key used all the same: the server refuses the access
+	 * (IBV_EVENT_QP_ACCESS_ERR), the client's QP fails (QP_FATAL); both
+	 * ids share the device's context, so both events come to it */
+	post(&cli, IBV_WR_RDMA_WRITE, 1024, 8, iova + 6144, key2);
+	assert_ptr_equal(cli.id->verbs, srv.id->verbs);
+	int seen = 0;
+	for (int i = 0; i < 2; i++) {
+		struct ibv_async_event ev;
+		assert_int_equal(ibv_get_async_event(srv.id->verbs, &ev), 0);
+		if (ev.element.qp == srv.id->qp) {
+			assert_int_equal(ev.event_type, IBV_EVENT_QP_ACCESS_ERR);
+			seen += 1;
+		} else {
+			assert_ptr_equal(ev.element.qp, cli.id->qp);
+			assert_int_equal(ev.event_type, IBV_EVENT_QP_FATAL);
+			seen += 10;
+		}
+		ibv_ack_async_event(&ev);
+	}
+	assert_int_equal(seen, 11);
+	ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+	ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
 	assert_int_equal(ibv_dealloc_mw(w1), 0);
 	assert_int_equal(ibv_dealloc_mw(w2), 0);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	assert_int_equal(ibv_dereg_mr(zb), 0);
-	assert_int_equal(rdma_disconnect(cli.id), 0);
-	ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
-	ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
 	teardown_side(&cli);
 	teardown_side(&srv);
 	assert_int_equal(rdma_destroy_id(listener), 0);
