@@ -5,8 +5,6 @@
  * uwarp's events into rdma-core's, naming the program's own objects.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 
 #include "ibv_internal.h"
 
@@ -43,18 +41,9 @@ int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *event)
 	struct uw_async_channel *ch = uwv_ctx(c)->async;
 	struct uw_async_event ev;
 	int rc;
-	/* as a read() of rdma-core's descriptor: a signal ends the wait with
-	 * EINTR, O_NONBLOCK on the descriptor makes it EAGAIN */
-	while ((rc = uw_get_async_event(ch, &ev, 0)) == ETIMEDOUT) {
-		int fl = fcntl(c->async_fd, F_GETFL);
-		if (fl >= 0 && (fl & O_NONBLOCK)) {
-			rc = EAGAIN;
-			break;
-		}
-		struct pollfd p = { .fd = c->async_fd, .events = POLLIN };
-		if (poll(&p, 1, -1) < 0)
-			return -1;
-	}
+	while ((rc = uw_get_async_event(ch, &ev, 0)) == ETIMEDOUT &&
+	       (rc = uwv_wait_readable(c->async_fd)) == 0)
+		;
 	if (rc) {
 		errno = rc;
 		return -1;

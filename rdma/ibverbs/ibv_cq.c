@@ -124,17 +124,9 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	struct uw_cq *ucq;
 	void *uctx;
 	int rc;
-	/* Waiting is a poll() on the descriptor, as rdma-core's is a read():
-	 * a signal ends it with EINTR (qperf ends its timed tests so), and
-	 * O_NONBLOCK set on the descriptor by the program makes it EAGAIN. */
-	while ((rc = uw_get_cq_event(ch->uw, &ucq, &uctx)) == EAGAIN) {
-		int fl = fcntl(channel->fd, F_GETFL);
-		if (fl >= 0 && (fl & O_NONBLOCK))
-			break;
-		struct pollfd p = { .fd = channel->fd, .events = POLLIN };
-		if (poll(&p, 1, -1) < 0)
-			return -1;
-	}
+	while ((rc = uw_get_cq_event(ch->uw, &ucq, &uctx)) == EAGAIN &&
+	       (rc = uwv_wait_readable(channel->fd)) == 0)
+		;
 	if (rc) {
 		errno = rc;
 		return -1;
@@ -144,6 +136,18 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	if (cq_context)
 		*cq_context = q->ibv.cq_context;
 	return 0;
+}
+
+/* Waiting is a poll() on the descriptor, as rdma-core's is a read(): a
+ * signal ends it with EINTR (qperf ends its timed tests so), and
+ * O_NONBLOCK set on the descriptor by the program makes it EAGAIN. */
+int uwv_wait_readable(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && (fl & O_NONBLOCK))
+		return EAGAIN;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	return poll(&p, 1, -1) < 0 ? errno : 0;
 }
 
 void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)

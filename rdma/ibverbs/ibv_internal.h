@@ -130,6 +130,10 @@ int uwv_query_port_ex(struct ibv_context *c, uint8_t port, struct ibv_port_attr 
 int uwv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
 			struct ibv_device_attr_ex *attr, size_t attr_size);
 
+/* Wait until fd is readable (ibv_cq.c): 0, EAGAIN when the program set
+ * O_NONBLOCK on it, EINTR when a signal came. */
+int uwv_wait_readable(int fd);
+
 /* Asynchronous events (ibv_async.c): an object made through c reports to
  * c's channel. */
 void uwv_async_report(struct ibv_context *c, struct uw_qp *qp, struct uw_cq *cq,
