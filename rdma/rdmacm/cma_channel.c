@@ -154,6 +154,7 @@ static struct ucm_id *accept_id(struct ucm_id *listener, struct uw_cm_id *uw)
 	n->uw = uw;
 	n->bound_fd = -1;
 	n->tos = -1;
+	n->afonly = -1;
 	uw->context_ptr = n;
 	n->id.verbs = ucm_verbs();
 	n->id.channel = listener->id.channel;

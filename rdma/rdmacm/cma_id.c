@@ -50,6 +50,7 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	}
 	u->bound_fd = -1;
 	u->tos = -1;
+	u->afonly = -1;
 	u->id.channel = channel;
 	u->id.context = context;
 	u->id.ps = ps;
@@ -124,6 +125,10 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	tos_apply(fd, u->tos);
+	/* an IPv6 id with AFONLY takes no IPv4 (mapped) clients; without it
+	 * the system's default (net.ipv6.bindv6only), as the kernel's */
+	if (addr->sa_family == AF_INET6 && u->afonly >= 0)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &u->afonly, sizeof(u->afonly));
 	struct sockaddr_storage got;
 	socklen_t gl = sizeof(got);
 	if (bind(fd, addr, len) || getsockname(fd, (struct sockaddr *)&got, &gl) ||
@@ -410,10 +415,21 @@ int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 		tos_apply(u->bound_fd, u->tos); /* a listener accepts from it (cma_channel.c) */
 		return 0;
 	}
-	return ucm_err(
-		uwv_debug(EOPNOTSUPP, "rdma_set_option",
-			  "only RDMA_OPTION_ID_REUSEADDR and RDMA_OPTION_ID_TOS (timeouts and "
-			  "AFONLY are not built)"));
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_AFONLY) {
+		if (optlen != sizeof(int))
+			return ucm_err(EINVAL);
+		struct ucm_id *u = ucm_of(id);
+		int v = *(const int *)optval != 0;
+		/* before the bind, as the kernel takes it (a bound socket's
+		 * IPV6_V6ONLY cannot change) */
+		if (u->bound_fd >= 0 || u->listening || u->addr_done)
+			return ucm_err(EINVAL);
+		u->afonly = v;
+		return 0;
+	}
+	return ucm_err(uwv_debug(EOPNOTSUPP, "rdma_set_option",
+				 "only RDMA_OPTION_ID_REUSEADDR, _TOS and _AFONLY (InfiniBand's "
+				 "timeouts and path records have no meaning over TCP)"));
 }
 
 /* What rdma-core tells a program managing its own QP's states: the state

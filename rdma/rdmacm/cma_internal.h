@@ -47,6 +47,7 @@ struct ucm_id {
 	 * connections are accepted from it (cma_channel.c) */
 	int bound_fd;
 	int tos; /* RDMA_OPTION_ID_TOS, or -1: the listener's socket takes it too */
+	int afonly; /* RDMA_OPTION_ID_AFONLY, or -1: the system's default */
 	bool listening;
 	bool own_cqs; /* rdma_create_qp made the CQs: rdma_destroy_qp ends them */
 	/* a QP the program made itself, named by conn_param.qp_num and

@@ -441,6 +441,78 @@ static void iova_regions_and_windows_carry_data(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* An IPv4 client's connection to an IPv6 wildcard listener made with
+ * RDMA_OPTION_ID_AFONLY = afonly: the event the client gets (and the
+ * listener's CONNECT_REQUEST, accepted, when it comes). */
+static enum rdma_cm_event_type ipv4_client_of_ipv6_listener(int afonly)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c;
+	assert_int_equal(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(
+		rdma_set_option(l, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &afonly, sizeof(afonly)),
+		0);
+	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+	assert_int_equal(rdma_bind_addr(l, (struct sockaddr *)&any6), 0);
+	/* once bound, it is too late (as the kernel says) */
+	errno = 0;
+	assert_int_equal(
+		rdma_set_option(l, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &afonly, sizeof(afonly)),
+		-1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_listen(l, 4), 0);
+	struct sockaddr_in to = loopback(rdma_get_src_port(l));
+	assert_int_equal(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&to, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	assert_int_equal(rdma_resolve_route(c, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC
+	};
+	assert_int_equal(rdma_create_qp(c, NULL, &qa), 0);
+	struct rdma_conn_param cp = { 0 };
+	assert_int_equal(rdma_connect(c, &cp), 0);
+	struct rdma_cm_event *e = NULL;
+	assert_int_equal(rdma_get_cm_event(ch, &e), 0);
+	struct rdma_cm_id *srv = NULL;
+	if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		srv = e->id;
+		ack(e);
+		assert_int_equal(rdma_create_qp(srv, NULL, &qa), 0);
+		assert_int_equal(rdma_accept(srv, &cp), 0);
+		assert_int_equal(rdma_get_cm_event(ch, &e), 0);
+		if (e->event == RDMA_CM_EVENT_ESTABLISHED && e->id == srv) {
+			ack(e);
+			assert_int_equal(rdma_get_cm_event(ch, &e), 0);
+		}
+	}
+	enum rdma_cm_event_type got = e->event;
+	ack(e);
+	if (srv) {
+		rdma_disconnect(c);
+		ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+		ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+		rdma_destroy_qp(srv);
+		assert_int_equal(rdma_destroy_id(srv), 0);
+	}
+	rdma_destroy_qp(c);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	assert_int_equal(rdma_destroy_id(l), 0);
+	rdma_destroy_event_channel(ch);
+	return got;
+}
+
+/* RDMA_OPTION_ID_AFONLY: an IPv6 listener that is IPv6 only refuses an
+ * IPv4 client (REJECTED, as a port nobody listens on); one that is not
+ * takes it (its address mapped) */
+static void afonly_keeps_ipv4_clients_out(void **state)
+{
+	assert_int_equal(ipv4_client_of_ipv6_listener(1), RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(ipv4_client_of_ipv6_listener(0), RDMA_CM_EVENT_ESTABLISHED);
+}
+
 /* A rejection reaches the client as REJECTED; so does a port nobody
  * listens on (TCP refused), as the kernel's iWARP manager reports it. */
 static void rejected_and_refused(void **state)
@@ -962,6 +1034,7 @@ int main(void)
 		cmocka_unit_test(connect_transfer_disconnect),
 		cmocka_unit_test(iova_regions_and_windows_carry_data),
 		cmocka_unit_test(rejected_and_refused),
+		cmocka_unit_test(afonly_keeps_ipv4_clients_out),
 		cmocka_unit_test(a_connect_before_listen_waits_for_it),
 		cmocka_unit_test(synchronous_endpoints),
 		cmocka_unit_test(bad_arguments_and_what_uwarp_has_not),
