@@ -374,9 +374,11 @@ static void finish(struct uw_conn *c, enum uw_life_state was, const struct uw_li
 		if (c->qp) {
 			c->qp->conn = NULL;
 			c->qp->end_errno = a->status;
-			/* a failure, not the application's own end (ECONNABORTED) */
+			/* a running connection's failure, not the application's
+			 * own end (ECONNABORTED); one that never came up is the
+			 * connection manager's CONNECT_ERROR alone */
 			if (a->status && a->status != ECONNABORTED &&
-			    c->qp->pub.state != UW_QPS_ERR)
+			    (c->qp->pub.state == UW_QPS_RTS || c->qp->pub.state == UW_QPS_SQD))
 				uw__qp_async_fail(c->qp, NULL);
 			if (c->qp->pub.state != UW_QPS_ERR)
 				uw__qp_flush(c->qp);

@@ -585,6 +585,32 @@ static void async_events_say_what_failed(void **state)
 	assert_int_equal(uw_destroy_async_channel(ca), 0);
 	pair_close(&p);
 
+	/* a connection that never came up (rejected) is the connection
+	 * manager's event alone */
+	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
+	ca = uw_create_async_channel(p.c.ctx);
+	p.s.lid = uw_cm_create_id(p.s.ch, NULL);
+	struct sockaddr_in la = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(uw_cm_listen(p.s.lid, (struct sockaddr *)&la, 8), 0);
+	la.sin_port = ((struct sockaddr_in *)&p.s.lid->local_addr)->sin_port;
+	p.c.id = uw_cm_create_id(p.c.ch, NULL);
+	struct uw_qp_init_attr qa = { .send_cq = p.c.cq,
+				      .recv_cq = p.c.cq,
+				      .cap = { 4, 4, 1, 1, 0 } };
+	p.c.qp = uw_cm_create_qp(p.c.id, p.c.pd, &qa);
+	uw_async_report(ca, p.c.qp, NULL, NULL);
+	assert_int_equal(uw_cm_connect(p.c.id, (struct sockaddr *)&la, NULL), 0);
+	struct uw_cm_event *req = expect_event(p.s.ch, UW_CM_EVENT_CONNECT_REQUEST);
+	p.s.id = req->id;
+	assert_int_equal(uw_cm_reject(req->id, NULL, 0), 0);
+	uw_cm_ack_event(req);
+	uw_cm_ack_event(expect_event(p.c.ch, UW_CM_EVENT_REJECTED));
+	expect_no_async(ca);
+	uw_async_report(NULL, p.c.qp, NULL, NULL);
+	assert_int_equal(uw_destroy_async_channel(ca), 0);
+	pair_close(&p);
+
 	/* a Send with no receive, no wait: the server refused a request */
 	setenv("UWARP_RECV_WAIT_MS", "0", 1);
 	pair_open(&p, UW_ACCESS_LOCAL_WRITE);
