@@ -46,7 +46,7 @@ struct ucm_id {
 	/* rdma_bind_addr's socket, listening from the bind on: a listener's
 	 * connections are accepted from it (cma_channel.c) */
 	int bound_fd;
-	int tos; /* RDMA_OPTION_ID_TOS, or -1: the listener's socket takes it too */
+	int tos;    /* RDMA_OPTION_ID_TOS, or -1: the listener's socket takes it too */
 	int afonly; /* RDMA_OPTION_ID_AFONLY, or -1: the system's default */
 	bool listening;
 	bool own_cqs; /* rdma_create_qp made the CQs: rdma_destroy_qp ends them */
