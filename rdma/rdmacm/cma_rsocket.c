@@ -39,7 +39,7 @@ static struct {
 	int (*socket)(int, int, int);
 	int (*bind)(int, const struct sockaddr *, socklen_t);
 	int (*listen)(int, int);
-	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
 	int (*connect)(int, const struct sockaddr *, socklen_t);
 	int (*shutdown)(int, int);
 	int (*close)(int);
@@ -91,7 +91,7 @@ static void es_load(void)
 	if (!h)
 		return;
 	es_ok = ES_LOOKUP(h, socket) && ES_LOOKUP(h, bind) && ES_LOOKUP(h, listen) &&
-		ES_LOOKUP(h, accept) && ES_LOOKUP(h, connect) && ES_LOOKUP(h, shutdown) &&
+		ES_LOOKUP(h, accept4) && ES_LOOKUP(h, connect) && ES_LOOKUP(h, shutdown) &&
 		ES_LOOKUP(h, close) && ES_LOOKUP(h, recvfrom) && ES_LOOKUP(h, recvmsg) &&
 		ES_LOOKUP(h, sendto) && ES_LOOKUP(h, sendmsg) && ES_LOOKUP(h, readv) &&
 		ES_LOOKUP(h, writev) && ES_LOOKUP(h, poll) && ES_LOOKUP(h, select) &&
@@ -173,7 +173,10 @@ int rlisten(int s, int backlog)
 int raccept(int s, struct sockaddr *addr, socklen_t *len)
 {
 	RS_CHECK(s);
-	int fd = es.accept(s, addr, len);
+	/* (accept4 itself: libesock's accept calls accept4 by name, which,
+	 * the library loaded privately behind the C library, is the C
+	 * library's) */
+	int fd = es.accept4(s, addr, len, 0);
 	if (fd >= RS_MAX) {
 		es.close(fd);
 		return ucm_err(EMFILE);
