@@ -6,6 +6,7 @@
  * their end, in the order the stream fills them.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
@@ -156,6 +157,12 @@ ssize_t esock__recv(struct esock *e, const struct iovec *iov, int cnt, int flags
 		esock__update(e, false);
 	pthread_mutex_unlock(&e->mu);
 	if (err) {
+		/* A program that polls a non-blocking socket in a loop keeps a
+		 * CPU the progress thread, which brings its bytes, may need
+		 * (rsockets programs do: rstream's default): an empty read
+		 * gives it up, as an empty ibv_poll_cq does (rdma/). */
+		if (err == EAGAIN && nb)
+			sched_yield();
 		errno = err;
 		return -1;
 	}
