@@ -125,6 +125,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	u->vctx.sz = sizeof(u->vctx);
 	u->vctx.query_port = uwv_query_port_ex;
 	u->vctx.query_device_ex = uwv_query_device_ex;
+	u->vctx.create_qp_ex = uwv_create_qp_ex;
 	return c;
 }
 

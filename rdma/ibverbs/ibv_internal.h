@@ -80,8 +80,29 @@ struct uwv_srq {
 	struct ibv_srq_attr attr;
 };
 
+/* An extended QP's ibv_wr_* batch (ibv_qp_ex.c) */
+struct uwv_wr_batch {
+	struct ibv_send_wr *wr; /* the requests, as ibv_post_send takes them */
+	size_t n, wr_cap;
+	size_t *sge_at; /* each request's first SGE in sge */
+	size_t at_cap;
+	bool *inl_at; /* its SGE is inline data copied into inl */
+	size_t inl_at_cap;
+	struct ibv_sge *sge;
+	size_t nsge, sge_cap;
+	uint8_t *inl;
+	size_t inl_len, inl_cap;
+	int err; /* a request uwarp cannot carry: the batch fails */
+};
+
 struct uwv_qp {
-	struct ibv_qp ibv;
+	/* an ibv_qp_ex begins with its ibv_qp: ibv_qp_to_qp_ex is &qpx */
+	union {
+		struct ibv_qp ibv;
+		struct ibv_qp_ex qpx;
+	};
+	bool ex; /* made with send_ops_flags: the ibv_wr_* calls are set */
+	struct uwv_wr_batch batch;
 	struct uw_qp *uw;
 	struct ibv_qp_cap cap;
 	int sq_sig_all;
@@ -144,6 +165,13 @@ void uwv_async_report(struct ibv_context *c, struct uw_qp *qp, struct uw_cq *cq,
 void uwv_mw_ops(struct ibv_context *c);
 int uwv_bind_to_uw(struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *b,
 		   struct uw_send_wr *u, const char *call);
+
+/* The extended QP (ibv_qp_ex.c): the context's create_qp_ex, the ibv_wr_*
+ * calls set on a QP (0 or EOPNOTSUPP for send_ops_flags uwarp has not),
+ * and its batch freed with it. */
+struct ibv_qp *uwv_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a);
+int uwv_qp_ex_init(struct uwv_qp *q, uint64_t send_ops);
+void uwv_qp_ex_free(struct uwv_qp *q);
 
 /* State names both ways (ibv_qp.c). */
 enum ibv_qp_state uwv_state_to_ibv(enum uw_qp_state s);

@@ -195,6 +195,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	}
 	pthread_cond_destroy(&qp->cond);
 	pthread_mutex_destroy(&qp->mutex);
+	uwv_qp_ex_free(q);
 	free(q);
 	return 0;
 }

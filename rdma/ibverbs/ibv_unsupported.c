@@ -114,11 +114,6 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 	return IBV_REREG_MR_ERR_CMD;
 }
 
-struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	return null_with("ibv_qp_to_qp_ex", UNSUP ": the ibv_wr_* posting calls");
-}
-
 int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	return fail_with("ibv_query_ece", "enhanced connection establishment is a RoCE feature");

@@ -66,10 +66,11 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	if (id->qp)
 		return ucm_err(EBUSY);
 	struct ucm_id *u = ucm_of(id);
-	unsigned known = IBV_QP_INIT_ATTR_PD;
+	unsigned known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	if (attr->comp_mask & ~known)
-		return ucm_err(uwv_debug(EOPNOTSUPP, "rdma_create_qp_ex",
-					 "only IBV_QP_INIT_ATTR_PD among the extended attributes"));
+		return ucm_err(
+			uwv_debug(EOPNOTSUPP, "rdma_create_qp_ex",
+				  "extended attributes other than the PD and send_ops_flags"));
 	struct ibv_pd *pd = pd_of(id, attr->comp_mask & IBV_QP_INIT_ATTR_PD ? attr->pd : NULL);
 	if (!pd)
 		return -1;
@@ -95,7 +96,21 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 		a.recv_cq = id->recv_cq;
 		u->own_cqs = true;
 	}
-	struct ibv_qp *qp = ibv_create_qp(pd, &a);
+	struct ibv_qp *qp;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		/* the ibv_wr_* calls: the extended create */
+		struct ibv_qp_init_attr_ex x = *attr;
+		x.send_cq = a.send_cq;
+		x.recv_cq = a.recv_cq;
+		x.srq = a.srq;
+		x.pd = pd;
+		x.comp_mask |= IBV_QP_INIT_ATTR_PD;
+		qp = ibv_create_qp_ex(pd->context, &x);
+		if (qp)
+			a.cap = x.cap;
+	} else {
+		qp = ibv_create_qp(pd, &a);
+	}
 	if (!qp)
 		goto fail;
 	int rc = uw_cm_attach_qp(u->uw, uwv_from(qp, struct uwv_qp)->uw);

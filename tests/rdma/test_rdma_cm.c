@@ -272,6 +272,32 @@ static void connect_transfer_disconnect(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* The client's QP made with rdma_create_qp_ex and these send_ops_flags
+ * (0: rdma_create_qp) */
+static uint64_t client_send_ops;
+
+static void make_qp_ex(struct side *s, uint64_t ops)
+{
+	s->cq = ibv_create_cq(s->id->verbs, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = s->cq,
+		.recv_cq = s->cq,
+		.cap = { .max_send_wr = 8,
+			 .max_recv_wr = 8,
+			 .max_send_sge = 2,
+			 .max_recv_sge = 1,
+			 .max_inline_data = 64 },
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = ops,
+	};
+	assert_int_equal(rdma_create_qp_ex(s->id, &a), 0);
+	s->mr = ibv_reg_mr(s->id->qp->pd, s->buf, sizeof(s->buf),
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ);
+	assert_non_null(s->mr);
+}
+
 /* A connected pair on one channel, each side's QP with a receive posted. */
 static void pair_up(struct rdma_event_channel *ch, struct rdma_cm_id **listener, struct side *srv,
 		    struct side *cli)
@@ -286,7 +312,10 @@ static void pair_up(struct rdma_event_channel *ch, struct rdma_cm_id **listener,
 	ack(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
 	assert_int_equal(rdma_resolve_route(cli->id, 2000), 0);
 	ack(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
-	make_qp(cli);
+	if (client_send_ops)
+		make_qp_ex(cli, client_send_ops);
+	else
+		make_qp(cli);
 	post_recv(cli, 0, 64);
 	struct rdma_conn_param cp = { .responder_resources = 4, .initiator_depth = 4 };
 	assert_int_equal(rdma_connect(cli->id, &cp), 0);
@@ -435,6 +464,109 @@ static void iova_regions_and_windows_carry_data(void **state)
 	assert_int_equal(ibv_dealloc_mw(w2), 0);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	assert_int_equal(ibv_dereg_mr(zb), 0);
+	teardown_side(&cli);
+	teardown_side(&srv);
+	assert_int_equal(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+/* The ibv_wr_* calls (an extended QP, rdma-core's newer way to post): a
+ * batch of a Write, a Send of inline data (its buffer reused before the
+ * batch is posted) and a Read, posted by ibv_wr_complete, completing in
+ * order; an aborted batch posts nothing; a batch with a request iWARP
+ * cannot carry fails whole; send_ops_flags uwarp has not are refused. */
+static void the_ibv_wr_calls_post_a_batch(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listener;
+	static struct side srv, cli;
+	struct ibv_wc wc[3];
+
+	client_send_ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
+			  IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND_WITH_INV;
+	pair_up(ch, &listener, &srv, &cli);
+	client_send_ops = 0;
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(cli.id->qp);
+	assert_non_null(x);
+	assert_ptr_equal(&x->qp_base, cli.id->qp);
+	errno = 0;
+	assert_null(ibv_qp_to_qp_ex(srv.id->qp)); /* made without send_ops_flags */
+	assert_int_equal(errno, EOPNOTSUPP);
+
+	memset(cli.buf + 1024, 0x3c, 100);
+	memset(cli.buf + 3072, 0, 100);
+	char tmp[16] = "inline hello";
+	ibv_wr_start(x);
+	x->wr_id = 11;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(x, srv.mr->rkey, (uintptr_t)srv.buf + 2048);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + 1024, 100);
+	x->wr_id = 12;
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, tmp, 13);
+	memset(tmp, 0, sizeof(tmp)); /* copied when set, as a device copies it */
+	x->wr_id = 13;
+	ibv_wr_rdma_read(x, srv.mr->rkey, (uintptr_t)srv.buf + 2048);
+	struct ibv_sge rs = { (uintptr_t)cli.buf + 3072, 100, cli.mr->lkey };
+	ibv_wr_set_sge_list(x, 1, &rs);
+	assert_int_equal(ibv_wr_complete(x), 0);
+	wait_wc(cli.cq, 3, wc);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(wc[i].wr_id, 11 + (unsigned)i);
+	assert_int_equal(wc[2].opcode, IBV_WC_RDMA_READ);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal((unsigned char)cli.buf[3072 + i], 0x3c);
+	wait_wc(srv.cq, 1, wc);
+	assert_int_equal(wc[0].byte_len, 13);
+	assert_string_equal(srv.buf, "inline hello");
+
+	/* aborted: nothing goes */
+	ibv_wr_start(x);
+	x->wr_id = 21;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + 1024, 8);
+	ibv_wr_abort(x);
+	/* Send with Immediate (not iWARP's): the whole batch fails, its
+	 * Send included; so does an SGE set before any request */
+	ibv_wr_start(x);
+	x->wr_id = 22;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + 1024, 8);
+	ibv_wr_send_imm(x, htobe32(7));
+	assert_int_equal(ibv_wr_complete(x), EINVAL);
+	ibv_wr_start(x);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + 1024, 8);
+	assert_int_equal(ibv_wr_complete(x), EINVAL);
+	/* none of them went: the next Send is the first completion and the
+	 * first message the server takes */
+	post_recv(&srv, 0, 64);
+	ibv_wr_start(x);
+	x->wr_id = 23;
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, "after", 6);
+	assert_int_equal(ibv_wr_complete(x), 0);
+	wait_wc(cli.cq, 1, wc);
+	assert_int_equal(wc[0].wr_id, 23);
+	wait_wc(srv.cq, 1, wc);
+	assert_string_equal(srv.buf, "after");
+
+	/* send_ops_flags uwarp has not */
+	struct ibv_qp_init_attr_ex bad = {
+		.send_cq = cli.cq,
+		.recv_cq = cli.cq,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1 },
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = cli.id->qp->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND_WITH_IMM,
+	};
+	errno = 0;
+	assert_null(ibv_create_qp_ex(cli.id->verbs, &bad));
+	assert_int_equal(errno, EOPNOTSUPP);
+
+	assert_int_equal(rdma_disconnect(cli.id), 0);
+	ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+	ack(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
 	teardown_side(&cli);
 	teardown_side(&srv);
 	assert_int_equal(rdma_destroy_id(listener), 0);
@@ -1033,6 +1165,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(connect_transfer_disconnect),
 		cmocka_unit_test(iova_regions_and_windows_carry_data),
+		cmocka_unit_test(the_ibv_wr_calls_post_a_batch),
 		cmocka_unit_test(rejected_and_refused),
 		cmocka_unit_test(afonly_keeps_ipv4_clients_out),
 		cmocka_unit_test(a_connect_before_listen_waits_for_it),
