@@ -20,6 +20,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -126,6 +127,17 @@ static bool rs_is(int fd)
 	       (__atomic_load_n(&rs_bits[fd / 64], __ATOMIC_ACQUIRE) >> (fd % 64) & 1);
 }
 
+/* A new rsocket's descriptor, marked; one past the bitmap is closed (EMFILE) */
+static int rs_adopt(int fd)
+{
+	if (fd >= RS_MAX) {
+		es.close(fd);
+		return ucm_err(EMFILE);
+	}
+	rs_mark(fd, true);
+	return fd;
+}
+
 /* rsockets' answer for a descriptor that is not one of its own */
 #define RS_CHECK(fd)                           \
 	do {                                   \
@@ -150,12 +162,7 @@ int rsocket(int domain, int type, int protocol)
 		es.close(fd);
 		return ucm_err(e);
 	}
-	if (fd >= RS_MAX) {
-		es.close(fd);
-		return ucm_err(EMFILE);
-	}
-	rs_mark(fd, true);
-	return fd;
+	return rs_adopt(fd);
 }
 
 int rbind(int s, const struct sockaddr *addr, socklen_t len)
@@ -177,12 +184,7 @@ int raccept(int s, struct sockaddr *addr, socklen_t *len)
 	 * the library loaded privately behind the C library, is the C
 	 * library's) */
 	int fd = es.accept4(s, addr, len, 0);
-	if (fd >= RS_MAX) {
-		es.close(fd);
-		return ucm_err(EMFILE);
-	}
-	rs_mark(fd, true);
-	return fd;
+	return fd < 0 ? fd : rs_adopt(fd);
 }
 
 int rconnect(int s, const struct sockaddr *addr, socklen_t len)
@@ -312,10 +314,15 @@ int rgetsockopt(int s, int level, int name, void *val, socklen_t *len)
 int rfcntl(int s, int cmd, ...)
 {
 	RS_CHECK(s);
+	/* what rsockets takes: F_GETFL, and F_SETFL with its int */
+	if (cmd == F_GETFL)
+		return es.fcntl(s, cmd);
+	if (cmd != F_SETFL)
+		return ucm_err(
+			uwv_debug(EOPNOTSUPP, "rfcntl", "only F_GETFL and F_SETFL, as rsockets"));
 	va_list ap;
 	va_start(ap, cmd);
-	/* F_GETFL and F_SETFL, what rsockets takes; an int argument */
-	long arg = va_arg(ap, long);
+	int arg = va_arg(ap, int);
 	va_end(ap);
 	return es.fcntl(s, cmd, arg);
 }

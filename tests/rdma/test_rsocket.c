@@ -141,6 +141,9 @@ static void options_and_refusals(void **state)
 	socklen_t el = sizeof(err);
 	assert_int_equal(rgetsockopt(l, SOL_SOCKET, SO_ERROR, &err, &el), 0);
 	assert_int_equal(err, 0);
+	errno = 0; /* rfcntl takes what rsockets takes: F_GETFL and F_SETFL */
+	assert_int_equal(rfcntl(l, F_GETFD), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
 	errno = 0;
 	assert_int_equal(riomap(l, &v, sizeof(v), PROT_WRITE, 0, -1), -1);
 	assert_int_equal(errno, EOPNOTSUPP);
