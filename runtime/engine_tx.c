@@ -149,6 +149,19 @@ static int start_nudge(struct uw_conn *c)
 	return rdmap_tx_start(&c->rd, &m, &c->txm);
 }
 
+/* A request carried out here, in the send queue's order, without the
+ * wire: its completion status. */
+static enum uw_wc_status local_op(struct uw_conn *c, const struct uw_swqe *w)
+{
+	struct uw_qp_impl *qp = c->qp;
+	if (w->wr.opcode == UW_WR_BIND_MW)
+		return uw__bind_wr_run(&qp->pub, w);
+	struct uw_pd_impl *pd = (struct uw_pd_impl *)qp->pub.pd;
+	return uw__stag_invalidate(c->ctx, w->wr.invalidate_rkey, pd->id, qp->pub.qp_num)
+		       ? UW_WC_LOC_PROT_ERR
+		       : UW_WC_SUCCESS;
+}
+
 /* Pick the next message: the RTR, then Responses owed to the peer (they
  * unblock it), then our send queue in order. Returns false when there is
  * nothing to start now. */
@@ -180,18 +193,8 @@ static bool next_message(struct uw_conn *c)
 		struct uw_swqe *w = uw__sq_at(qp, qp->sq_next);
 		if ((w->wr.send_flags & UW_SEND_FENCE) && qp->reads_out)
 			return false;
-		if (w->wr.opcode == UW_WR_LOCAL_INV) {
-			struct uw_pd_impl *pd = (struct uw_pd_impl *)qp->pub.pd;
-			if (uw__stag_invalidate(c->ctx, w->wr.invalidate_rkey, pd->id,
-						qp->pub.qp_num))
-				w->status = UW_WC_LOC_PROT_ERR;
-			w->done = true;
-			qp->sq_next++;
-			uw__qp_complete_sends(qp);
-			continue;
-		}
-		if (w->wr.opcode == UW_WR_BIND_MW) {
-			w->status = uw__bind_wr_run(&qp->pub, w);
+		if (w->wr.opcode == UW_WR_LOCAL_INV || w->wr.opcode == UW_WR_BIND_MW) {
+			w->status = local_op(c, w);
 			w->done = true;
 			qp->sq_next++;
 			uw__qp_complete_sends(qp);

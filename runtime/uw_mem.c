@@ -398,7 +398,6 @@ enum uw_wc_status uw__bind_wr_run(struct uw_qp *qp, const struct uw_swqe *w)
 	uint32_t pd = ((struct uw_pd_impl *)qp->pd)->id;
 	int64_t slot = stag_table_find(&ctx->stag_ix, w->wr.bind.rkey >> 8);
 	struct uw_stag_entry *me = slot >= 0 ? &ctx->stags[slot] : NULL;
-	struct uw_stag_entry *re = w->lkey0 ? stag_find(ctx, w->lkey0) : NULL;
 
 	/* deallocated or deregistered since it was posted (their indices are
 	 * held back from reuse, and a region's key is checked) */
@@ -410,6 +409,7 @@ enum uw_wc_status uw__bind_wr_run(struct uw_qp *qp, const struct uw_swqe *w)
 		unbind(me->mw);
 		return UW_WC_SUCCESS;
 	}
+	struct uw_stag_entry *re = stag_find(ctx, w->lkey0);
 	if (!re || re->kind != UW_STAG_MR || re->pd != pd)
 		return UW_WC_MW_BIND_ERR;
 	bind_entry(ctx, me->mw, (struct uw_mr_impl *)re->mr, w->wr.bind.addr, w->wr.bind.length,

@@ -101,10 +101,12 @@ int uwv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 	struct ibv_send_wr *from[UWV_BATCH];
 	while (wr) {
 		int n = 0, bad_rc = 0;
+		bool binds = false;
 		for (; wr && n < UWV_BATCH; wr = wr->next, n++) {
 			bad_rc = send_to_uw(wr, &u[n]);
 			if (bad_rc)
 				break;
+			binds |= u[n].opcode == UW_WR_BIND_MW;
 			from[n] = wr;
 			u[n].next = NULL;
 			if (n)
@@ -115,7 +117,7 @@ int uwv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 			int rc = uw_post_send(uq, u, &ubad);
 			int done = rc ? (ubad ? (int)(ubad - u) : 0) : n;
 			/* a window's new rkey, as the program asked, once posted */
-			for (int i = 0; i < done; i++)
+			for (int i = 0; binds && i < done; i++)
 				if (u[i].opcode == UW_WR_BIND_MW)
 					from[i]->bind_mw.mw->rkey = u[i].bind.mw->rkey;
 			if (rc) {

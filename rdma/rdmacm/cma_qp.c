@@ -74,15 +74,13 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	struct ibv_pd *pd = pd_of(id, attr->comp_mask & IBV_QP_INIT_ATTR_PD ? attr->pd : NULL);
 	if (!pd)
 		return -1;
-	struct ibv_qp_init_attr a = {
-		.qp_context = attr->qp_context,
-		.send_cq = attr->send_cq,
-		.recv_cq = attr->recv_cq,
-		.srq = attr->srq ? attr->srq : id->srq,
-		.cap = attr->cap,
-		.qp_type = attr->qp_type,
-		.sq_sig_all = attr->sq_sig_all,
-	};
+	/* one create for both kinds: rdma-core's inline ibv_create_qp_ex
+	 * takes a PD-only request to ibv_create_qp, one with send_ops_flags
+	 * to the device's extended create (the ibv_wr_* calls) */
+	struct ibv_qp_init_attr_ex a = *attr;
+	a.srq = attr->srq ? attr->srq : id->srq;
+	a.pd = pd;
+	a.comp_mask |= IBV_QP_INIT_ATTR_PD;
 	u->own_cqs = false;
 	if (!a.send_cq) {
 		if (make_cq(id, (int)a.cap.max_send_wr, &id->send_cq_channel, &id->send_cq))
@@ -96,21 +94,7 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 		a.recv_cq = id->recv_cq;
 		u->own_cqs = true;
 	}
-	struct ibv_qp *qp;
-	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		/* the ibv_wr_* calls: the extended create */
-		struct ibv_qp_init_attr_ex x = *attr;
-		x.send_cq = a.send_cq;
-		x.recv_cq = a.recv_cq;
-		x.srq = a.srq;
-		x.pd = pd;
-		x.comp_mask |= IBV_QP_INIT_ATTR_PD;
-		qp = ibv_create_qp_ex(pd->context, &x);
-		if (qp)
-			a.cap = x.cap;
-	} else {
-		qp = ibv_create_qp(pd, &a);
-	}
+	struct ibv_qp *qp = ibv_create_qp_ex(pd->context, &a);
 	if (!qp)
 		goto fail;
 	int rc = uw_cm_attach_qp(u->uw, uwv_from(qp, struct uwv_qp)->uw);

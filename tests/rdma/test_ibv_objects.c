@@ -213,6 +213,16 @@ static void memory_windows_both_types(void **state)
 
 static void on_alarm(int sig) { (void)sig; }
 
+/* SIGALRM in 50 ms, its handler installed without SA_RESTART (so a
+ * blocking call it interrupts ends with EINTR); *old to restore */
+static void alarm_soon(struct sigaction *old)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	sigaction(SIGALRM, &sa, old);
+	struct itimerval it = { .it_value = { .tv_usec = 50000 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
 /* Posted receives complete once each, flushed, when the QP goes to ERR;
  * the armed CQ makes the channel's descriptor readable and
  * ibv_get_cq_event names the CQ and its context. */
@@ -314,10 +324,8 @@ static void a_flushed_qp_completes_each_receive_once_through_the_channel(void **
 
 	/* a signal ends a blocking wait with EINTR, as rdma-core's read()
 	 * does (qperf ends its timed tests with SIGALRM) */
-	struct sigaction sa = { .sa_handler = on_alarm }, old;
-	sigaction(SIGALRM, &sa, &old); /* no SA_RESTART */
-	struct itimerval it = { .it_value = { .tv_usec = 50000 } };
-	setitimer(ITIMER_REAL, &it, NULL);
+	struct sigaction old;
+	alarm_soon(&old);
 	errno = 0;
 	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), -1);
 	assert_int_equal(errno, EINTR);
@@ -430,10 +438,8 @@ static void async_events_come_through_the_descriptor(void **state)
 	assert_int_equal(ibv_get_async_event(e->ctx, &ev), -1);
 	assert_int_equal(errno, EAGAIN);
 	assert_int_equal(fcntl(e->ctx->async_fd, F_SETFL, fl), 0);
-	struct sigaction sa = { .sa_handler = on_alarm }, old;
-	sigaction(SIGALRM, &sa, &old); /* no SA_RESTART */
-	struct itimerval it = { .it_value = { .tv_usec = 50000 } };
-	setitimer(ITIMER_REAL, &it, NULL);
+	struct sigaction old;
+	alarm_soon(&old);
 	errno = 0;
 	assert_int_equal(ibv_get_async_event(e->ctx, &ev), -1);
 	assert_int_equal(errno, EINTR);
