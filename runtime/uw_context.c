@@ -68,18 +68,49 @@ static uint32_t stag_random(void *ctx) { return uw__random32(ctx); }
 
 void uw__progress(struct uw_context *ctx) { uv_run(&ctx->loop, UV_RUN_NOWAIT); }
 
+int uw_sleep_begin(struct uw_context *ctx, struct pollfd pf[2])
+{
+	pthread_mutex_lock(&ctx->lock);
+	pf[0] = (struct pollfd){ uv_backend_fd(&ctx->loop), POLLIN, 0 };
+	pf[1] = (struct pollfd){ ctx->bell, POLLIN, 0 };
+	int t = uv_backend_timeout(&ctx->loop);
+	ctx->lease.sleepers++; /* uw__notify rings for it */
+	pthread_mutex_unlock(&ctx->lock);
+	return t;
+}
+
+void uw_sleep_end(struct uw_context *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	if (!--ctx->lease.sleepers && ctx->bell_up) {
+		util_evfd_lower(ctx->bell);
+		ctx->bell_up = false;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+int uw_progress_timeout(struct uw_context *ctx)
+{
+	if (!ctx)
+		return -1;
+	pthread_mutex_lock(&ctx->lock);
+	int t = uv_backend_timeout(&ctx->loop);
+	pthread_mutex_unlock(&ctx->lock);
+	return t;
+}
+
 void uw__progress_caller(struct uw_context *ctx)
 {
 	uw__progress(ctx);
 	if (ctx->progress == UW_PROGRESS_AUTO)
-		uw_lease_take(&ctx->lease, util_now_ns());
+		util_lease_take(&ctx->lease, util_now_ns());
 }
 
 void uw__lease_release(struct uw_context *ctx)
 {
 	if (ctx->progress != UW_PROGRESS_AUTO)
 		return;
-	uw_lease_release(&ctx->lease);
+	util_lease_release(&ctx->lease);
 	if (ctx->engine_parked)
 		pthread_cond_signal(&ctx->cond);
 }
@@ -87,9 +118,13 @@ void uw__lease_release(struct uw_context *ctx)
 void uw__kick(struct uw_context *ctx)
 {
 	/* libuv applies a watcher's or timer's change when the loop next
-	 * runs: whoever sleeps in its poll must wake and run it */
-	if (ctx->progress == UW_PROGRESS_AUTO || ctx->lease.sleepers)
-		uv_async_send(&ctx->wake);
+	 * runs: whoever sleeps in its poll must wake and run it. That is
+	 * the engine thread or a waiter here, and with manual progress also
+	 * a thread asleep on a channel's descriptor in a poll of its own,
+	 * which the loop's backend is part of (the ES-API's waits: a socket
+	 * accepted in the loop's last run before such a sleep was not read
+	 * until something else woke it) */
+	uv_async_send(&ctx->wake);
 }
 
 void uw__notify(struct uw_context *ctx)
@@ -112,7 +147,7 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 	/* With either kind of progress the waiting thread sleeps on the
 	 * loop itself and progresses when it wakes: the completion it waits
 	 * for is made on its own thread (with automatic progress the engine
-	 * thread stands back meanwhile: progress_lease.h). */
+	 * thread stands back meanwhile: util/progress_lease.h). */
 	struct pollfd p[3] = { { uv_backend_fd(&ctx->loop), POLLIN, 0 },
 			       { ctx->bell, POLLIN, 0 },
 			       { fd, POLLIN, 0 } };
@@ -155,7 +190,7 @@ static void *engine_thread(void *arg)
 	pthread_mutex_lock(&ctx->lock);
 	while (!ctx->stopping) {
 		uint64_t now = util_now_ns();
-		uint64_t until = uw_lease_engine_waits(&ctx->lease, now);
+		uint64_t until = util_lease_engine_waits(&ctx->lease, now);
 		if (until) {
 			/* a thread of the program moves the data */
 			struct timespec ts = util_deadline(0, (long)(until - now));

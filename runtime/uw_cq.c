@@ -154,7 +154,7 @@ int uw_poll_cq(struct uw_cq *c, int n, struct uw_wc *wc)
 	if (!cq->count) {
 		/* Nothing to take: move what the network has, on this thread.
 		 * With automatic progress that saves the hop through the engine
-		 * thread (progress_lease.h); a poll of an armed CQ is the
+		 * thread (util/progress_lease.h); a poll of an armed CQ is the
 		 * program's last look before it sleeps on the channel, and
 		 * takes no lease. */
 		if (ctx->progress == UW_PROGRESS_AUTO && !cq->armed)

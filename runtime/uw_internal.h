@@ -26,7 +26,7 @@
 #include "mpa/mpa_negotiate.h"
 #include "rdmap/rdmap_conn.h"
 #include "conn_life.h"
-#include "progress_lease.h"
+#include "util/progress_lease.h"
 #include "rdmap/stag_table.h"
 #include "util/list.h"
 #include "util/sys.h"
@@ -47,8 +47,8 @@ struct uw_context {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* auto progress: the engine thread stands back on it */
 	uv_loop_t loop;
-	uv_async_t wake;       /* ends the loop's poll: the engine's, or a waiting caller's */
-	struct uw_lease lease; /* auto progress: engine or caller (progress_lease.h) */
+	uv_async_t wake;         /* ends the loop's poll: the engine's, or a waiting caller's */
+	struct util_lease lease; /* auto progress: engine or caller (util/progress_lease.h) */
 	bool engine_parked;
 	/* Rung by uw__notify for the threads asleep in uw__wait: the one that
 	 * ran the loop may have taken the readiness they slept on. Lowered
@@ -103,7 +103,7 @@ static inline ssize_t uw__sock_write(int fd, const void *buf, size_t len)
 /* Called with ctx->lock held: move whatever is ready, without blocking. */
 void uw__progress(struct uw_context *ctx);
 /* The same, by a thread of the program (it found nothing to take): with
- * automatic progress that thread holds the lease (progress_lease.h). */
+ * automatic progress that thread holds the lease (util/progress_lease.h). */
 void uw__progress_caller(struct uw_context *ctx);
 /* Called with ctx->lock held: the program is about to wait outside
  * uwarp (it armed a CQ, or found a non-blocking channel empty): the

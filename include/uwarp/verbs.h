@@ -30,6 +30,7 @@
 #define UWARP_VERBS_H
 
 #include <stddef.h>
+#include <poll.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -114,6 +115,32 @@ UW_EXTERN struct uw_context *uw_open(const struct uw_context_attr *attr);
  * id of the context still exists. Returns 0 or an errno value.
  */
 UW_EXTERN int uw_close(struct uw_context *ctx);
+
+/*
+ * uw_progress_timeout - with manual progress, how long a program that
+ * sleeps on a channel's descriptor in a poll of its own may sleep before
+ * a call of uwarp's must run again for the context's timers (the MPA
+ * timeouts, an idle limit, a receive's wait): milliseconds, 0 for at
+ * once, -1 for no timer. The channel's descriptor reports network input
+ * and the context's other changes; its timers it cannot.
+ */
+UW_EXTERN int uw_progress_timeout(struct uw_context *ctx);
+
+/*
+ * uw_sleep_begin, uw_sleep_end - with manual progress, a program's thread
+ * that sleeps in a poll of its own until the context has work for it.
+ * uw_sleep_begin counts the thread as asleep and fills @pf[0] and @pf[1]
+ * with descriptors to poll beside the program's own: the loop's (network
+ * input, a watcher's change) and a bell that another thread rings when it
+ * makes a completion or an event meanwhile. It returns how long the sleep
+ * may last for the context's timers (milliseconds, -1: no timer). After
+ * the poll, uw_sleep_end; then uwarp's calls (uw_poll_cq, ...) move what
+ * woke it. What another thread made before uw_sleep_begin rings no bell:
+ * the caller looks at its CQs and channels last under a lock of its own
+ * that every thread calling into the context holds (the ES-API's).
+ */
+UW_EXTERN int uw_sleep_begin(struct uw_context *ctx, struct pollfd pf[2]);
+UW_EXTERN void uw_sleep_end(struct uw_context *ctx);
 
 /* ======================================================================
  * Protection domains and memory

@@ -1,9 +1,9 @@
 /*
  * test_progress_here.c: with automatic progress, the thread that waits for
- * a completion makes it (runtime/progress_lease.h).
+ * a completion makes it (util/progress_lease.h).
  *
  * - the lease itself (pure): the engine stands back while a thread sleeps
- *   in the loop or for UW_LEASE_NS after one progressed, and at once is
+ *   in the loop or for UTIL_LEASE_NS after one progressed, and at once is
  *   asked back when the program arms a CQ;
  * - a ping-pong whose client spins in uw_poll_cq, and one whose client
  *   sleeps in uw_cq_wait: the client's engine thread runs its loop for
@@ -34,7 +34,7 @@
 #include <cmocka.h>
 #include <uwarp/verbs.h>
 
-#include "runtime/progress_lease.h"
+#include "util/progress_lease.h"
 #include "runtime/uw_internal.h"
 
 #define ROUNDS 2000
@@ -65,21 +65,22 @@ int __wrap_uv_run(uv_loop_t *loop, uv_run_mode mode)
 static void the_engine_stands_back_while_the_program_progresses(void **state)
 {
 	(void)state;
-	struct uw_lease l = { 0 };
-	assert_int_equal(uw_lease_engine_waits(&l, 5000), 0); /* nobody: the engine moves */
-	uw_lease_take(&l, 5000);
-	assert_int_equal(uw_lease_engine_waits(&l, 5000), 5000 + UW_LEASE_NS);
-	assert_int_equal(uw_lease_engine_waits(&l, 5000 + UW_LEASE_NS - 1), 5000 + UW_LEASE_NS);
+	struct util_lease l = { 0 };
+	assert_int_equal(util_lease_engine_waits(&l, 5000), 0); /* nobody: the engine moves */
+	util_lease_take(&l, 5000);
+	assert_int_equal(util_lease_engine_waits(&l, 5000), 5000 + UTIL_LEASE_NS);
+	assert_int_equal(util_lease_engine_waits(&l, 5000 + UTIL_LEASE_NS - 1),
+			 5000 + UTIL_LEASE_NS);
 	/* the program stopped calling: the lease runs out */
-	assert_int_equal(uw_lease_engine_waits(&l, 5000 + UW_LEASE_NS), 0);
+	assert_int_equal(util_lease_engine_waits(&l, 5000 + UTIL_LEASE_NS), 0);
 	/* a thread asleep in the loop's poll holds it however long it sleeps */
 	l.sleepers = 1;
-	assert_int_equal(uw_lease_engine_waits(&l, 1u << 30), (1u << 30) + UW_LEASE_NS);
+	assert_int_equal(util_lease_engine_waits(&l, 1u << 30), (1u << 30) + UTIL_LEASE_NS);
 	l.sleepers = 0;
 	/* arming a CQ gives the engine the work back at once */
-	uw_lease_take(&l, 7000);
-	uw_lease_release(&l);
-	assert_int_equal(uw_lease_engine_waits(&l, 7001), 0);
+	util_lease_take(&l, 7000);
+	util_lease_release(&l);
+	assert_int_equal(util_lease_engine_waits(&l, 7001), 0);
 }
 
 /* ---- a connected pair in one process ---- */
