@@ -310,6 +310,12 @@ void esock__exs_options(int x)
 	}
 }
 
+_Atomic bool esock_here;
+
+/* A child has no progress thread, and its waits no DDP sockets of its
+ * own: they pass straight on. */
+static void here_off(void) { atomic_store_explicit(&esock_here, false, memory_order_relaxed); }
+
 static int start(void)
 {
 	exs_set_fd_floor(esock__fd_floor());
@@ -336,6 +342,8 @@ static int start(void)
 	if (exs_qnotify(esock_q, dispatch, NULL))
 		return -errno;
 	atexit(esock__at_exit);
+	pthread_atfork(NULL, NULL, here_off);
+	atomic_store(&esock_here, true);
 	return 0;
 }
 

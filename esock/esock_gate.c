@@ -295,7 +295,7 @@ static void *gate_main(void *arg)
 	for (;;) {
 		int wait = expire();
 		pthread_mutex_unlock(&gate_mu);
-		int n = epoll_wait(ep, evs, 64, wait);
+		int n = REAL(epoll_wait)(ep, evs, 64, wait); /* (not the program's wait) */
 		pthread_mutex_lock(&gate_mu);
 		for (int i = 0; i < n; i++) {
 			int *kind = evs[i].data.ptr;

@@ -92,6 +92,8 @@ struct esock_libc {
 	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
 		       const sigset_t *);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 };
 extern struct esock_libc esock_libc;
 void esock__libc_init(void);
@@ -345,6 +347,9 @@ int esock__listener_make(int fd, int backlog);
  * (esock__listener_revert) may exist in this process: until one does, the
  * waiting calls cost nothing */
 extern _Atomic bool esock_any_reverted;
+/* The ES-API runs in this process for DDP sockets: the program's waits
+ * move its data on their own thread (exs_ppoll_here; esock_wait.c). */
+extern _Atomic bool esock_here;
 /* @fd, if it is such a listener, becomes this process's own DDP listener
  * again, with a gate of its own, as the process first waits on it or
  * accepts from it; 0 (also when @fd is no such listener) or -1 with errno */

@@ -9,13 +9,19 @@
  * runs with SIGALRM so, and many servers stop so) expects its blocked
  * recv(2) to fail with EINTR, and waited instead for data that never came.
  *
- * The kernel decides as for the socket call itself (signal(7)): without a
- * timeout the thread reads its eventfd, a blocking read, which the kernel
- * restarts after a handler with SA_RESTART and fails with EINTR after one
- * without; with a timeout (SO_RCVTIMEO, SO_SNDTIMEO) it polls, which a
- * handler always ends, as it ends a socket call that has a timeout.
+ * The thread waits in exs_ppoll_here, which moves the ES-API's data on
+ * this thread meanwhile (the bytes or the room it waits for are made
+ * here, with no hand-off to the progress thread and back). A handler
+ * ends that wait as it ends poll(2); the socket call itself (signal(7))
+ * fails with EINTR then only if it has a timeout (SO_RCVTIMEO,
+ * SO_SNDTIMEO) or the handler has no SA_RESTART, and is restarted after
+ * one with SA_RESTART. Which handler ran is not known here: the wait goes
+ * on if every handler the thread lets in has SA_RESTART, and fails with
+ * EINTR if one has not (a program with such a handler copes with EINTR
+ * from this call: its signal could have come).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 
@@ -57,6 +63,24 @@ void esock__wake(struct esock *e)
 	pthread_cond_broadcast(&e->cv);
 }
 
+/* Whether a handler without SA_RESTART may have run: one is set for a
+ * signal this thread does not block. */
+static bool interrupting_handler(void)
+{
+	sigset_t blocked;
+	pthread_sigmask(SIG_SETMASK, NULL, &blocked);
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+		if (sigismember(&blocked, sig) == 1 || sigaction(sig, NULL, &sa))
+			continue;
+		bool handled = (sa.sa_flags & SA_SIGINFO) ||
+			       (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN);
+		if (handled && !(sa.sa_flags & SA_RESTART))
+			return true;
+	}
+	return false;
+}
+
 int esock__wait(struct esock *e, unsigned ms)
 {
 	int fd = thread_sleep_fd();
@@ -72,20 +96,18 @@ int esock__wait(struct esock *e, unsigned ms)
 	e->waiters = &w;
 	pthread_mutex_unlock(&e->mu);
 	int rc = 0;
-	if (!ms) {
-		eventfd_t v;
-		if (eventfd_read(fd, &v) < 0 && errno == EINTR)
-			rc = EINTR;
-	} else {
-		struct pollfd p = { fd, POLLIN, 0 };
-		int n = REAL(poll)(&p, 1, (int)ms);
-		if (n == 0)
-			rc = ETIMEDOUT;
-		else if (n < 0 && errno == EINTR)
-			rc = EINTR;
-		else if (n > 0)
-			util_evfd_lower(fd); /* (non-blocking there: it is raised) */
-	}
+	struct pollfd p = { fd, POLLIN, 0 };
+	struct timespec t = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+	int n;
+	while ((n = exs_ppoll_here(&p, 1, ms ? &t : NULL, NULL)) < 0 && errno == EINTR && !ms &&
+	       !interrupting_handler())
+		; /* restarted, as the kernel restarts the call */
+	if (n == 0)
+		rc = ETIMEDOUT;
+	else if (n < 0 && errno == EINTR)
+		rc = EINTR;
+	else if (n > 0)
+		util_evfd_lower(fd); /* (raised: the read does not block) */
 	pthread_mutex_lock(&e->mu);
 	for (struct esock_waiter **pp = &e->waiters; *pp; pp = &(*pp)->next)
 		if (*pp == &w) {

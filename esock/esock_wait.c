@@ -12,10 +12,19 @@
  * a save process) never takes clients from the others.
  *
  * Until a fork has reverted a listener these calls pass straight on.
+ *
+ * Once the process has DDP sockets, poll, ppoll, epoll_wait and
+ * epoll_pwait that may wait move the ES-API's data on the program's own
+ * thread while they do (exs_ppoll_here): a request that arrives is read,
+ * completed and made readable here, and the program's reply leaves from
+ * here, with no hand-off to the progress thread and back
+ * (docs/performance.md). select and pselect leave that to the progress
+ * thread.
  */
 #include <errno.h>
 
 #include "esock_internal.h"
+#include "util/clock.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -53,10 +62,34 @@ int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len);
 int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask,
 		size_t len);
 
+static bool here(void) { return atomic_load_explicit(&esock_here, memory_order_relaxed); }
+
+static bool zero_time(const struct timespec *t) { return t && !t->tv_sec && !t->tv_nsec; }
+
+static struct timespec ms_time(int ms)
+{
+	return (struct timespec){ ms / 1000, (long)(ms % 1000) * 1000000 };
+}
+
+static int poll_here(struct pollfd *p, nfds_t n, int timeout)
+{
+	if (!timeout || !here())
+		return REAL(poll)(p, n, timeout);
+	struct timespec t = ms_time(timeout);
+	return exs_ppoll_here(p, n, timeout > 0 ? &t : NULL, NULL);
+}
+
+static int ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
+{
+	if (zero_time(t) || !here())
+		return REAL(ppoll)(p, n, t, mask);
+	return exs_ppoll_here(p, n, t, mask);
+}
+
 EXPORT int(poll)(struct pollfd *p, nfds_t n, int timeout)
 {
 	regate_pollfds(p, n);
-	return REAL(poll)(p, n, timeout);
+	return poll_here(p, n, timeout);
 }
 
 EXPORT int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len)
@@ -64,13 +97,13 @@ EXPORT int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len)
 	if (len / sizeof(*p) < n)
 		__builtin_trap(); /* as the C library's check: an overflow */
 	regate_pollfds(p, n);
-	return REAL(poll)(p, n, timeout);
+	return poll_here(p, n, timeout);
 }
 
 EXPORT int(ppoll)(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
 {
 	regate_pollfds(p, n);
-	return REAL(ppoll)(p, n, t, mask);
+	return ppoll_here(p, n, t, mask);
 }
 
 EXPORT int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask,
@@ -79,7 +112,50 @@ EXPORT int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t, con
 	if (len / sizeof(*p) < n)
 		__builtin_trap();
 	regate_pollfds(p, n);
-	return REAL(ppoll)(p, n, t, mask);
+	return ppoll_here(p, n, t, mask);
+}
+
+/* An epoll set's descriptor is readable while it has events: wait on it
+ * in exs_ppoll_here, then take them. */
+static int epoll_here(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+{
+	int n = REAL(epoll_wait)(ep, ev, max, 0);
+	if (n)
+		return n;
+	uint64_t deadline = timeout > 0 ? util_now_ns() + (uint64_t)timeout * 1000000u : 0;
+	for (;;) {
+		struct pollfd p = { ep, POLLIN, 0 };
+		struct timespec t;
+		if (timeout > 0) {
+			uint64_t now = util_now_ns();
+			if (now >= deadline)
+				return 0;
+			uint64_t left = deadline - now;
+			t = (struct timespec){ (time_t)(left / 1000000000u),
+					       (long)(left % 1000000000u) };
+		}
+		int r = exs_ppoll_here(&p, 1, timeout > 0 ? &t : NULL, mask);
+		if (r <= 0)
+			return r;
+		/* (another thread may have taken them meanwhile: wait on) */
+		n = REAL(epoll_wait)(ep, ev, max, 0);
+		if (n)
+			return n;
+	}
+}
+
+EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
+{
+	if (!timeout || max <= 0 || !here())
+		return REAL(epoll_wait)(ep, ev, max, timeout);
+	return epoll_here(ep, ev, max, timeout, NULL);
+}
+
+EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+{
+	if (!timeout || max <= 0 || !here())
+		return REAL(epoll_pwait)(ep, ev, max, timeout, mask);
+	return epoll_here(ep, ev, max, timeout, mask);
 }
 
 EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)

@@ -52,6 +52,8 @@ void esock__libc_init(void)
 	LOOKUP(select, "select");
 	LOOKUP(pselect, "pselect");
 	LOOKUP(epoll_ctl, "epoll_ctl");
+	LOOKUP(epoll_wait, "epoll_wait");
+	LOOKUP(epoll_pwait, "epoll_pwait");
 	/* last: REAL() tests the field it needs, and this one is set last */
 	LOOKUP(socket, "socket");
 }

@@ -24,6 +24,7 @@
 #include "stream_proto.h"
 #include "util/handoff.h"
 #include "util/list.h"
+#include "util/progress_lease.h"
 #include "util/sys.h"
 
 #define EXS_CTL_RECVS 64         /* control receives each side posts */
@@ -130,6 +131,7 @@ struct exs_op {
 
 struct exs_sync {
 	bool done;
+	int fd; /* the waiting thread's eventfd, raised when done; or -1 */
 	exs_event_t ev;
 };
 
@@ -261,8 +263,12 @@ struct exs_rt {
 	pthread_cond_t sync_cv;
 	pthread_t thread;
 	bool started;
-	bool sleeping; /* the progress thread waits in poll(2) */
-	int wake_fd;   /* wakes the progress thread */
+	bool sleeping;      /* the progress thread waits in poll(2) */
+	bool standing_back; /* ...not on uwarp's descriptors (exs_here.c) */
+	/* program threads that progress while they wait (exs_ppoll_here) */
+	struct util_lease lease;
+	uint64_t spin_ns; /* they progress this long before they sleep */
+	int wake_fd;      /* wakes the progress thread */
 	struct uw_context *ctx;
 	struct uw_pd *pd;
 	struct uw_comp_channel *cc;
@@ -309,6 +315,10 @@ void exs__lock_taken(void);
 struct exs_sock *exs__sock(int fd);      /* under the lock; NULL: EBADF */
 void exs__sock_free(struct exs_sock *s); /* out of the table; reaped later */
 void exs__drain_cq(void);                /* handle every completion waiting */
+/* With the lock, on any thread: one round of the progress thread's work
+ * (connection events, up to 256 completions, pending work, the queues'
+ * notifications); whether it found events or completions. */
+bool exs__round(void);
 /* Whether a socket's sender may run now: EXS_FLOW_RDMA's only runs on an
  * application thread, or while one waits inside a call. */
 bool exs__tx_may_run(const struct exs_sock *s);

@@ -167,6 +167,8 @@ void exs__op_complete_ev(struct exs_op *op, exs_event_t *ev)
 	if (op->sync) {
 		op->sync->ev = *ev;
 		op->sync->done = true;
+		if (op->sync->fd >= 0)
+			util_evfd_raise(op->sync->fd);
 		pthread_cond_broadcast(&exs_rt.sync_cv);
 		if (exs_rt.sync_waiting)
 			exs_rt.handoff.woken = true; /* it wants the lock back */
@@ -254,31 +256,8 @@ static void app_enter(void)
 
 static void app_leave(void) { exs_rt.app_inside--; }
 
-static void sync_cv_wait(void)
-{
-	exs_rt.sync_waiting++;
-	pthread_cond_wait(&exs_rt.sync_cv, &exs_rt.lock);
-	exs_rt.sync_waiting--;
-	exs__lock_taken();
-}
-
-void exs__sync_wait_change(void)
-{
-	app_enter();
-	sync_cv_wait();
-	app_leave();
-}
-
-void exs__sync_wait(struct exs_sync *w)
-{
-	app_enter();
-	while (!w->done)
-		sync_cv_wait();
-	app_leave();
-}
-
-/* this thread's eventfd for waiting in exs_qdequeue: made at its first
- * wait, closed when the thread ends */
+/* this thread's eventfd for its waits (exs_qdequeue, the synchronous
+ * calls): made at its first wait, closed when the thread ends */
 static pthread_key_t waitfd_key;
 static pthread_once_t waitfd_once = PTHREAD_ONCE_INIT;
 static __thread int waitfd = -1;
@@ -295,6 +274,53 @@ static int thread_waitfd(void)
 			pthread_setspecific(waitfd_key, (void *)(intptr_t)(waitfd + 1));
 	}
 	return waitfd;
+}
+
+static void sync_cv_wait(void)
+{
+	exs_rt.sync_waiting++;
+	pthread_cond_wait(&exs_rt.sync_cv, &exs_rt.lock);
+	exs_rt.sync_waiting--;
+	exs__lock_taken();
+}
+
+void exs__sync_wait_change(void)
+{
+	app_enter();
+	sync_cv_wait();
+	app_leave();
+}
+
+/* Sleep on this thread's eventfd (exs_rt.lock held, let go meanwhile)
+ * for at most @ms (-1: no bound), moving the data here meanwhile
+ * (exs_ppoll_here): the completion it waits for is made on this thread,
+ * with no hand-off from the progress thread. The poll's result. */
+static int fd_wait(int fd, int ms)
+{
+	pthread_mutex_unlock(&exs_rt.lock);
+	struct pollfd p = { fd, POLLIN, 0 };
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	int n = exs_ppoll_here(&p, 1, ms >= 0 ? &t : NULL, NULL);
+	int err = errno;
+	exs__lock();
+	if (n > 0)
+		util_evfd_lower(fd);
+	errno = err;
+	return n;
+}
+
+void exs__sync_wait(struct exs_sync *w)
+{
+	app_enter();
+	w->fd = thread_waitfd();
+	while (!w->done) {
+		if (w->fd < 0)
+			sync_cv_wait();
+		else
+			fd_wait(w->fd, -1); /* (a signal does not end it) */
+	}
+	w->fd = -1;
+	app_leave();
 }
 
 /* Wait (exs_rt.lock held, let go meanwhile) until @q holds @want events,
@@ -316,13 +342,8 @@ static int queue_wait(struct exs_queue *q, int want, uint64_t deadline_ms)
 			ms = deadline_ms - now > INT32_MAX ? INT32_MAX : (int)(deadline_ms - now);
 		}
 		w.woken = false;
-		pthread_mutex_unlock(&exs_rt.lock);
-		struct pollfd p = { w.fd, POLLIN, 0 };
-		int n = util_sys_poll(&p, 1, ms);
+		int n = fd_wait(w.fd, ms);
 		err = n < 0 ? errno : 0;
-		exs__lock();
-		if (n > 0)
-			util_evfd_lower(w.fd);
 		if (err == EINTR)
 			break;
 		err = 0;
@@ -457,8 +478,11 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 		pthread_mutex_unlock(&exs_rt.lock);
 		/* (a descriptor a library above carries is ready as the
 		 * kernel says: esock keeps its end of the socket pair readable
-		 * while data it holds waits) */
-		int n = util_sys_poll(os, (nfds_t)nos + 1, wait);
+		 * while data it holds waits; a wait moves the data on this
+		 * thread meanwhile, exs_here.c) */
+		struct timespec t = { wait / 1000, (long)(wait % 1000) * 1000000 };
+		int n = wait ? exs_ppoll_here(os, (nfds_t)nos + 1, wait > 0 ? &t : NULL, NULL)
+			     : util_sys_poll(os, (nfds_t)nos + 1, 0);
 		exs__lock();
 		if (n < 0) {
 			ready = -1;

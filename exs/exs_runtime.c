@@ -10,6 +10,7 @@
 
 #include "exs_internal.h"
 #include "util/clock.h"
+#include "util/env_ms.h"
 #include "util/evfd.h"
 
 struct exs_rt exs_rt = { .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -32,8 +33,10 @@ int exs__ready(void)
 }
 
 static _Thread_local bool on_progress_thread;
+/* this thread runs a round of the progress thread's work (exs_here.c) */
+static _Thread_local bool in_round;
 
-bool exs__on_progress_thread(void) { return on_progress_thread; }
+bool exs__on_progress_thread(void) { return on_progress_thread || in_round; }
 
 void exs__lock(void) { util_handoff_lock(&exs_rt.handoff, &exs_rt.lock); }
 
@@ -41,12 +44,23 @@ void exs__lock_taken(void) { util_handoff_taken(&exs_rt.handoff); }
 
 void exs__kick(void)
 {
-	if (on_progress_thread)
+	if (exs__on_progress_thread())
 		return; /* it moves the data when it is done */
 	/* manual progress: what was posted goes out now, from this thread */
 	uw_poll_cq(exs_rt.cq, 0, NULL);
-	if (exs_rt.sleeping)
-		exs__wake(); /* the completions and the rest are the thread's */
+	/* that is progress too: a program that waits in exs_ppoll_here and
+	 * answers a batch of requests between two waits keeps the lease for
+	 * as long as it answers (the progress thread coming back meanwhile
+	 * would contend for the lock at every post) */
+	uint64_t now = util_now_ns();
+	if (now < exs_rt.lease.until)
+		util_lease_take(&exs_rt.lease, now);
+	/* the completions and the rest are the progress thread's, unless it
+	 * stands back for a thread that waits in exs_ppoll_here: that one
+	 * takes them on its next round (or the progress thread, once the
+	 * lease is out) */
+	if (exs_rt.sleeping && !exs_rt.standing_back)
+		exs__wake();
 }
 
 bool exs__tx_may_run(const struct exs_sock *s)
@@ -145,6 +159,42 @@ void exs__drain_cq(void)
 		;
 }
 
+bool exs__round(void)
+{
+	bool was = in_round;
+	in_round = true;
+	bool work = false;
+	struct uw_cm_event *e;
+	while (!uw_cm_get_event_timeout(exs_rt.cm, &e, 0)) {
+		exs__on_cm(e);
+		work = true;
+	}
+	int n = 0;
+	while (n < 256 && one_wc())
+		n++;
+	exs__progress_pending();
+	exs__run_notifies();
+	in_round = was;
+	return work || n > 0;
+}
+
+/* Arm the CQ for the sleep to come, and handle what came before. */
+static void arm(void)
+{
+	uw_req_notify_cq(exs_rt.cq, 0);
+	exs__drain_cq(); /* what came before the arming */
+	exs__progress_pending();
+	exs__run_notifies();
+}
+
+/* After a sleep: take the completion channel's events. */
+static void disarm(void)
+{
+	struct uw_cq *fired;
+	while (!uw_get_cq_event(exs_rt.cc, &fired, NULL))
+		uw_ack_cq_events(fired, 1);
+}
+
 /* The earliest deadline of a lingering close, as a poll timeout. */
 static int linger_timeout(void)
 {
@@ -174,10 +224,10 @@ static void *progress_thread(void *arg)
 	uint64_t next_linger_check = 0;
 	struct pollfd fixed[3], *pf = fixed;
 	int npf = 3;
+	bool asked = false;   /* woken on purpose, by the system sockets, or by the CQ */
+	bool rounded = false; /* a round since the last sleep */
 	pthread_mutex_lock(&exs_rt.lock);
 	for (;;) {
-		bool work = false;
-		struct uw_cm_event *e;
 		reap();
 		uint64_t now = util_now_ms();
 		if (now >= next_linger_check) {
@@ -186,16 +236,21 @@ static void *progress_thread(void *arg)
 			linger_timeout();
 			next_linger_check = now + 100;
 		}
-		while (!uw_cm_get_event_timeout(exs_rt.cm, &e, 0)) {
-			exs__on_cm(e);
-			work = true;
-		}
-		int n = 0;
-		while (n < 256 && one_wc())
-			n++;
-		exs__progress_pending();
-		exs__run_notifies();
-		if (n > 0 || work) {
+		/* A program's thread that waits in exs_ppoll_here moves the
+		 * data itself (util/progress_lease.h): this thread then
+		 * leaves the connections to it, or both would wake for every
+		 * message and contend for the lock, and looks again when the
+		 * lease may be out. It still reaps, and it still does a round
+		 * when asked to (exs__wake: work that a program's call left
+		 * for it) or when the system sockets moved: work due outside
+		 * the connections' own completions, which no wait of the
+		 * program's would see. */
+		uint64_t now_ns = util_now_ns();
+		uint64_t back = util_lease_engine_waits(&exs_rt.lease, now_ns);
+		bool round = !back || asked;
+		asked = false;
+		rounded |= round;
+		if (round && exs__round()) {
 			/* A mutex lets the thread that unlocks take it straight
 			 * back: with completions always coming, the application
 			 * waited tens of milliseconds for its events (an ES-API
@@ -206,16 +261,26 @@ static void *progress_thread(void *arg)
 			util_handoff_offer(&exs_rt.handoff, &exs_rt.lock, 1);
 			continue;
 		}
-		uw_req_notify_cq(exs_rt.cq, 0);
-		exs__drain_cq(); /* what came before the arming */
-		exs__progress_pending();
-		exs__run_notifies();
-		/* uwarp's own timers (the MPA timeouts) run only inside its
-		 * calls with manual progress: look in at least five times a
-		 * second */
+		/* at least five times a second, for the lingering closes */
 		int timeout = linger_timeout();
 		if (timeout < 0 || timeout > 200)
 			timeout = 200;
+		exs_rt.standing_back = back != 0;
+		if (back && rounded) /* what the rounds posted last goes out */
+			uw_poll_cq(exs_rt.cq, 0, NULL);
+		rounded = false;
+		if (back) {
+			int ms = (int)((back - now_ns + 999999) / 1000000);
+			if (ms < timeout)
+				timeout = ms;
+		} else {
+			arm();
+			/* uwarp's own timers (the MPA timeouts) run only inside
+			 * its calls with manual progress */
+			int t = uw_progress_timeout(exs_rt.ctx);
+			if (t >= 0 && t < timeout)
+				timeout = t;
+		}
 		/* and the system sockets with operations waiting */
 		int want = 3 + exs__plain_count();
 		if (want > npf) {
@@ -229,8 +294,9 @@ static void *progress_thread(void *arg)
 				npf = want * 2;
 			}
 		}
-		pf[0] = (struct pollfd){ exs_rt.cc->fd, POLLIN, 0 };
-		pf[1] = (struct pollfd){ exs_rt.cm->fd, POLLIN, 0 };
+		/* (poll(2) passes over a negative descriptor) */
+		pf[0] = (struct pollfd){ back ? -1 : exs_rt.cc->fd, POLLIN, 0 };
+		pf[1] = (struct pollfd){ back ? -1 : exs_rt.cm->fd, POLLIN, 0 };
 		pf[2] = (struct pollfd){ exs_rt.wake_fd, POLLIN, 0 };
 		int nplain = exs__plain_pollfds(pf + 3, npf - 3);
 		exs_rt.sleeping = true;
@@ -238,11 +304,18 @@ static void *progress_thread(void *arg)
 		util_sys_poll(pf, (nfds_t)(3 + nplain), timeout);
 		pthread_mutex_lock(&exs_rt.lock);
 		exs_rt.sleeping = false;
-		struct uw_cq *fired;
-		while (!uw_get_cq_event(exs_rt.cc, &fired, NULL))
-			uw_ack_cq_events(fired, 1);
-		if (pf[2].revents)
+		exs_rt.standing_back = false;
+		if (!back) {
+			/* this thread takes the CQ's notification: a round
+			 * follows whatever the lease says now */
+			disarm();
+			asked = true;
+		}
+		asked = pf[2].revents != 0;
+		if (asked)
 			util_evfd_lower(exs_rt.wake_fd);
+		for (int i = 0; i < nplain; i++)
+			asked |= pf[3 + i].revents != 0;
 		exs__plain_ready(pf + 3, nplain);
 	}
 	return NULL;
@@ -276,6 +349,9 @@ int exs_init(int version)
 		err = errno;
 		goto fail;
 	}
+	exs_rt.spin_ns =
+		(uint64_t)util_env_uint("exs", "UWARP_SPIN_US", "microseconds", 20, 0, 1000000) *
+		1000u;
 	err = pthread_create(&exs_rt.thread, NULL, progress_thread, NULL);
 	if (err)
 		goto fail;

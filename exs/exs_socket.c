@@ -106,6 +106,7 @@ struct exs_op *exs__op_new(int fd, enum exs_op_kind kind, exs_qhandle_t qh, exs_
 	util_list_init(&op->link);
 	util_list_init(&op->order);
 	memset(sync, 0, sizeof(*sync));
+	sync->fd = -1;
 	return op;
 }
 

@@ -59,6 +59,7 @@
 #define UWARP_EXS_H
 
 #include <poll.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -190,9 +191,9 @@ EXS_EXTERN int exs_qdequeue(exs_qhandle_t qhandle, exs_event_t *events, int coun
 			    const struct timespec *timeout);
 
 /*
- * exs_qnotify - call @fn(@qhandle, @arg) on the progress thread soon after
- * events arrive on the queue (at least once after any arrival; NULL: no
- * more calls). A uwarp extension for libraries that react to completions
+ * exs_qnotify - call @fn(@qhandle, @arg) on the progress thread (or on a
+ * thread waiting in exs_ppoll_here) soon after events arrive on the queue
+ * (at least once after any arrival; NULL: no more calls). A uwarp extension for libraries that react to completions
  * without a thread of their own waiting in exs_qdequeue. @fn runs with no
  * ES-API lock held and may make any call that does not wait: exs_qdequeue
  * with @count > 0, and calls with a queue; a call that would wait there
@@ -213,6 +214,19 @@ EXS_EXTERN int exs_qnotify(exs_qhandle_t qhandle, exs_qnotify_fn fn, void *arg);
  * with errno.
  */
 EXS_EXTERN int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
+
+/*
+ * exs_ppoll_here - (uwarp extension) ppoll(2) on ordinary descriptors that
+ * makes the ES-API's progress on the calling thread while it waits, as
+ * the progress thread would: connection events, completions, and the
+ * notifications of exs_qnotify run here, so a library whose readiness
+ * follows its completions (esock) wakes a waiting program with no thread
+ * between. It spins for up to UWARP_SPIN_US (20 us) before it sleeps.
+ * Returns as ppoll(2) does. Before exs_init, or from a notification, it
+ * is ppoll(2).
+ */
+EXS_EXTERN int exs_ppoll_here(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+			      const sigset_t *mask);
 
 /* ---- memory ---- */
 

@@ -39,6 +39,7 @@ static struct {
 	__typeof__(fcntl) *fcntl;
 	__typeof__(ioctl) *ioctl;
 	__typeof__(poll) *poll;
+	__typeof__(ppoll) *ppoll;
 	__typeof__(epoll_ctl) *epoll_ctl;
 } libc;
 
@@ -86,6 +87,7 @@ static void find(void)
 	FIND(fcntl);
 	FIND(ioctl);
 	FIND(poll);
+	FIND(ppoll);
 	FIND(epoll_ctl);
 	/* (the handle stays open: the C library is never unloaded) */
 }
@@ -134,6 +136,10 @@ ssize_t util_sys_recvmsg(int fd, struct msghdr *m, int f) { return LIBC()->recvm
 int util_sys_fcntl(int fd, int cmd, long arg) { return LIBC()->fcntl(fd, cmd, arg); }
 int util_sys_ioctl(int fd, unsigned long req, void *arg) { return LIBC()->ioctl(fd, req, arg); }
 int util_sys_poll(struct pollfd *p, nfds_t n, int t) { return LIBC()->poll(p, n, t); }
+int util_sys_ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
+{
+	return LIBC()->ppoll(p, n, t, mask);
+}
 int util_sys_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 {
 	return LIBC()->epoll_ctl(ep, op, fd, ev);

@@ -17,6 +17,7 @@
 #define UWARP_UTIL_SYS_H
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -42,6 +43,7 @@ ssize_t util_sys_recvmsg(int fd, struct msghdr *m, int flags);
 int util_sys_fcntl(int fd, int cmd, long arg);
 int util_sys_ioctl(int fd, unsigned long req, void *arg);
 int util_sys_poll(struct pollfd *p, nfds_t n, int timeout);
+int util_sys_ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask);
 int util_sys_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev);
 
 #endif

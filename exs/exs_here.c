@@ -1,0 +1,181 @@
+/*
+ * exs_here.c: the ES-API's progress on a program's own thread while it
+ * waits for descriptors (exs_ppoll_here; esock's poll, epoll_wait and its
+ * blocking reads and writes).
+ *
+ * Through the progress thread a message crosses threads twice at each
+ * end: that thread wakes for the bytes, makes the completion, and wakes
+ * the program (docs/performance.md counts the futex calls and context
+ * switches). A program that waits here moves the data on its own thread:
+ * it runs the progress thread's round, looks at its descriptors, runs
+ * the round again for up to UWARP_SPIN_US, then sleeps in one ppoll(2) on
+ * its descriptors and uwarp's own (the loop's, for network input, and a
+ * bell another thread rings when it makes a completion or an event
+ * meanwhile: uw_sleep_begin), and runs the round when uwarp's wake it. Meanwhile the
+ * progress thread stands back (util/progress_lease.h): it leaves uwarp's
+ * descriptors while such a thread sleeps on them and for a lease after
+ * one last progressed, and comes back by itself when the program stops
+ * waiting here.
+ *
+ * Signals: a handler that runs while the thread spins in user space would
+ * not end the wait, as it ends ppoll's sleep (a program that stops on a
+ * signal would sleep on). So the spin runs with signals blocked, and the
+ * sleep unblocks them as ppoll(2) does with the program's mask: a signal
+ * that came meanwhile is delivered there and the call fails with EINTR.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exs_internal.h"
+#include "util/clock.h"
+
+/* the program's descriptors and uwarp's two, in one array on the stack
+ * up to this many */
+#define HERE_STACK_FDS 64
+
+/* A round here, the lock held: until nothing more comes in, for at most
+ * a few rounds (a busy stream must not keep the program from its own
+ * descriptors). Whether it found anything. */
+static bool rounds(void)
+{
+	bool any = false;
+	for (int i = 0; i < 8 && exs__round(); i++)
+		any = true;
+	/* (a progress thread asleep on the connections since before wakes
+	 * with this thread once more, finds the lease, and sleeps without
+	 * them) */
+	util_lease_take(&exs_rt.lease, util_now_ns());
+	return any;
+}
+
+static int left_ms(uint64_t deadline)
+{
+	uint64_t now = util_now_ns();
+	if (now >= deadline)
+		return 0;
+	uint64_t ms = (deadline - now + 999999) / 1000000;
+	return ms > 1000000 ? 1000000 : (int)ms;
+}
+
+static void to_timespec(int ms, struct timespec *ts)
+{
+	ts->tv_sec = ms / 1000;
+	ts->tv_nsec = (long)(ms % 1000) * 1000000;
+}
+
+/* Sleep in ppoll on @fds and uwarp's descriptors, for at most @ms (-1:
+ * no bound). The program's ready entries, 0 when only uwarp's woke it
+ * (or the time ran out, or work came before the sleep), -1 with errno. */
+static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t *mask)
+{
+	struct timespec ts;
+	struct pollfd stack[HERE_STACK_FDS + 2], *all = stack;
+	if (nfds > HERE_STACK_FDS) {
+		all = malloc((nfds + 2) * sizeof(*all));
+		if (!all) { /* (the progress thread's wait, for this once) */
+			if (ms >= 0)
+				to_timespec(ms, &ts);
+			return util_sys_ppoll(fds, nfds, ms >= 0 ? &ts : NULL, mask);
+		}
+	}
+	memcpy(all, fds, nfds * sizeof(*all));
+	exs__lock();
+	/* The last look, under the lock every thread that moves uwarp's
+	 * data holds: what another thread makes after it rings the bell
+	 * (uw_sleep_begin), what came before it is taken here. */
+	if (rounds()) {
+		pthread_mutex_unlock(&exs_rt.lock);
+		if (all != stack)
+			free(all);
+		return 0;
+	}
+	int t = uw_sleep_begin(exs_rt.ctx, all + nfds);
+	if (t >= 0 && (ms < 0 || t < ms))
+		ms = t; /* (uwarp's timers run in its calls) */
+	exs_rt.lease.sleepers++;
+	pthread_mutex_unlock(&exs_rt.lock);
+
+	if (ms >= 0)
+		to_timespec(ms, &ts);
+	int n = util_sys_ppoll(all, nfds + 2, ms >= 0 ? &ts : NULL, mask);
+	int err = errno;
+
+	exs__lock();
+	exs_rt.lease.sleepers--;
+	uw_sleep_end(exs_rt.ctx);
+	rounds();
+	pthread_mutex_unlock(&exs_rt.lock);
+	int ready = 0;
+	if (n > 0) {
+		for (nfds_t i = 0; i < nfds; i++) {
+			fds[i].revents = all[i].revents;
+			ready += all[i].revents != 0;
+		}
+	}
+	if (all != stack)
+		free(all);
+	errno = err;
+	return n < 0 ? -1 : ready;
+}
+
+static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const sigset_t *mask)
+{
+	uint64_t spin_until = util_now_ns() + exs_rt.spin_ns;
+	struct timespec zero = { 0, 0 };
+	for (;;) {
+		exs__lock();
+		rounds();
+		pthread_mutex_unlock(&exs_rt.lock);
+		int n = util_sys_ppoll(fds, nfds, &zero, NULL);
+		if (n != 0)
+			return n;
+		uint64_t now = util_now_ns();
+		if (now >= deadline)
+			return 0;
+		if (now < spin_until) {
+			sched_yield(); /* (the peer may need this core) */
+			continue;
+		}
+		int ms = deadline == UINT64_MAX ? -1 : left_ms(deadline);
+		n = sleep_on_both(fds, nfds, ms, mask);
+		if (n != 0)
+			return n;
+		/* uwarp's descriptors woke it: the round made the bytes the
+		 * program waits for, or not yet; look again (once: the next
+		 * sleep follows at once) */
+		spin_until = 0;
+	}
+}
+
+int exs_ppoll_here(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+		   const sigset_t *mask)
+{
+	/* Not from the progress work itself (a wait inside a round would
+	 * take the lock it holds), nor before exs_init. */
+	if (!exs_rt.started || exs__on_progress_thread())
+		return util_sys_ppoll(fds, nfds, timeout, mask);
+	uint64_t start = util_now_ns();
+	uint64_t deadline = UINT64_MAX;
+	if (timeout) {
+		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000) {
+			errno = EINVAL;
+			return -1;
+		}
+		deadline = start + (uint64_t)timeout->tv_sec * 1000000000u +
+			   (uint64_t)timeout->tv_nsec;
+		if (deadline < start)
+			deadline = UINT64_MAX;
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	if (pthread_sigmask(SIG_SETMASK, &all, &old))
+		return util_sys_ppoll(fds, nfds, timeout, mask);
+	int n = wait_here(fds, nfds, deadline, mask ? mask : &old);
+	int err = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return n;
+}

@@ -1,0 +1,264 @@
+/*
+ * test_exs_here.c: exs_ppoll_here moves the ES-API's data on the thread
+ * that waits (exs/exs_here.c): the completion of a receive and its queue's
+ * notification run there, not on the progress thread; a signal that comes
+ * while it spins ends the wait as it would end ppoll's sleep; otherwise
+ * it returns as ppoll(2) does. Run twice by ctest: with UWARP_SPIN_US=0
+ * (the wait sleeps at once, on the program's descriptors and uwarp's) and
+ * with 200000 (it spins for 200 ms first).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <exs.h>
+
+static exs_qhandle_t Q;
+
+static int setup(void **state)
+{
+	(void)state;
+	if (exs_init(EXS_VERSION))
+		return -1;
+	Q = exs_qcreate(64);
+	return Q == EXS_QHANDLE_INVALID ? -1 : 0;
+}
+
+/* a connected stream pair, both ends here */
+static void pair(int *c, int *s)
+{
+	int l = exs_socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(l >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(exs_bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(exs_listen(l, 4), 0);
+	socklen_t al = sizeof(a);
+	assert_int_equal(exs_getsockname(l, (struct sockaddr *)&a, &al), 0);
+	*c = exs_socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(*c >= 0);
+	assert_int_equal(exs_connect(*c, (struct sockaddr *)&a, sizeof(a), Q, (void *)1), 0);
+	*s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+	assert_true(*s >= 0);
+	exs_event_t ev;
+	struct timespec t = { 20, 0 };
+	assert_int_equal(exs_qdequeue(Q, &ev, -1, &t), 1);
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_CONNECT);
+	assert_int_equal(ev.exs_evt_errno, 0);
+	assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
+/* The notified queue's events, and the thread each notification ran on. */
+static int note_fd;
+static pthread_t note_thread;
+static atomic_int notes;
+static exs_event_t note_ev;
+
+static void on_note(exs_qhandle_t q, void *arg)
+{
+	(void)arg;
+	exs_event_t ev;
+	if (exs_qdequeue(q, &ev, 1, NULL) != 1)
+		return;
+	note_ev = ev;
+	note_thread = pthread_self();
+	atomic_fetch_add(&notes, 1);
+	eventfd_write(note_fd, 1);
+}
+
+/* Whether thread @tid of this process is in system call @nr now (the
+ * kernel's /proc/<pid>/task/<tid>/syscall). */
+static bool in_syscall(pid_t tid, long nr)
+{
+	char path[64], line[64] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool yes = fgets(line, sizeof(line), f) && strtol(line, NULL, 10) == nr;
+	fclose(f);
+	return yes;
+}
+
+struct sender {
+	pid_t waiter;
+	int fd;
+	atomic_bool sent;
+};
+
+/* Sends once the waiting thread is inside exs_ppoll_here (in ppoll:
+ * asleep there, or looking at the program's descriptors between two
+ * rounds), so that the bytes arrive while it holds the lease. */
+static void *send_when_waiting(void *arg)
+{
+	struct sender *sd = arg;
+	while (!in_syscall(sd->waiter, SYS_ppoll))
+		sched_yield();
+	static const char msg[] = "here";
+	if (exs_send(sd->fd, msg, sizeof(msg), 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) ==
+	    (ssize_t)sizeof(msg))
+		atomic_store(&sd->sent, true);
+	return NULL;
+}
+
+static void a_receive_completes_on_the_thread_that_waits(void **state)
+{
+	(void)state;
+	int c, s;
+	pair(&c, &s);
+	exs_qhandle_t n = exs_qcreate(8);
+	assert_true(n != EXS_QHANDLE_INVALID);
+	note_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_true(note_fd >= 0);
+	assert_int_equal(exs_qnotify(n, on_note, NULL), 0);
+	for (int round = 0; round < 5; round++) {
+		char buf[16] = { 0 };
+		atomic_store(&notes, 0);
+		assert_int_equal(exs_recv(s, buf, sizeof(buf), 0, n, buf, EXS_MHANDLE_INVALID), 0);
+		struct sender sd = { (pid_t)syscall(SYS_gettid), c, false };
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, NULL, send_when_waiting, &sd), 0);
+		struct pollfd p = { note_fd, POLLIN, 0 };
+		struct timespec ten = { 10, 0 };
+		assert_int_equal(exs_ppoll_here(&p, 1, &ten, NULL), 1);
+		assert_int_equal(p.revents, POLLIN);
+		pthread_join(t, NULL);
+		assert_true(atomic_load(&sd.sent));
+		eventfd_t v;
+		assert_int_equal(eventfd_read(note_fd, &v), 0);
+		assert_int_equal(atomic_load(&notes), 1);
+		assert_int_equal(note_ev.exs_evt_type, EXS_EVT_RECV);
+		assert_int_equal(note_ev.exs_evt_errno, 0);
+		assert_string_equal(buf, "here");
+		/* made here, while this thread waited: not by the progress
+		 * thread, then handed over */
+		assert_true(pthread_equal(note_thread, pthread_self()));
+	}
+	assert_int_equal(exs_qnotify(n, NULL, NULL), 0);
+	close(note_fd);
+	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
+/* The executable exports sched_yield (tests/CMakeLists.txt), so it stands
+ * in for the C library's in the ES-API's library too: the spin's first
+ * yield sends this thread SIGUSR1 when asked, at a moment the wait is
+ * known to be spinning in user space. */
+static __thread bool raise_at_yield;
+static __thread int raised;
+
+__attribute__((visibility("default"))) int sched_yield(void)
+{
+	if (raise_at_yield) {
+		raise_at_yield = false;
+		raised++;
+		pthread_kill(pthread_self(), SIGUSR1);
+	}
+	return (int)syscall(SYS_sched_yield);
+}
+
+static atomic_int handled;
+static void on_usr1(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&handled, 1);
+}
+
+static void a_signal_that_comes_while_it_spins_ends_the_wait(void **state)
+{
+	(void)state;
+	int c, s;
+	pair(&c, &s); /* (connections the rounds look at) */
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_true(fd >= 0);
+	struct sigaction sa = { .sa_handler = on_usr1 }, old;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	atomic_store(&handled, 0);
+	struct pollfd p = { fd, POLLIN, 0 };
+	struct timespec two = { 2, 0 };
+	raise_at_yield = true;
+	errno = 0;
+	int n = exs_ppoll_here(&p, 1, &two, NULL);
+	int err = errno;
+	raise_at_yield = false;
+	sigaction(SIGUSR1, &old, NULL);
+	assert_int_equal(raised, 1); /* (it spun) */
+	/* the handler ran and the wait ended, as ppoll's sleep ends: a spin
+	 * that let the handler run in user space would wait on for the 2 s */
+	assert_int_equal(atomic_load(&handled), 1);
+	assert_int_equal(n, -1);
+	assert_int_equal(err, EINTR);
+	close(fd);
+	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
+static void it_returns_as_ppoll_does(void **state)
+{
+	(void)state;
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_true(fd >= 0);
+	struct pollfd p[2] = { { fd, POLLIN, 0 }, { fd, POLLOUT, 0 } };
+	/* nothing readable: the time runs out */
+	struct timespec t = { 0, 30000000 };
+	assert_int_equal(exs_ppoll_here(p, 1, &t, NULL), 0);
+	assert_int_equal(p[0].revents, 0);
+	/* each ready entry counts, with its events */
+	eventfd_write(fd, 1);
+	assert_int_equal(exs_ppoll_here(p, 2, &t, NULL), 2);
+	assert_int_equal(p[0].revents, POLLIN);
+	assert_int_equal(p[1].revents, POLLOUT);
+	/* a closed descriptor is POLLNVAL, as ppoll says it */
+	struct pollfd bad = { 1000000, POLLIN, 0 };
+	assert_int_equal(exs_ppoll_here(&bad, 1, &t, NULL), 1);
+	assert_int_equal(bad.revents, POLLNVAL);
+	/* a time that is not one */
+	struct timespec nonsense = { 0, 1000000000 };
+	errno = 0;
+	assert_int_equal(exs_ppoll_here(p, 1, &nonsense, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	/* the program's mask during the wait, its own after */
+	sigset_t block, now;
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR2);
+	eventfd_t v;
+	eventfd_read(fd, &v);
+	assert_int_equal(exs_ppoll_here(p, 1, &t, &block), 0);
+	pthread_sigmask(SIG_SETMASK, NULL, &now);
+	assert_false(sigismember(&now, SIGUSR2));
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_receive_completes_on_the_thread_that_waits),
+		cmocka_unit_test(it_returns_as_ppoll_does),
+	};
+	const struct CMUnitTest spinning[] = {
+		cmocka_unit_test(a_signal_that_comes_while_it_spins_ends_the_wait),
+	};
+	int failed = cmocka_run_group_tests(tests, setup, NULL);
+	/* (only a wait that spins has a spin to catch a signal in) */
+	const char *spin = getenv("UWARP_SPIN_US");
+	if (spin && strcmp(spin, "0"))
+		failed += cmocka_run_group_tests(spinning, NULL, NULL);
+	return failed;
+}
