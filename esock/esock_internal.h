@@ -350,6 +350,10 @@ extern _Atomic bool esock_any_reverted;
 /* The ES-API runs in this process for DDP sockets: the program's waits
  * move its data on their own thread (exs_ppoll_here; esock_wait.c). */
 extern _Atomic bool esock_here;
+/* whether this thread's waits move the data (esock_wait.c) */
+bool esock__waits_here(void);
+/* exs_ppoll_here, with this library's waits passing straight on inside */
+int esock__ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask);
 /* @fd, if it is such a listener, becomes this process's own DDP listener
  * again, with a gate of its own, as the process first waits on it or
  * accepts from it; 0 (also when @fd is no such listener) or -1 with errno */

@@ -18,7 +18,10 @@
  * one with SA_RESTART. Which handler ran is not known here: the wait goes
  * on if every handler the thread lets in has SA_RESTART, and fails with
  * EINTR if one has not (a program with such a handler copes with EINTR
- * from this call: its signal could have come).
+ * from this call: its signal could have come). Where the waits leave the
+ * data to the progress thread (ThreadSanitizer's build, esock_engine.c),
+ * a wait without a timeout reads the eventfd, a blocking read the kernel
+ * restarts or ends exactly as it would the socket call.
  */
 #include <errno.h>
 #include <signal.h>
@@ -96,18 +99,26 @@ int esock__wait(struct esock *e, unsigned ms)
 	e->waiters = &w;
 	pthread_mutex_unlock(&e->mu);
 	int rc = 0;
-	struct pollfd p = { fd, POLLIN, 0 };
-	struct timespec t = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
-	int n;
-	while ((n = exs_ppoll_here(&p, 1, ms ? &t : NULL, NULL)) < 0 && errno == EINTR && !ms &&
-	       !interrupting_handler())
-		; /* restarted, as the kernel restarts the call */
-	if (n == 0)
-		rc = ETIMEDOUT;
-	else if (n < 0 && errno == EINTR)
-		rc = EINTR;
-	else if (n > 0)
-		util_evfd_lower(fd); /* (raised: the read does not block) */
+	if (!ms && !esock__waits_here()) {
+		/* the progress thread raises it: a blocking read, which the
+		 * kernel restarts or ends as it would the socket call */
+		eventfd_t v;
+		if (eventfd_read(fd, &v) < 0 && errno == EINTR)
+			rc = EINTR;
+	} else {
+		struct pollfd p = { fd, POLLIN, 0 };
+		struct timespec t = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+		int n;
+		while ((n = esock__ppoll_here(&p, 1, ms ? &t : NULL, NULL)) < 0 && errno == EINTR &&
+		       !ms && !interrupting_handler())
+			; /* restarted, as the kernel restarts the call */
+		if (n == 0)
+			rc = ETIMEDOUT;
+		else if (n < 0 && errno == EINTR)
+			rc = EINTR;
+		else if (n > 0)
+			util_evfd_lower(fd); /* (raised: the read does not block) */
+	}
 	pthread_mutex_lock(&e->mu);
 	for (struct esock_waiter **pp = &e->waiters; *pp; pp = &(*pp)->next)
 		if (*pp == &w) {

@@ -62,7 +62,30 @@ int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len);
 int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask,
 		size_t len);
 
-static bool here(void) { return atomic_load_explicit(&esock_here, memory_order_relaxed); }
+/* This thread is inside exs_ppoll_here: its own polls pass straight on
+ * (in a sanitizer's build the layers below reach poll by the name this
+ * library replaces: util/sys.c) */
+static __thread bool inside;
+
+static bool here(void)
+{
+	return !inside && atomic_load_explicit(&esock_here, memory_order_relaxed);
+}
+
+bool esock__waits_here(void) { return here(); }
+
+int esock__ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
+{
+	if (!here())
+		return REAL(ppoll)(p, n, t, mask);
+	bool was = inside;
+	inside = true;
+	int r = exs_ppoll_here(p, n, t, mask);
+	int err = errno;
+	inside = was;
+	errno = err;
+	return r;
+}
 
 static bool zero_time(const struct timespec *t) { return t && !t->tv_sec && !t->tv_nsec; }
 
@@ -76,14 +99,14 @@ static int poll_here(struct pollfd *p, nfds_t n, int timeout)
 	if (!timeout || !here())
 		return REAL(poll)(p, n, timeout);
 	struct timespec t = ms_time(timeout);
-	return exs_ppoll_here(p, n, timeout > 0 ? &t : NULL, NULL);
+	return esock__ppoll_here(p, n, timeout > 0 ? &t : NULL, NULL);
 }
 
 static int ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
 {
 	if (zero_time(t) || !here())
 		return REAL(ppoll)(p, n, t, mask);
-	return exs_ppoll_here(p, n, t, mask);
+	return esock__ppoll_here(p, n, t, mask);
 }
 
 EXPORT int(poll)(struct pollfd *p, nfds_t n, int timeout)
@@ -134,7 +157,7 @@ static int epoll_here(int ep, struct epoll_event *ev, int max, int timeout, cons
 			t = (struct timespec){ (time_t)(left / 1000000000u),
 					       (long)(left % 1000000000u) };
 		}
-		int r = exs_ppoll_here(&p, 1, timeout > 0 ? &t : NULL, mask);
+		int r = esock__ppoll_here(&p, 1, timeout > 0 ? &t : NULL, mask);
 		if (r <= 0)
 			return r;
 		/* (another thread may have taken them meanwhile: wait on) */
