@@ -71,9 +71,10 @@ static void a_sleeper_on_the_channel_hears_of_an_accepted_connection(void **stat
 	assert_int_equal(uw_cm_ack_event(e), 0);
 	assert_int_equal(uw_cm_reject(id, NULL, 0), 0);
 	close(c);
-	uw_cm_destroy_id(l);
-	uw_cm_destroy_channel(ch);
-	uw_close(ctx);
+	assert_int_equal(uw_cm_destroy_id(id), 0);
+	assert_int_equal(uw_cm_destroy_id(l), 0);
+	assert_int_equal(uw_cm_destroy_channel(ch), 0);
+	assert_int_equal(uw_close(ctx), 0);
 }
 
 int main(void)
