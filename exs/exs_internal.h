@@ -59,9 +59,10 @@ struct exs_queue {
 	int cap, head, count;
 	int reserved;             /* slots promised to outstanding operations */
 	struct util_list waiters; /* threads in exs_qdequeue on it (struct exs_qwaiter) */
-	exs_qnotify_fn notify;    /* exs_qnotify's: run on the progress thread */
+	exs_qnotify_fn notify;    /* exs_qnotify's: run by the thread doing a round */
 	void *notify_arg;
 	bool notify_due;       /* events came since it last ran */
+	bool notifying;        /* a thread runs it now: one at a time */
 	struct util_list link; /* on the runtime's queues */
 };
 

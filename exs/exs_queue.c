@@ -91,9 +91,10 @@ int exs_qdelete(exs_qhandle_t qh)
 {
 	exs__lock();
 	struct exs_queue *q = exs__queue(qh);
-	int err = !q                                                          ? EBADF
-		  : q->reserved || !util_list_empty(&q->waiters) || q->notify ? EBUSY
-									      : 0;
+	int err = !q ? EBADF
+		  : q->reserved || !util_list_empty(&q->waiters) || q->notify || q->notifying
+			  ? EBUSY
+			  : 0;
 	if (!err)
 		util_list_del(&q->link);
 	pthread_mutex_unlock(&exs_rt.lock);
@@ -135,16 +136,25 @@ void exs__run_notifies(void)
 		again = false;
 		struct exs_queue *q;
 		util_list_for_each(q, &exs_rt.queues, link) {
-			if (!q->notify_due || !q->notify)
+			/* One thread at a time runs a queue's notification: the
+			 * progress thread and a thread waiting in exs_ppoll_here
+			 * may both do a round, and a library's handler takes its
+			 * events in order (esock freed a socket in one thread
+			 * while the other still handled its receive). The one
+			 * running it comes back here and runs it again for what
+			 * came meanwhile. */
+			if (!q->notify_due || !q->notify || q->notifying)
 				continue;
 			q->notify_due = false;
+			q->notifying = true;
 			exs_qnotify_fn fn = q->notify;
 			void *arg = q->notify_arg;
 			exs_qhandle_t qh = q->qh;
 			pthread_mutex_unlock(&exs_rt.lock);
 			fn(qh, arg);
-			pthread_mutex_lock(&exs_rt.lock); /* (the progress thread's) */
-			again = true;                     /* the list may have changed meanwhile */
+			pthread_mutex_lock(&exs_rt.lock);
+			q->notifying = false;
+			again = true; /* the list may have changed meanwhile */
 			break;
 		}
 	}

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -210,6 +211,96 @@ static void a_signal_that_comes_while_it_spins_ends_the_wait(void **state)
 	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
 }
 
+/* A notification that blocks, the first time, until a second thread has
+ * done rounds of its own meanwhile (in exs_ppoll_here, for 300 ms after
+ * its send): the second thread must not run it too. */
+static sem_t entered, release;
+static atomic_int in_note, most_in_note, note_calls, note_events;
+
+static void on_note_slow(exs_qhandle_t q, void *arg)
+{
+	(void)arg;
+	int now = atomic_fetch_add(&in_note, 1) + 1;
+	int most = atomic_load(&most_in_note);
+	while (now > most && !atomic_compare_exchange_weak(&most_in_note, &most, now))
+		;
+	if (atomic_fetch_add(&note_calls, 1) == 0) {
+		sem_post(&entered);
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_sec += 10; /* (the bound of a hang) */
+		sem_timedwait(&release, &t);
+	}
+	exs_event_t ev[4];
+	int n = exs_qdequeue(q, ev, 4, NULL);
+	if (n > 0) {
+		atomic_fetch_add(&note_events, n);
+		eventfd_write(note_fd, (eventfd_t)n);
+	}
+	atomic_fetch_sub(&in_note, 1);
+}
+
+static void *send_while_notified(void *arg)
+{
+	int fd = *(int *)arg;
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += 10;
+	if (sem_timedwait(&entered, &t) == 0 &&
+	    exs_send(fd, "m2", 3, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) == 3) {
+		/* rounds on this thread for a while: the second receive
+		 * completes in one of them, and its notification is due */
+		int idle = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		struct pollfd p = { idle, POLLIN, 0 };
+		struct timespec a_while = { 0, 300000000 };
+		exs_ppoll_here(&p, 1, &a_while, NULL);
+		close(idle);
+	}
+	sem_post(&release);
+	return NULL;
+}
+
+static void one_thread_at_a_time_runs_a_notification(void **state)
+{
+	(void)state;
+	int c, s;
+	pair(&c, &s);
+	exs_qhandle_t n = exs_qcreate(8);
+	assert_true(n != EXS_QHANDLE_INVALID);
+	note_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_true(note_fd >= 0);
+	sem_init(&entered, 0, 0);
+	sem_init(&release, 0, 0);
+	assert_int_equal(exs_qnotify(n, on_note_slow, NULL), 0);
+	char a[3], b[3];
+	/* (two receives of a message each: with the default dynamic stream
+	 * each send's bytes fill one) */
+	assert_int_equal(exs_recv(s, a, sizeof(a), MSG_WAITALL, n, a, EXS_MHANDLE_INVALID), 0);
+	assert_int_equal(exs_recv(s, b, sizeof(b), MSG_WAITALL, n, b, EXS_MHANDLE_INVALID), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, send_while_notified, &c), 0);
+	assert_int_equal(exs_send(c, "m1", 3, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 3);
+	while (atomic_load(&note_events) < 2) {
+		struct pollfd p = { note_fd, POLLIN, 0 };
+		struct timespec ten = { 10, 0 };
+		assert_int_equal(exs_ppoll_here(&p, 1, &ten, NULL), 1);
+		eventfd_t v;
+		eventfd_read(note_fd, &v);
+	}
+	pthread_join(t, NULL);
+	assert_int_equal(atomic_load(&most_in_note), 1);
+	assert_int_equal(atomic_load(&note_events), 2);
+	assert_string_equal(a, "m1");
+	assert_string_equal(b, "m2");
+	assert_int_equal(exs_qnotify(n, NULL, NULL), 0);
+	close(note_fd);
+	sem_destroy(&entered);
+	sem_destroy(&release);
+	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+}
+
 static void it_returns_as_ppoll_does(void **state)
 {
 	(void)state;
@@ -250,6 +341,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_receive_completes_on_the_thread_that_waits),
+		cmocka_unit_test(one_thread_at_a_time_runs_a_notification),
 		cmocka_unit_test(it_returns_as_ppoll_does),
 	};
 	const struct CMUnitTest spinning[] = {
