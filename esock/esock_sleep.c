@@ -107,7 +107,7 @@ int esock__wait(struct esock *e, unsigned ms)
 			rc = EINTR;
 	} else {
 		struct pollfd p = { fd, POLLIN, 0 };
-		struct timespec t = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+		struct timespec t = util_ms_timespec(ms);
 		int n;
 		while ((n = esock__ppoll_here(&p, 1, ms ? &t : NULL, NULL)) < 0 && errno == EINTR &&
 		       !ms && !interrupting_handler())

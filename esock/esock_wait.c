@@ -89,16 +89,11 @@ int esock__ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, cons
 
 static bool zero_time(const struct timespec *t) { return t && !t->tv_sec && !t->tv_nsec; }
 
-static struct timespec ms_time(int ms)
-{
-	return (struct timespec){ ms / 1000, (long)(ms % 1000) * 1000000 };
-}
-
 static int poll_here(struct pollfd *p, nfds_t n, int timeout)
 {
 	if (!timeout || !here())
 		return REAL(poll)(p, n, timeout);
-	struct timespec t = ms_time(timeout);
+	struct timespec t = util_ms_timespec(timeout > 0 ? (uint64_t)timeout : 0);
 	return esock__ppoll_here(p, n, timeout > 0 ? &t : NULL, NULL);
 }
 

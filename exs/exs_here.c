@@ -60,12 +60,6 @@ static int left_ms(uint64_t deadline)
 	return ms > 1000000 ? 1000000 : (int)ms;
 }
 
-static void to_timespec(int ms, struct timespec *ts)
-{
-	ts->tv_sec = ms / 1000;
-	ts->tv_nsec = (long)(ms % 1000) * 1000000;
-}
-
 /* Sleep in ppoll on @fds and uwarp's descriptors, for at most @ms (-1:
  * no bound). The program's ready entries, 0 when only uwarp's woke it
  * (or the time ran out, or work came before the sleep), -1 with errno. */
@@ -77,7 +71,7 @@ static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t
 		all = malloc((nfds + 2) * sizeof(*all));
 		if (!all) { /* (the progress thread's wait, for this once) */
 			if (ms >= 0)
-				to_timespec(ms, &ts);
+				ts = util_ms_timespec((uint64_t)ms);
 			return util_sys_ppoll(fds, nfds, ms >= 0 ? &ts : NULL, mask);
 		}
 	}
@@ -99,7 +93,7 @@ static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t
 	pthread_mutex_unlock(&exs_rt.lock);
 
 	if (ms >= 0)
-		to_timespec(ms, &ts);
+		ts = util_ms_timespec((uint64_t)ms);
 	int n = util_sys_ppoll(all, nfds + 2, ms >= 0 ? &ts : NULL, mask);
 	int err = errno;
 

@@ -309,7 +309,7 @@ static int fd_wait(int fd, int ms)
 {
 	pthread_mutex_unlock(&exs_rt.lock);
 	struct pollfd p = { fd, POLLIN, 0 };
-	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	struct timespec t = util_ms_timespec(ms >= 0 ? (uint64_t)ms : 0);
 	int n = exs_ppoll_here(&p, 1, ms >= 0 ? &t : NULL, NULL);
 	int err = errno;
 	exs__lock();
@@ -490,7 +490,7 @@ int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 		 * kernel says: esock keeps its end of the socket pair readable
 		 * while data it holds waits; a wait moves the data on this
 		 * thread meanwhile, exs_here.c) */
-		struct timespec t = { wait / 1000, (long)(wait % 1000) * 1000000 };
+		struct timespec t = util_ms_timespec(wait > 0 ? (uint64_t)wait : 0);
 		int n = wait ? exs_ppoll_here(os, (nfds_t)nos + 1, wait > 0 ? &t : NULL, NULL)
 			     : util_sys_poll(os, (nfds_t)nos + 1, 0);
 		exs__lock();

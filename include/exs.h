@@ -193,7 +193,8 @@ EXS_EXTERN int exs_qdequeue(exs_qhandle_t qhandle, exs_event_t *events, int coun
 /*
  * exs_qnotify - call @fn(@qhandle, @arg) on the progress thread (or on a
  * thread waiting in exs_ppoll_here) soon after events arrive on the queue
- * (at least once after any arrival; NULL: no more calls). A uwarp extension for libraries that react to completions
+ * (at least once after any arrival, one call at a time; NULL: no more
+ * calls). A uwarp extension for libraries that react to completions
  * without a thread of their own waiting in exs_qdequeue. @fn runs with no
  * ES-API lock held and may make any call that does not wait: exs_qdequeue
  * with @count > 0, and calls with a queue; a call that would wait there

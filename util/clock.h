@@ -41,6 +41,12 @@ static inline struct timespec util_deadline(time_t sec, long nsec)
 	return ts;
 }
 
+/* @ms milliseconds as an interval (ppoll's timeout) */
+static inline struct timespec util_ms_timespec(uint64_t ms)
+{
+	return (struct timespec){ (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+}
+
 static inline struct timespec util_deadline_ms(uint64_t ms)
 {
 	return util_deadline((time_t)(ms / 1000), (long)(ms % 1000) * 1000000L);

@@ -83,6 +83,27 @@ static void on_note(exs_qhandle_t q, void *arg)
 	eventfd_write(note_fd, 1);
 }
 
+/* A connected pair and a queue whose notification is @fn, for its
+ * receives; note_fd is what @fn raises. */
+static exs_qhandle_t notified_pair(exs_qnotify_fn fn, int *c, int *s)
+{
+	pair(c, s);
+	exs_qhandle_t n = exs_qcreate(8);
+	assert_true(n != EXS_QHANDLE_INVALID);
+	note_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_true(note_fd >= 0);
+	assert_int_equal(exs_qnotify(n, fn, NULL), 0);
+	return n;
+}
+
+static void close_notified(exs_qhandle_t n, int c, int s)
+{
+	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+	assert_int_equal(exs_qnotify(n, NULL, NULL), 0);
+	close(note_fd);
+}
+
 /* Whether thread @tid of this process is in system call @nr now (the
  * kernel's /proc/<pid>/task/<tid>/syscall). */
 static bool in_syscall(pid_t tid, long nr)
@@ -122,12 +143,7 @@ static void a_receive_completes_on_the_thread_that_waits(void **state)
 {
 	(void)state;
 	int c, s;
-	pair(&c, &s);
-	exs_qhandle_t n = exs_qcreate(8);
-	assert_true(n != EXS_QHANDLE_INVALID);
-	note_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	assert_true(note_fd >= 0);
-	assert_int_equal(exs_qnotify(n, on_note, NULL), 0);
+	exs_qhandle_t n = notified_pair(on_note, &c, &s);
 	for (int round = 0; round < 5; round++) {
 		char buf[16] = { 0 };
 		atomic_store(&notes, 0);
@@ -151,10 +167,7 @@ static void a_receive_completes_on_the_thread_that_waits(void **state)
 		 * thread, then handed over */
 		assert_true(pthread_equal(note_thread, pthread_self()));
 	}
-	assert_int_equal(exs_qnotify(n, NULL, NULL), 0);
-	close(note_fd);
-	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
-	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+	close_notified(n, c, s);
 }
 
 /* The executable exports sched_yield (tests/CMakeLists.txt), so it stands
@@ -264,14 +277,9 @@ static void one_thread_at_a_time_runs_a_notification(void **state)
 {
 	(void)state;
 	int c, s;
-	pair(&c, &s);
-	exs_qhandle_t n = exs_qcreate(8);
-	assert_true(n != EXS_QHANDLE_INVALID);
-	note_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	assert_true(note_fd >= 0);
 	sem_init(&entered, 0, 0);
 	sem_init(&release, 0, 0);
-	assert_int_equal(exs_qnotify(n, on_note_slow, NULL), 0);
+	exs_qhandle_t n = notified_pair(on_note_slow, &c, &s);
 	char a[3], b[3];
 	/* (two receives of a message each: with the default dynamic stream
 	 * each send's bytes fill one) */
@@ -293,12 +301,9 @@ static void one_thread_at_a_time_runs_a_notification(void **state)
 	assert_int_equal(atomic_load(&note_events), 2);
 	assert_string_equal(a, "m1");
 	assert_string_equal(b, "m2");
-	assert_int_equal(exs_qnotify(n, NULL, NULL), 0);
-	close(note_fd);
+	close_notified(n, c, s);
 	sem_destroy(&entered);
 	sem_destroy(&release);
-	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
-	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
 }
 
 static void it_returns_as_ppoll_does(void **state)
