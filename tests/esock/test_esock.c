@@ -68,6 +68,27 @@ static int listener(bool ddp, uint16_t *port)
 	return l;
 }
 
+/* Whether a child forked from this (threaded) process may allocate. glibc's
+ * malloc holds its locks across fork; AddressSanitizer's allocator before
+ * LLVM 18 does not, so a child forked while uwarp's gate or progress thread
+ * was inside malloc or free inherits that lock held and hangs at its next
+ * allocation (seen here: a forked server and client both stuck in ASan's
+ * calloc, about one run in a thousand under load). ThreadSanitizer ends a
+ * forked child that starts a thread. The tests that fork run in the normal
+ * build everywhere. */
+static bool forked_child_may_allocate(void)
+{
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+	return false;
+#endif
+#if __has_feature(address_sanitizer) && defined(__clang_major__) && __clang_major__ < 18
+	return false;
+#endif
+#endif
+	return true;
+}
+
 static int wait_fd(int fd, short ev, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = ev };
@@ -1146,6 +1167,8 @@ static void a_connected_socket_switches_to_ddp(void **state)
  * close leaves the parent's connection alone */
 static void a_forked_child_gets_clean_errors(void **state)
 {
+	if (!forked_child_may_allocate())
+		skip();
 	struct pair p = make_pair(ddp_of(state));
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -1300,11 +1323,8 @@ static void reap(pid_t pid)
 static void a_listener_shared_across_fork_is_sorted_where_it_is_waited_on(void **state)
 {
 	(void)state;
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-	skip(); /* its runtime ends a forked child that starts a thread: the sorter */
-#endif
-#endif
+	if (!forked_child_may_allocate())
+		skip();
 	for (int how = 0; how <= 5; how++) {
 		uint16_t port;
 		int l = listener(true, &port);
