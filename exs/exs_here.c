@@ -89,7 +89,7 @@ static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t
 	int t = uw_sleep_begin(exs_rt.ctx, all + nfds);
 	if (t >= 0 && (ms < 0 || t < ms))
 		ms = t; /* (uwarp's timers run in its calls) */
-	exs_rt.lease.sleepers++;
+	util_lease_sleep_begin(&exs_rt.lease);
 	pthread_mutex_unlock(&exs_rt.lock);
 
 	if (ms >= 0)
@@ -98,8 +98,11 @@ static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t
 	int err = errno;
 
 	exs__lock();
-	exs_rt.lease.sleepers--;
 	uw_sleep_end(exs_rt.ctx);
+	/* (the progress thread, woken when it stood back long, finds the
+	 * lease the rounds take and comes back when it runs out) */
+	if (util_lease_sleep_end(&exs_rt.lease))
+		exs__wake();
 	rounds();
 	pthread_mutex_unlock(&exs_rt.lock);
 	int ready = 0;

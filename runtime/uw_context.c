@@ -74,18 +74,27 @@ int uw_sleep_begin(struct uw_context *ctx, struct pollfd pf[2])
 	pf[0] = (struct pollfd){ uv_backend_fd(&ctx->loop), POLLIN, 0 };
 	pf[1] = (struct pollfd){ ctx->bell, POLLIN, 0 };
 	int t = uv_backend_timeout(&ctx->loop);
-	ctx->lease.sleepers++; /* uw__notify rings for it */
+	util_lease_sleep_begin(&ctx->lease); /* uw__notify rings for it */
 	pthread_mutex_unlock(&ctx->lock);
 	return t;
+}
+
+/* a sleeper in the loop's poll woke (under the lock) */
+static void sleep_end(struct uw_context *ctx)
+{
+	/* an engine that stood back long for it takes over after its lease */
+	if (util_lease_sleep_end(&ctx->lease) && ctx->engine_parked)
+		pthread_cond_signal(&ctx->cond);
+	if (!ctx->lease.sleepers && ctx->bell_up) {
+		util_evfd_lower(ctx->bell);
+		ctx->bell_up = false;
+	}
 }
 
 void uw_sleep_end(struct uw_context *ctx)
 {
 	pthread_mutex_lock(&ctx->lock);
-	if (!--ctx->lease.sleepers && ctx->bell_up) {
-		util_evfd_lower(ctx->bell);
-		ctx->bell_up = false;
-	}
+	sleep_end(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -154,14 +163,11 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 	int t = uv_backend_timeout(&ctx->loop);
 	if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
 		t = timeout_ms;
-	ctx->lease.sleepers++;
+	util_lease_sleep_begin(&ctx->lease);
 	pthread_mutex_unlock(&ctx->lock);
 	util_sys_poll(p, fd >= 0 ? 3 : 2, t);
 	pthread_mutex_lock(&ctx->lock);
-	if (!--ctx->lease.sleepers && ctx->bell_up) {
-		util_evfd_lower(ctx->bell);
-		ctx->bell_up = false;
-	}
+	sleep_end(ctx);
 	uw__progress_caller(ctx);
 	if (timeout_ms >= 0 && util_now_ms() - start >= (uint64_t)timeout_ms)
 		return -ETIMEDOUT;

@@ -33,9 +33,20 @@
  * computing program may leave one-sided operations unserved. */
 #define UTIL_LEASE_NS 1000000u
 
+/* While one sleep goes on, the engine looks again after 1, 2, 4, ... ms,
+ * up to this: an idle program asleep in a wait costs its engine thread
+ * some ten wake-ups a second, not a thousand. Since it then looks later
+ * than a lease from now, the last sleeper to leave wakes it
+ * (util_lease_sleep_end), as the program may go on to compute. */
+#define UTIL_LEASE_DEEP_NS 128000000u
+
 struct util_lease {
 	unsigned sleepers; /* program threads asleep in the loop's poll */
 	uint64_t until;    /* ns: the program progressed; the engine waits till then */
+	uint64_t sleeps;   /* sleeps begun, ever */
+	uint64_t seen;     /* the engine's: sleeps at its last look */
+	uint64_t step;     /* the engine's: its wait while one sleep lasts (0: none yet) */
+	bool deep;         /* the engine waits longer than a lease: wake it when they leave */
 };
 
 /* A program's thread progressed the loop at @now. */
@@ -47,14 +58,41 @@ static inline void util_lease_take(struct util_lease *l, uint64_t now)
 /* The program is about to sleep outside uwarp: the engine resumes now. */
 static inline void util_lease_release(struct util_lease *l) { l->until = 0; }
 
-/*
- * The engine thread asks at @now whether to move the data: 0 if it
- * should, else the time until which it stands back (and asks again).
- */
-static inline uint64_t util_lease_engine_waits(const struct util_lease *l, uint64_t now)
+/* A program's thread goes to sleep in the loop's poll. */
+static inline void util_lease_sleep_begin(struct util_lease *l)
 {
-	if (l->sleepers)
-		return now + UTIL_LEASE_NS; /* they may sleep long: look again then */
+	l->sleepers++;
+	l->sleeps++;
+}
+
+/* It woke: true when the caller must wake the engine (the last sleeper
+ * left while the engine waits longer than a lease). */
+static inline bool util_lease_sleep_end(struct util_lease *l)
+{
+	if (--l->sleepers || !l->deep)
+		return false;
+	l->deep = false;
+	return true;
+}
+
+/*
+ * The engine asks at @now whether to move the data: 0 if it should, else
+ * the time until which it stands back (and asks again, or is woken).
+ */
+static inline uint64_t util_lease_engine_waits(struct util_lease *l, uint64_t now)
+{
+	if (l->sleepers) {
+		/* no sleep began since its last look: one has lasted it through */
+		if (!l->step || l->sleeps != l->seen)
+			l->step = UTIL_LEASE_NS;
+		else if (l->step < UTIL_LEASE_DEEP_NS)
+			l->step *= 2;
+		l->seen = l->sleeps;
+		l->deep = l->step > UTIL_LEASE_NS;
+		return now + l->step;
+	}
+	l->step = 0;
+	l->deep = false;
 	return now < l->until ? l->until : 0;
 }
 

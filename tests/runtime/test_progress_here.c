@@ -35,6 +35,7 @@
 #include <uwarp/verbs.h>
 
 #include "util/progress_lease.h"
+#include "thread_wakes.h"
 #include "runtime/uw_internal.h"
 
 #define ROUNDS 2000
@@ -74,13 +75,53 @@ static void the_engine_stands_back_while_the_program_progresses(void **state)
 	/* the program stopped calling: the lease runs out */
 	assert_int_equal(util_lease_engine_waits(&l, 5000 + UTIL_LEASE_NS), 0);
 	/* a thread asleep in the loop's poll holds it however long it sleeps */
-	l.sleepers = 1;
+	util_lease_sleep_begin(&l);
 	assert_int_equal(util_lease_engine_waits(&l, 1u << 30), (1u << 30) + UTIL_LEASE_NS);
-	l.sleepers = 0;
+	assert_false(util_lease_sleep_end(&l)); /* the engine looks within a lease: no wake */
+	assert_int_equal(util_lease_engine_waits(&l, 1u << 30), 0);
 	/* arming a CQ gives the engine the work back at once */
 	util_lease_take(&l, 7000);
 	util_lease_release(&l);
 	assert_int_equal(util_lease_engine_waits(&l, 7001), 0);
+}
+
+/* An engine that stands back for one long sleep looks again after 1, 2,
+ * 4, ... ms up to UTIL_LEASE_DEEP_NS (a thousand wake-ups a second of an
+ * idle program's engine thread before), is woken when the last sleeper
+ * leaves, and starts from 1 ms again for a new sleep. */
+static void the_engine_looks_ever_later_while_one_sleep_lasts(void **state)
+{
+	(void)state;
+	struct util_lease l = { 0 };
+	uint64_t now = 1000, step = UTIL_LEASE_NS;
+	util_lease_sleep_begin(&l);
+	int looks = 0;
+	while (step < UTIL_LEASE_DEEP_NS) {
+		assert_int_equal(util_lease_engine_waits(&l, now), now + step);
+		now += step;
+		step *= 2;
+		looks++;
+	}
+	assert_int_equal(looks, 7); /* 1 ms ... 64 ms */
+	assert_int_equal(util_lease_engine_waits(&l, now), now + UTIL_LEASE_DEEP_NS);
+	assert_int_equal(util_lease_engine_waits(&l, now), now + UTIL_LEASE_DEEP_NS); /* capped */
+	/* a second thread goes to sleep: from 1 ms again */
+	util_lease_sleep_begin(&l);
+	assert_int_equal(util_lease_engine_waits(&l, now), now + UTIL_LEASE_NS);
+	assert_int_equal(util_lease_engine_waits(&l, now), now + 2 * UTIL_LEASE_NS);
+	/* the first leaves: one still sleeps, nobody is woken */
+	assert_false(util_lease_sleep_end(&l));
+	/* the last leaves while the engine looks later than a lease: woken,
+	 * once; it then stands back for the lease the sleeper took */
+	assert_true(util_lease_sleep_end(&l));
+	util_lease_take(&l, now);
+	assert_int_equal(util_lease_engine_waits(&l, now), now + UTIL_LEASE_NS);
+	util_lease_sleep_begin(&l);
+	assert_false(util_lease_sleep_end(&l)); /* (not deep since) */
+	/* a new sleep after that one starts from 1 ms */
+	util_lease_sleep_begin(&l);
+	assert_int_equal(util_lease_engine_waits(&l, now), now + UTIL_LEASE_NS);
+	assert_false(util_lease_sleep_end(&l));
 }
 
 /* ---- a connected pair in one process ---- */
@@ -390,18 +431,53 @@ static void a_sleeper_is_woken_for_a_completion_another_thread_made(void **state
 	sem_destroy(&gap_done);
 }
 
+/* Kicks the client's loop once @arg (a thread id) sleeps in poll(2): its
+ * engine thread wakes and finds that thread asleep in the loop. */
+static void *kick_when_asleep(void *arg)
+{
+	pid_t tid = *(pid_t *)arg;
+	while (!thread_in_syscall(tid, SYS_poll))
+		sched_yield();
+	uw__kick(cli.ctx);
+	return NULL;
+}
+
+/* A client that sleeps in uw_cq_wait on a quiet CQ for 600 ms, its engine
+ * thread woken meanwhile (as traffic or a post wakes it), leaves that
+ * thread asleep but for a dozen looks (1, 2, 4, ... up to 128 ms:
+ * util/progress_lease.h); it looked every millisecond before, some six
+ * hundred times (fewer only on a machine too busy to run it so often). */
+static void a_quiet_wait_leaves_the_engine_asleep(void **state)
+{
+	(void)state;
+	pair_up(0);
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	long before = thread_wakes_of_others();
+	assert_true(before >= 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, kick_when_asleep, &me), 0);
+	assert_int_equal(uw_cq_wait(cli.cq[0], 1, 600), -ETIMEDOUT);
+	pthread_join(t, NULL);
+	long woke = thread_wakes_of_others() - before;
+	print_message("other threads woke %ld times in 600 ms\n", woke);
+	assert_true(woke < 60);
+}
+
 int main(void)
 {
 	/* the waits below must sleep, not spin their way past a lost wake-up */
 	setenv("UWARP_SPIN_US", "0", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(the_engine_stands_back_while_the_program_progresses),
+		cmocka_unit_test(the_engine_looks_ever_later_while_one_sleep_lasts),
 		cmocka_unit_test_setup_teardown(a_spinning_poller_makes_its_own_completions, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_sleeping_waiter_makes_its_own_completions, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			a_sleeper_is_woken_for_a_completion_another_thread_made, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_quiet_wait_leaves_the_engine_asleep, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
