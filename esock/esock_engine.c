@@ -41,10 +41,14 @@ static struct esock_tag accept_tag = { NULL, TAG_CONNECT, -1 };
 #define QUEUE_CONNS 64
 static int queue_depth;
 
+/* Empties one end of a socket pair (a stream): a read that comes back
+ * short took all there was, so the usual drain is one call, not a second
+ * that finds nothing (a system call per request to a small-message
+ * server: docs/performance.md). */
 static void drain(int fd)
 {
 	char buf[4096];
-	while (REAL(recv)(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+	while (REAL(recv)(fd, buf, sizeof(buf), MSG_DONTWAIT) == (ssize_t)sizeof(buf))
 		;
 }
 

@@ -99,12 +99,14 @@ static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t
 
 	exs__lock();
 	uw_sleep_end(exs_rt.ctx);
-	/* (the progress thread, woken when it stood back long, finds the
-	 * lease the rounds take and comes back when it runs out) */
-	if (util_lease_sleep_end(&exs_rt.lease))
-		exs__wake();
+	bool wake = util_lease_sleep_end(&exs_rt.lease);
 	rounds();
 	pthread_mutex_unlock(&exs_rt.lock);
+	/* (the progress thread, when it stood back long, finds the lease the
+	 * rounds took and comes back when it runs out; woken after the lock
+	 * is let go, which it would otherwise wait for at once) */
+	if (wake)
+		exs__wake();
 	int ready = 0;
 	if (n > 0) {
 		for (nfds_t i = 0; i < nfds; i++) {
