@@ -290,6 +290,7 @@ static int expire(void)
 static void *gate_main(void *arg)
 {
 	(void)arg;
+	pthread_setname_np(pthread_self(), "esock-gate"); /* (top -H, gdb, perf) */
 	struct epoll_event evs[64];
 	pthread_mutex_lock(&gate_mu);
 	for (;;) {

@@ -220,7 +220,8 @@ static int linger_timeout(void)
 static void *progress_thread(void *arg)
 {
 	on_progress_thread = true;
-	util_handoff_init(&exs_rt.handoff); /* the offers are this thread's */
+	pthread_setname_np(pthread_self(), "exs-progress"); /* (top -H, gdb, perf) */
+	util_handoff_init(&exs_rt.handoff);                 /* the offers are this thread's */
 	uint64_t next_linger_check = 0;
 	struct pollfd fixed[3], *pf = fixed;
 	int npf = 3;

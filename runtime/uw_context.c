@@ -193,6 +193,7 @@ static void wake_cb(uv_async_t *h) { (void)h; /* only here to end a poll of the 
 static void *engine_thread(void *arg)
 {
 	struct uw_context *ctx = arg;
+	pthread_setname_np(pthread_self(), "uwarp-engine"); /* (top -H, gdb, perf) */
 	pthread_mutex_lock(&ctx->lock);
 	while (!ctx->stopping) {
 		uint64_t now = util_now_ns();

@@ -16,10 +16,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The voluntary context switches so far of every thread of this process
- * but the caller (the kernel's /proc/self/task/<tid>/status); -1 when
- * /proc cannot be read. */
-static inline long thread_wakes_of_others(void)
+/* The voluntary context switches so far of the threads of this process
+ * named @name (pthread_setname_np; NULL: every thread but the caller),
+ * from the kernel's /proc/self/task/<tid>; -1 when /proc cannot be read. */
+static inline long thread_wakes_named(const char *name)
 {
 	pid_t me = (pid_t)syscall(SYS_gettid);
 	DIR *d = opendir("/proc/self/task");
@@ -29,9 +29,20 @@ static inline long thread_wakes_of_others(void)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		int tid = atoi(e->d_name);
-		if (tid <= 0 || tid == me)
+		if (tid <= 0 || (!name && tid == me))
 			continue;
 		char path[96], line[128];
+		if (name) {
+			snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+			FILE *f = fopen(path, "r");
+			bool same = f && fgets(line, sizeof(line), f) &&
+				    !strncmp(line, name, strlen(name)) &&
+				    line[strlen(name)] == '\n';
+			if (f)
+				fclose(f);
+			if (!same)
+				continue;
+		}
 		snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
 		FILE *f = fopen(path, "r");
 		if (!f)
@@ -44,6 +55,9 @@ static inline long thread_wakes_of_others(void)
 	closedir(d);
 	return sum;
 }
+
+/* every thread of this process but the caller */
+static inline long thread_wakes_of_others(void) { return thread_wakes_named(NULL); }
 
 /* Whether thread @tid of this process is in system call @nr now. */
 static inline bool thread_in_syscall(pid_t tid, long nr)
