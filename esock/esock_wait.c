@@ -18,8 +18,10 @@
  * thread while they do (exs_ppoll_here): a request that arrives is read,
  * completed and made readable here, and the program's reply leaves from
  * here, with no hand-off to the progress thread and back
- * (docs/performance.md). So do select and pselect, their sets made a poll
- * array and back as the kernel does it.
+ * (docs/performance.md). select and pselect leave that to the progress
+ * thread: made to wait here too, they cost iperf3 (whose loop is select)
+ * a tenth of its bulk rate, its receive and its copy no longer overlapping
+ * on two threads (docs/performance.md).
  */
 #include <errno.h>
 
@@ -176,89 +178,17 @@ EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout, con
 	return epoll_here(ep, ev, max, timeout, mask);
 }
 
-/* The kernel's sets for select (fs/select.c's POLLIN_SET and the rest):
- * a hang-up or an error makes a descriptor readable, an error writable. */
-#define SEL_IN (POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR)
-#define SEL_OUT (POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR)
-#define SEL_EX POLLPRI
-
-/*
- * select and pselect through exs_ppoll_here: the sets become a poll array
- * and back, as the kernel does it. -1 with errno EBADF for a closed
- * descriptor in a set, the sets then unchanged (select(2)). -2: not for
- * here (the caller passes it on; the kernel's checks are the kernel's).
- */
-static int select_here(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *t,
-		       const sigset_t *mask)
-{
-	if (nfds < 0 || nfds > FD_SETSIZE || zero_time(t) || !here() ||
-	    (t && (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L)))
-		return -2;
-	struct pollfd p[FD_SETSIZE];
-	nfds_t n = 0;
-	for (int fd = 0; fd < nfds; fd++) {
-		short ev = (short)((r && FD_ISSET(fd, r) ? POLLIN : 0) |
-				   (w && FD_ISSET(fd, w) ? POLLOUT : 0) |
-				   (x && FD_ISSET(fd, x) ? POLLPRI : 0));
-		if (ev)
-			p[n++] = (struct pollfd){ fd, ev, 0 };
-	}
-	int rc = esock__ppoll_here(p, n, t, mask);
-	if (rc < 0)
-		return -1;
-	for (nfds_t i = 0; i < n; i++)
-		if (p[i].revents & POLLNVAL) {
-			errno = EBADF;
-			return -1;
-		}
-	int count = 0;
-	for (nfds_t i = 0; i < n; i++) {
-		int fd = p[i].fd;
-		short got = p[i].revents;
-		if (r && FD_ISSET(fd, r) && !(got & SEL_IN))
-			FD_CLR(fd, r);
-		if (w && FD_ISSET(fd, w) && !(got & SEL_OUT))
-			FD_CLR(fd, w);
-		if (x && FD_ISSET(fd, x) && !(got & SEL_EX))
-			FD_CLR(fd, x);
-		count += (r && FD_ISSET(fd, r)) + (w && FD_ISSET(fd, w)) + (x && FD_ISSET(fd, x));
-	}
-	return count;
-}
-
 EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
 {
 	regate_sets(nfds, r, w, x);
-	struct timespec ts, *tp = NULL;
-	if (t) {
-		if (t->tv_sec < 0 || t->tv_usec < 0 || t->tv_usec >= 1000000)
-			return REAL(select)(nfds, r, w, x, t); /* (EINVAL) */
-		ts = (struct timespec){ t->tv_sec, t->tv_usec * 1000 };
-		tp = &ts;
-	}
-	uint64_t start = t ? util_now_ns() : 0;
-	int rc = select_here(nfds, r, w, x, tp, NULL);
-	if (rc == -2)
-		return REAL(select)(nfds, r, w, x, t);
-	if (t) {
-		/* Linux's select says how much of the time was left */
-		int err = errno;
-		uint64_t gave = (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_usec * 1000u;
-		uint64_t used = util_now_ns() - start;
-		uint64_t left = rc == 0 || used >= gave ? 0 : gave - used;
-		t->tv_sec = (time_t)(left / 1000000000u);
-		t->tv_usec = (suseconds_t)(left % 1000000000u / 1000u);
-		errno = err;
-	}
-	return rc;
+	return REAL(select)(nfds, r, w, x, t);
 }
 
 EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *t,
 		   const sigset_t *mask)
 {
 	regate_sets(nfds, r, w, x);
-	int rc = select_here(nfds, r, w, x, t, mask);
-	return rc == -2 ? REAL(pselect)(nfds, r, w, x, t, mask) : rc;
+	return REAL(pselect)(nfds, r, w, x, t, mask);
 }
 
 EXPORT int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)

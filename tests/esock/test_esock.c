@@ -39,8 +39,6 @@
 #include <esock.h>
 #include <exs.h>
 
-#include "../runtime/thread_wakes.h"
-
 struct pair {
 	bool ddp;
 	int c, s; /* the client's and the server's connected sockets */
@@ -605,9 +603,9 @@ static void readiness_in_every_interface(void **state)
 	close_pair(&p);
 }
 
-/* select and pselect wait through exs_ppoll_here once the process has
- * DDP sockets (esock_wait.c): what they return, the sets, select's time
- * left and EBADF are the kernel's (its own select, by system call, beside) */
+/* select and pselect on DDP sockets: what they return, the sets, select's
+ * time left, EBADF and EINVAL are the kernel's (its own select, by system
+ * call, beside) */
 static void select_answers_as_the_kernel_does(void **state)
 {
 	struct pair p = make_pair(ddp_of(state));
@@ -666,67 +664,6 @@ static void select_answers_as_the_kernel_does(void **state)
 	errno = 0;
 	assert_int_equal(select(hi, &r, NULL, NULL, &tv), -1);
 	assert_int_equal(errno, EINVAL);
-	close_pair(&p);
-}
-
-struct select_watch {
-	pid_t waiter;
-	int fd;  /* written to once the waiter's call is seen */
-	long nr; /* the system call it was seen in */
-};
-
-/* Waits (2 s at most) until the waiting thread sleeps in a system call of
- * the poll or select family, notes which, then writes a byte to wake it. */
-static void *write_when_asleep(void *arg)
-{
-	struct select_watch *sw = arg;
-	const long calls[] = { SYS_ppoll, SYS_poll, SYS_select, SYS_pselect6 };
-	for (int i = 0; i < 200000 && !sw->nr; i++) {
-		for (size_t k = 0; k < sizeof(calls) / sizeof(calls[0]); k++)
-			if (thread_in_syscall(sw->waiter, calls[k]))
-				sw->nr = calls[k];
-		if (!sw->nr)
-			usleep(10);
-	}
-	if (write(sw->fd, "m", 1) != 1)
-		sw->nr = -1;
-	return NULL;
-}
-
-/* ... and wait through exs_ppoll_here, which moves the data on the thread
- * that waits (test_exs_here proves that part): a thread asleep in select
- * or pselect on a DDP socket sleeps in ppoll(2) with uwarp's descriptors,
- * not in the kernel's select. (Fewer wake-ups of the progress thread
- * follow from it on an idle machine, docs/performance.md; under load it
- * takes over whenever the waiter is descheduled past its lease, so that
- * is a benchmark's figure, not a test's.) */
-static void select_waits_through_exs_ppoll_here(void **state)
-{
-	(void)state;
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-	skip(); /* (there esock's waits leave it to that thread: esock_engine.c) */
-#endif
-#endif
-	struct pair p = make_pair(true);
-	for (int way = 0; way < 2; way++) {
-		struct select_watch sw = { (pid_t)syscall(SYS_gettid), p.c, 0 };
-		pthread_t t;
-		assert_int_equal(pthread_create(&t, NULL, write_when_asleep, &sw), 0);
-		fd_set r;
-		FD_ZERO(&r);
-		FD_SET(p.s, &r);
-		struct timeval tv = { 10, 0 };
-		struct timespec ts = { 10, 0 };
-		int n = way ? pselect(p.s + 1, &r, NULL, NULL, &ts, NULL)
-			    : select(p.s + 1, &r, NULL, NULL, &tv);
-		pthread_join(t, NULL);
-		assert_int_equal(n, 1);
-		assert_true(FD_ISSET(p.s, &r));
-		assert_int_equal(sw.nr, SYS_ppoll); /* (the kernel's: select or pselect6) */
-		char b[1];
-		assert_int_equal(read(p.s, b, 1), 1);
-	}
 	close_pair(&p);
 }
 
@@ -1914,7 +1851,6 @@ int main(void)
 		cmocka_unit_test(a_listener_shared_across_fork_is_sorted_where_it_is_waited_on),
 		BOTH(bytes_flow_both_ways),
 		BOTH(select_answers_as_the_kernel_does),
-		cmocka_unit_test(select_waits_through_exs_ppoll_here),
 		BOTH(names_and_identity_are_tcp),
 		BOTH(accept4_applies_its_flags),
 		BOTH(nonblocking_read_says_eagain),
