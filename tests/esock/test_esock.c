@@ -603,70 +603,6 @@ static void readiness_in_every_interface(void **state)
 	close_pair(&p);
 }
 
-/* select and pselect on DDP sockets: what they return, the sets, select's
- * time left, EBADF and EINVAL are the kernel's (its own select, by system
- * call, beside) */
-static void select_answers_as_the_kernel_does(void **state)
-{
-	struct pair p = make_pair(ddp_of(state));
-	int hi = (p.c > p.s ? p.c : p.s) + 1;
-	/* nothing to read, the time runs out: 0, sets cleared, no time left */
-	fd_set r, w, kr, kw;
-	FD_ZERO(&r);
-	FD_SET(p.s, &r);
-	struct timeval tv = { 0, 30000 };
-	assert_int_equal(select(hi, &r, NULL, NULL, &tv), 0);
-	assert_false(FD_ISSET(p.s, &r));
-	assert_int_equal(tv.tv_sec, 0);
-	assert_int_equal(tv.tv_usec, 0);
-	/* readable and writable at once: each set bit counts */
-	write_all(p.c, "x", 1);
-	assert_int_equal(wait_fd(p.s, POLLIN, 5000), POLLIN);
-	FD_ZERO(&r);
-	FD_ZERO(&w);
-	FD_SET(p.s, &r);
-	FD_SET(p.s, &w);
-	FD_SET(p.c, &r); /* (nothing to read there) */
-	kr = r;
-	kw = w;
-	tv = (struct timeval){ 5, 0 };
-	assert_int_equal(select(hi, &r, &w, NULL, &tv), 2);
-	assert_true(FD_ISSET(p.s, &r) && FD_ISSET(p.s, &w) && !FD_ISSET(p.c, &r));
-	assert_true(tv.tv_sec <= 5 && tv.tv_sec >= 4); /* (what was left) */
-	struct timeval ktv = { 5, 0 };
-	assert_int_equal(syscall(SYS_select, hi, &kr, &kw, NULL, &ktv), 2);
-	assert_memory_equal(&kr, &r, sizeof(r));
-	assert_memory_equal(&kw, &w, sizeof(w));
-	/* pselect: the same, its time untouched */
-	FD_ZERO(&r);
-	FD_SET(p.s, &r);
-	struct timespec ts = { 5, 0 };
-	assert_int_equal(pselect(hi, &r, NULL, NULL, &ts, NULL), 1);
-	assert_true(FD_ISSET(p.s, &r));
-	assert_int_equal(ts.tv_sec, 5);
-	char b[1];
-	read_all(p.s, b, 1);
-	/* a closed descriptor in a set: EBADF, the sets as they were */
-	int gone = dup(p.s);
-	close(gone);
-	FD_ZERO(&r);
-	FD_SET(p.s, &r);
-	FD_SET(gone, &r);
-	fd_set before = r;
-	tv = (struct timeval){ 1, 0 };
-	errno = 0;
-	assert_int_equal(select(gone + 1, &r, NULL, NULL, &tv), -1);
-	assert_int_equal(errno, EBADF);
-	assert_memory_equal(&before, &r, sizeof(r));
-	/* a time that is not one: EINVAL (the kernel's select carries
-	 * microseconds past a second over, so only a negative one) */
-	tv = (struct timeval){ -1, 0 };
-	errno = 0;
-	assert_int_equal(select(hi, &r, NULL, NULL, &tv), -1);
-	assert_int_equal(errno, EINVAL);
-	close_pair(&p);
-}
-
 static void duplicates_share_the_connection(void **state)
 {
 	struct pair p = make_pair(ddp_of(state));
@@ -1850,7 +1786,6 @@ int main(void)
 		/* first: before this process runs any DDP connection */
 		cmocka_unit_test(a_listener_shared_across_fork_is_sorted_where_it_is_waited_on),
 		BOTH(bytes_flow_both_ways),
-		BOTH(select_answers_as_the_kernel_does),
 		BOTH(names_and_identity_are_tcp),
 		BOTH(accept4_applies_its_flags),
 		BOTH(nonblocking_read_says_eagain),

@@ -1,9 +1,9 @@
 /*
  * thread_wakes.h: what the other threads of this process do, from the
  * kernel's /proc/self/task: how often they woke, and whether one is in a
- * given system call, for tests that prove which thread moves the data and
- * that a progress thread stays asleep while the program's own thread waits
- * (util/progress_lease.h).
+ * given system call, for tests that prove a progress thread stays asleep
+ * while the program's own thread waits (util/progress_lease.h) and that
+ * catch a thread asleep in a given call.
  */
 #ifndef UWARP_TEST_THREAD_WAKES_H
 #define UWARP_TEST_THREAD_WAKES_H
@@ -16,10 +16,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The voluntary context switches so far of the threads of this process
- * named @name (pthread_setname_np; NULL: every thread but the caller),
- * from the kernel's /proc/self/task/<tid>; -1 when /proc cannot be read. */
-static inline long thread_wakes_named(const char *name)
+/* The voluntary context switches so far of every thread of this process
+ * but the caller (the kernel's /proc/self/task/<tid>/status); -1 when
+ * /proc cannot be read. */
+static inline long thread_wakes_of_others(void)
 {
 	pid_t me = (pid_t)syscall(SYS_gettid);
 	DIR *d = opendir("/proc/self/task");
@@ -29,20 +29,9 @@ static inline long thread_wakes_named(const char *name)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		int tid = atoi(e->d_name);
-		if (tid <= 0 || (!name && tid == me))
+		if (tid <= 0 || tid == me)
 			continue;
 		char path[96], line[128];
-		if (name) {
-			snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
-			FILE *f = fopen(path, "r");
-			bool same = f && fgets(line, sizeof(line), f) &&
-				    !strncmp(line, name, strlen(name)) &&
-				    line[strlen(name)] == '\n';
-			if (f)
-				fclose(f);
-			if (!same)
-				continue;
-		}
 		snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
 		FILE *f = fopen(path, "r");
 		if (!f)
@@ -55,9 +44,6 @@ static inline long thread_wakes_named(const char *name)
 	closedir(d);
 	return sum;
 }
-
-/* every thread of this process but the caller */
-static inline long thread_wakes_of_others(void) { return thread_wakes_named(NULL); }
 
 /* Whether thread @tid of this process is in system call @nr now. */
 static inline bool thread_in_syscall(pid_t tid, long nr)
