@@ -24,6 +24,7 @@ static void handle_closed(uv_handle_t *h)
 	if (c->rx_own)
 		free(c->rxbuf);
 	uw__conn_txset_put(c);
+	util_list_del(&c->held_link);
 	util_list_del(&c->link);
 	uw__notify(c->ctx);
 	free(c);
@@ -133,6 +134,7 @@ struct uw_conn *uw__conn_new(struct uw_context *ctx, int fd, bool initiator)
 	c->poll.data = c;
 	c->timer.data = c;
 	c->handles = 2;
+	util_list_init(&c->held_link);
 	c->ctx = ctx;
 	c->fd = fd;
 	uw_life_init(&c->life, initiator);

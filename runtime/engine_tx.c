@@ -429,8 +429,21 @@ static ssize_t write_list(struct uw_conn *c)
 	return n;
 }
 
+void uw__conn_hold(struct uw_conn *c)
+{
+	if (util_list_empty(&c->held_link))
+		util_list_add_tail(&c->ctx->held, &c->held_link);
+}
+
+void uw__flush_held(struct uw_context *ctx)
+{
+	while (!util_list_empty(&ctx->held))
+		uw__conn_tx(util_container_of(ctx->held.next, struct uw_conn, held_link));
+}
+
 void uw__conn_tx(struct uw_conn *c)
 {
+	util_list_del(&c->held_link); /* whatever UW_SEND_MORE held goes now */
 	if (!uw_life_tx_open(&c->life))
 		return;
 	size_t sent = 0;

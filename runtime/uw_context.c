@@ -71,6 +71,7 @@ void uw__progress(struct uw_context *ctx) { uv_run(&ctx->loop, UV_RUN_NOWAIT); }
 int uw_sleep_begin(struct uw_context *ctx, struct pollfd pf[2])
 {
 	pthread_mutex_lock(&ctx->lock);
+	uw__flush_held(ctx); /* (UW_SEND_MORE: nothing stays held while a thread sleeps) */
 	pf[0] = (struct pollfd){ uv_backend_fd(&ctx->loop), POLLIN, 0 };
 	pf[1] = (struct pollfd){ ctx->bell, POLLIN, 0 };
 	int t = uv_backend_timeout(&ctx->loop);
@@ -157,6 +158,7 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 	 * loop itself and progresses when it wakes: the completion it waits
 	 * for is made on its own thread (with automatic progress the engine
 	 * thread stands back meanwhile: util/progress_lease.h). */
+	uw__flush_held(ctx); /* (UW_SEND_MORE: nothing stays held while a thread sleeps) */
 	struct pollfd p[3] = { { uv_backend_fd(&ctx->loop), POLLIN, 0 },
 			       { ctx->bell, POLLIN, 0 },
 			       { fd, POLLIN, 0 } };
@@ -196,21 +198,28 @@ static void *engine_thread(void *arg)
 	pthread_setname_np(pthread_self(), "uwarp-engine"); /* (top -H, gdb, perf) */
 	pthread_mutex_lock(&ctx->lock);
 	while (!ctx->stopping) {
+		/* what UW_SEND_MORE held while this thread would look within a
+		 * lease (uw_qp.c, may_hold) */
+		uw__flush_held(ctx);
 		uint64_t now = util_now_ns();
 		uint64_t until = util_lease_engine_waits(&ctx->lease, now);
 		if (until) {
 			/* a thread of the program moves the data */
 			struct timespec ts = util_deadline(0, (long)(until - now));
 			ctx->engine_parked = true;
+			ctx->engine_looks_by = until;
 			pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts);
 			ctx->engine_parked = false;
+			ctx->engine_looks_by = 0;
 			continue;
 		}
 		struct pollfd p = { uv_backend_fd(&ctx->loop), POLLIN, 0 };
 		int t = uv_backend_timeout(&ctx->loop);
+		ctx->engine_looks_by = t < 0 ? UINT64_MAX : now + (uint64_t)t * 1000000u;
 		pthread_mutex_unlock(&ctx->lock);
 		util_sys_poll(&p, 1, t);
 		pthread_mutex_lock(&ctx->lock);
+		ctx->engine_looks_by = 0;
 		uw__progress(ctx);
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -255,6 +264,7 @@ struct uw_context *uw_open(const struct uw_context_attr *attr)
 	ctx->stag_free = UINT32_MAX;
 	stag_table_init(&ctx->stag_ix, stag_random, ctx);
 	util_list_init(&ctx->conns);
+	util_list_init(&ctx->held);
 	pthread_mutex_init(&ctx->lock, NULL);
 	util_cond_init(&ctx->cond);
 	ctx->bell = util_evfd_open();

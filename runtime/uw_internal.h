@@ -74,6 +74,10 @@ struct uw_context {
 	uint32_t next_pd;
 	int nobjects;           /* PDs, CQs, channels, ids: uw_close needs 0 */
 	struct util_list conns; /* live connections (closing ones too) */
+	struct util_list held;  /* connections whose sends UW_SEND_MORE holds */
+	/* auto progress: when the engine thread looks at the loop next (ns;
+	 * UINT64_MAX: not before something wakes it) */
+	uint64_t engine_looks_by;
 	/* Every connection reads through this one buffer (UW_CONN_RXBUF_MARKERS
 	 * bytes): the receive path parses what it reads before it returns, so
 	 * an idle connection holds no receive buffer of its own, only bytes
@@ -456,7 +460,8 @@ struct uw_conn {
 	 * that was damaged). */
 	bool rx_discard;
 	struct rddp_error rx_hdr_err;
-	bool want_tx; /* receive made work for the send side */
+	bool want_tx;               /* receive made work for the send side */
+	struct util_list held_link; /* in ctx->held: a post with UW_SEND_MORE skipped the send */
 	/* A Send's first segment found no receive posted: its header waits
 	 * in rx, the input is paused until one is posted or rx_wait_timer
 	 * runs out (engine_rx.c) */
@@ -511,6 +516,9 @@ void uw__conn_discard_input(struct uw_conn *c);
 
 /* engine_tx.c: move the send side as far as the socket allows. */
 void uw__conn_tx(struct uw_conn *c);
+/* UW_SEND_MORE: hold what was posted on @c, or send what is held */
+void uw__conn_hold(struct uw_conn *c);
+void uw__flush_held(struct uw_context *ctx);
 /* engine_tx.c, a terminating connection: the rest of the gather list
  * begun, then the Terminate in c->out; closes once it has left. */
 void uw__conn_term_tx(struct uw_conn *c);

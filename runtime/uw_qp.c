@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "uw_internal.h"
+#include "util/clock.h"
 
 static bool is_ext(enum uw_wr_opcode op)
 {
@@ -424,6 +425,17 @@ static int queue_send(struct uw_qp_impl *qp, const struct uw_send_wr *wr)
 	return 0;
 }
 
+/* May UW_SEND_MORE hold a request? With manual progress the program
+ * posts again, waits or flushes (verbs.h); with automatic progress a
+ * program may post and compute, so only while the engine thread looks
+ * again within a lease (it stands back for a program that progresses
+ * itself, or runs now) and sends what is held when it does. */
+static bool may_hold(struct uw_context *ctx)
+{
+	return ctx->progress != UW_PROGRESS_AUTO ||
+	       ctx->engine_looks_by <= util_now_ns() + UTIL_LEASE_NS;
+}
+
 int uw_post_send(struct uw_qp *q, struct uw_send_wr *wr, struct uw_send_wr **bad_wr)
 {
 	struct uw_qp_impl *qp = (struct uw_qp_impl *)q;
@@ -439,17 +451,32 @@ int uw_post_send(struct uw_qp *q, struct uw_send_wr *wr, struct uw_send_wr **bad
 	if (q->state != UW_QPS_RTS && q->state != UW_QPS_RTR && q->state != UW_QPS_SQD &&
 	    q->state != UW_QPS_ERR)
 		rc = EINVAL;
-	for (; wr && !rc; wr = wr->next)
+	bool more = false;
+	for (; wr && !rc; wr = wr->next) {
 		if ((rc = queue_send(qp, wr)) != 0)
 			break;
+		more = wr->send_flags & UW_SEND_MORE;
+	}
 	if (bad_wr)
 		*bad_wr = rc ? wr : NULL;
 	if (q->state == UW_QPS_ERR)
 		uw__qp_flush(qp);
+	else if (qp->conn && more && !rc && may_hold(ctx))
+		uw__conn_hold(qp->conn);
 	else if (qp->conn)
 		uw__conn_tx(qp->conn);
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;
+}
+
+int uw_flush_sends(struct uw_context *ctx)
+{
+	if (!ctx)
+		return EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	uw__flush_held(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
 }
 
 static int fill_rwqe(struct uw_context *ctx, uint32_t pd, uint32_t max_sge, struct uw_rwqe *r,

@@ -448,6 +448,15 @@ enum uw_send_flags {
 	UW_SEND_SOLICITED = 1 << 1, /* Send with SE / Immediate Data with SE */
 	UW_SEND_INLINE = 1 << 2,    /* copy the data now; no lkey needed */
 	UW_SEND_FENCE = 1 << 3,     /* wait for earlier Reads and atomics first */
+	/* More follows soon: the request may wait in the send queue so that
+	 * it leaves with the next one, in one write (one TCP segment for a
+	 * small pair, as MSG_MORE; an advert ahead of a reply). It leaves at
+	 * the QP's next post without the flag, at uw_flush_sends, or when a
+	 * thread is about to sleep in the context (uw_cq_wait, a blocking
+	 * uw_get_cq_event or uw_cm_get_event, uw_sleep_begin; with automatic
+	 * progress also when the engine thread next looks, and at once when
+	 * that may be later than 1 ms from now). */
+	UW_SEND_MORE = 1 << 4,
 };
 
 struct uw_send_wr {
@@ -556,6 +565,12 @@ UW_EXTERN int uw_qp_end_errno(struct uw_qp *qp);
  * once when the socket can take it.
  */
 UW_EXTERN int uw_post_send(struct uw_qp *qp, struct uw_send_wr *wr, struct uw_send_wr **bad_wr);
+
+/*
+ * uw_flush_sends - send now what UW_SEND_MORE holds on every QP of the
+ * context. Returns 0, or EINVAL without a context.
+ */
+UW_EXTERN int uw_flush_sends(struct uw_context *ctx);
 
 /*
  * uw_post_recv - post receives (not on a QP that uses an SRQ: EINVAL).
