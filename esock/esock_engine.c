@@ -115,10 +115,10 @@ void esock__update(struct esock *e, bool arrived_data)
 	}
 }
 
-static int post_recv(struct esock *e, int i)
+static int post_recv(struct esock *e, int i, int flags)
 {
-	ssize_t rc = exs_recv(e->exs, e->rbuf + (size_t)i * ESOCK_RCHUNK, ESOCK_RCHUNK, 0, esock_q,
-			      &e->tag_recv[i], e->rmh);
+	ssize_t rc = exs_recv(e->exs, e->rbuf + (size_t)i * ESOCK_RCHUNK, ESOCK_RCHUNK, flags,
+			      esock_q, &e->tag_recv[i], e->rmh);
 	if (rc < 0)
 		return -errno;
 	e->rstate[i] = RC_POSTED;
@@ -129,7 +129,7 @@ int esock__post_recvs(struct esock *e)
 {
 	/* from the chunk the stream continues in, in order */
 	for (int k = 0; k < ESOCK_RCHUNKS; k++) {
-		int rc = post_recv(e, (e->rhead + k) % ESOCK_RCHUNKS);
+		int rc = post_recv(e, (e->rhead + k) % ESOCK_RCHUNKS, 0);
 		if (rc)
 			return rc;
 	}
@@ -140,11 +140,11 @@ int esock__post_recvs(struct esock *e)
  * stream fills receives in the order posted), mostly on the progress
  * thread as the next completion comes in: the program's reads seldom
  * enter the ES-API, whose lock the progress thread holds while it works. */
-void esock__repost_free(struct esock *e)
+void esock__repost_free(struct esock *e, int flags)
 {
 	while (e->rfree > 0 && e->st == ES_CONNECTED && !e->eof && !e->conn_err) {
 		int i = (e->rhead + ESOCK_RCHUNKS - e->rfree) % ESOCK_RCHUNKS;
-		int rc = post_recv(e, i);
+		int rc = post_recv(e, i, flags);
 		if (rc) {
 			e->rstate[i] = RC_END;
 			e->conn_err = e->so_error = -rc;
@@ -224,7 +224,7 @@ static void on_socket_event(struct esock_tag *t, const exs_event_t *ev)
 		break;
 	}
 	esock__serve_arecv(e);
-	esock__repost_free(e);
+	esock__repost_free(e, 0);
 	bool close_failed = esock__settle(e);
 	esock__update(e, arrived_data);
 	/* A writer waiting for room wakes once a quarter of the ring is free

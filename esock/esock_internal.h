@@ -274,8 +274,9 @@ int esock__idle_default(void);
 int esock__take_accepted(const struct sockaddr_storage *peer, unsigned ms);
 /* the same address and port */
 bool esock__same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
-int esock__post_recvs(struct esock *e);   /* under e->mu */
-void esock__repost_free(struct esock *e); /* under e->mu: the RC_FREE chunks */
+int esock__post_recvs(struct esock *e); /* under e->mu */
+/* under e->mu: the RC_FREE chunks (@flags: exs_recv's, MSG_MORE before a send) */
+void esock__repost_free(struct esock *e, int flags);
 /* under e->mu: the ring's unposted bytes go, and a shutdown or close that
  * waited for them; returns true when the close could not be made (the
  * caller calls esock__engine_done once it has let go of e->mu) */

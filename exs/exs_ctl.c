@@ -81,7 +81,18 @@ int exs__post_ctl_recv(struct exs_sock *s, unsigned i)
 	return uw_post_recv(s->qp, &wr, NULL);
 }
 
-int exs__post_ctl_raw(struct exs_sock *s, struct exs_ctl *m)
+static int post_ctl(struct exs_sock *s, struct exs_ctl *m, bool more);
+
+int exs__post_ctl_raw(struct exs_sock *s, struct exs_ctl *m) { return post_ctl(s, m, false); }
+
+int exs__post_advert(struct exs_sock *s, struct exs_ctl *m, bool more)
+{
+	if (!exs__ctl_room(s, false))
+		return -EAGAIN;
+	return post_ctl(s, m, more && exs__may_hold());
+}
+
+static int post_ctl(struct exs_sock *s, struct exs_ctl *m, bool more)
 {
 	uint8_t buf[EXS_CTL_LEN];
 	m->credits = (uint16_t)s->credits_owed;
@@ -93,9 +104,13 @@ int exs__post_ctl_raw(struct exs_sock *s, struct exs_ctl *m)
 				 .num_sge = 1,
 				 .opcode = UW_WR_SEND,
 				 .send_flags = UW_SEND_SIGNALED | UW_SEND_INLINE };
+	if (more)
+		wr.send_flags |= UW_SEND_MORE;
 	int rc = uw_post_send(s->qp, &wr, NULL);
 	if (rc)
 		return -rc;
+	if (more)
+		exs__held();
 	s->credits_owed = 0;
 	s->credits--;
 	s->sq_out++;

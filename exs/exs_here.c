@@ -8,7 +8,8 @@
  * the program (docs/performance.md counts the futex calls and context
  * switches). A program that waits here moves the data on its own thread:
  * it runs the progress thread's round, looks at its descriptors, runs
- * the round again for up to UWARP_SPIN_US, then sleeps in one ppoll(2) on
+ * the round again for up to UWARP_SPIN_US (longer for a thread whose
+ * replies come just after that: util/spin.h), then sleeps in one ppoll(2) on
  * its descriptors and uwarp's own (the loop's, for network input, and a
  * bell another thread rings when it makes a completion or an event
  * meanwhile: uw_sleep_begin), and runs the round when uwarp's wake it. Meanwhile the
@@ -31,6 +32,7 @@
 
 #include "exs_internal.h"
 #include "util/clock.h"
+#include "util/spin.h"
 
 /* the program's descriptors and uwarp's two, in one array on the stack
  * up to this many */
@@ -120,28 +122,47 @@ static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t
 	return n < 0 ? -1 : ready;
 }
 
+/* The spin before a sleep, this thread's (util/spin.h): a thread whose
+ * replies come just after its spin would end learns to spin longer. */
+static _Thread_local struct util_spin spin;
+
+/* A wait that slept since @slept_at (0: it never slept) ends with @n. */
+static int waited(uint64_t slept_at, int n)
+{
+	if (slept_at)
+		util_spin_slept(&spin, exs_rt.spin_ns, util_now_ns() - slept_at);
+	return n;
+}
+
 static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const sigset_t *mask)
 {
-	uint64_t spin_until = util_now_ns() + exs_rt.spin_ns;
+	uint64_t spin_until = util_now_ns() + util_spin_ns(&spin, exs_rt.spin_ns);
+	uint64_t slept_at = 0;
 	struct timespec zero = { 0, 0 };
-	for (;;) {
+	for (bool first = true;; first = false) {
 		exs__lock();
+		/* an advert held for a send (MSG_MORE) goes now, if no send
+		 * took it */
+		if (first)
+			exs__flush_held();
 		rounds();
 		pthread_mutex_unlock(&exs_rt.lock);
 		int n = util_sys_ppoll(fds, nfds, &zero, NULL);
 		if (n != 0)
-			return n;
+			return waited(slept_at, n);
 		uint64_t now = util_now_ns();
 		if (now >= deadline)
-			return 0;
+			return waited(slept_at, 0);
 		if (now < spin_until) {
 			sched_yield(); /* (the peer may need this core) */
 			continue;
 		}
+		if (!slept_at)
+			slept_at = now;
 		int ms = deadline == UINT64_MAX ? -1 : left_ms(deadline);
 		n = sleep_on_both(fds, nfds, ms, mask);
 		if (n != 0)
-			return n;
+			return waited(slept_at, n);
 		/* uwarp's descriptors woke it: the round made the bytes the
 		 * program waits for, or not yet; look again (once: the next
 		 * sleep follows at once) */

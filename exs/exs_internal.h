@@ -266,6 +266,7 @@ struct exs_rt {
 	bool started;
 	bool sleeping;      /* the progress thread waits in poll(2) */
 	bool standing_back; /* ...not on uwarp's descriptors (exs_here.c) */
+	uint64_t held_at;   /* ns: an advert waits for its send since (MSG_MORE; 0: none) */
 	/* program threads that progress while they wait (exs_ppoll_here) */
 	struct util_lease lease;
 	uint64_t spin_ns; /* they progress this long before they sleep */
@@ -323,6 +324,13 @@ bool exs__round(void);
 /* Whether a socket's sender may run now: EXS_FLOW_RDMA's only runs on an
  * application thread, or while one waits inside a call. */
 bool exs__tx_may_run(const struct exs_sock *s);
+/* May an advert wait for the data that follows it (UW_SEND_MORE)? On a
+ * program's thread: its next send or wait sends it, or the progress
+ * thread once it has waited UTIL_LEASE_NS. Under the lock: exs__held
+ * notes one held, exs__flush_held sends what is. */
+bool exs__may_hold(void);
+void exs__held(void);
+void exs__flush_held(void);
 /* An application thread entered an ES-API call (a wait, a dequeue, a
  * poll): EXS_FLOW_RDMA sockets make their progress. */
 void exs__app_progress(void);
@@ -390,6 +398,9 @@ bool exs__ctl_room(const struct exs_sock *s, bool credit_msg);
 int exs__post_ctl_recv(struct exs_sock *s, unsigned i);
 /* post @m without asking for room; 0 or -errno */
 int exs__post_ctl_raw(struct exs_sock *s, struct exs_ctl *m);
+/* an ADVERT, as exs__post_ctl; @more (its receive was made with MSG_MORE):
+ * it may wait for the program's next send (UW_SEND_MORE, exs__may_hold) */
+int exs__post_advert(struct exs_sock *s, struct exs_ctl *m, bool more);
 /* exs_setup.c */
 int exs__qp_setup(struct exs_sock *s, struct uw_cm_id *id);
 void exs__hello_of(const struct exs_sock *s, uint8_t out[EXS_HELLO_LEN]);

@@ -92,6 +92,9 @@ ssize_t exs_sendv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	op->iovcnt = iovcnt;
 	op->len = total;
 	int rc = exs__send_post(s, op, mh);
+	/* an advert held for this send (MSG_MORE) left with it; or the
+	 * send waits (no advert, no room): the advert goes alone now */
+	exs__flush_held();
 	if (rc) {
 		exs__op_drop(op);
 		return fail(-rc);
@@ -149,7 +152,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 {
 	size_t total;
 	int err = check_iov(iov, iovcnt, mh, &total);
-	if (err || (flags & ~(MSG_WAITALL | MSG_DONTWAIT | MSG_NOSIGNAL))) {
+	if (err || (flags & ~(MSG_WAITALL | MSG_MORE | MSG_DONTWAIT | MSG_NOSIGNAL))) {
 		errno = err ? err : EINVAL;
 		return -1;
 	}
@@ -173,7 +176,7 @@ ssize_t exs_recvv(int fd, const struct iovec *iov, int iovcnt, int flags, exs_qh
 	memcpy(op->iov, iov, (size_t)iovcnt * sizeof(*iov));
 	op->iovcnt = iovcnt;
 	op->len = total;
-	op->flags = flags & MSG_WAITALL;
+	op->flags = flags & (MSG_WAITALL | MSG_MORE);
 	/* the end already came (or reading was shut down), and nothing is
 	 * left to read: 0 bytes, the end of the stream */
 	bool ended = s->fin.rd_shut ||

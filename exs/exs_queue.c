@@ -288,6 +288,7 @@ static int thread_waitfd(void)
 
 static void sync_cv_wait(void)
 {
+	exs__flush_held(); /* (no advert waits for a send while it sleeps) */
 	exs_rt.sync_waiting++;
 	pthread_cond_wait(&exs_rt.sync_cv, &exs_rt.lock);
 	exs_rt.sync_waiting--;

@@ -68,6 +68,22 @@ bool exs__tx_may_run(const struct exs_sock *s)
 	return s->flow != EXS_FLOW_RDMA || !on_progress_thread || exs_rt.app_inside > 0;
 }
 
+bool exs__may_hold(void) { return !on_progress_thread; }
+
+void exs__held(void)
+{
+	if (!exs_rt.held_at)
+		exs_rt.held_at = util_now_ns();
+}
+
+void exs__flush_held(void)
+{
+	if (!exs_rt.held_at)
+		return;
+	uw_flush_sends(exs_rt.ctx);
+	exs_rt.held_at = 0;
+}
+
 void exs__app_progress(void)
 {
 	struct exs_sock *s, *next;
@@ -230,6 +246,11 @@ static void *progress_thread(void *arg)
 	pthread_mutex_lock(&exs_rt.lock);
 	for (;;) {
 		reap();
+		/* an advert a program's thread held for its send (MSG_MORE)
+		 * waits a lease at most: its send, or its next wait, normally
+		 * comes within microseconds; a younger one is left to it */
+		if (exs_rt.held_at && util_now_ns() - exs_rt.held_at >= UTIL_LEASE_NS)
+			exs__flush_held();
 		uint64_t now = util_now_ms();
 		if (now >= next_linger_check) {
 			/* also on busy passes: other sockets' traffic must not
@@ -294,6 +315,13 @@ static void *progress_thread(void *arg)
 				pf = more;
 				npf = want * 2;
 			}
+		}
+		if (exs_rt.held_at) {
+			/* back when the advert held has waited a lease */
+			uint64_t due = exs_rt.held_at + UTIL_LEASE_NS, t = util_now_ns();
+			int ms = due > t ? (int)((due - t + 999999) / 1000000) : 0;
+			if (ms < timeout)
+				timeout = ms;
 		}
 		/* (poll(2) passes over a negative descriptor) */
 		pf[0] = (struct pollfd){ back ? -1 : exs_rt.cc->fd, POLLIN, 0 };

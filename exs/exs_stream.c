@@ -116,7 +116,9 @@ static void rx_pump(struct exs_sock *s)
 				     .addr = (uintptr_t)op_buf(op),
 				     .stag = exs__op_rkey(op),
 				     .off = a.off };
-		exs__post_ctl(s, &m);
+		/* a receive made with MSG_MORE: the program's send follows,
+		 * and the advert leaves with it (one segment, not two) */
+		exs__post_advert(s, &m, op->flags & MSG_MORE);
 		s->adverts_sent++;
 	}
 	send_ack(s);

@@ -441,7 +441,12 @@ EXS_EXTERN ssize_t exs_send(int fd, const void *buf, size_t len, int flags, exs_
  * exs_recv - receive into @buf (@len bytes at most).
  * @flags: MSG_WAITALL (stream): complete only when @len bytes arrived or the
  *         stream ended; without it a receive completes with what has
- *         arrived once anything has.
+ *         arrived once anything has. MSG_MORE (uwarp's): the program sends
+ *         on this socket next, so the receive's advert may wait and leave
+ *         with that send, in one TCP segment (a server that reposts its
+ *         request's buffer before the reply). It waits for the program's
+ *         next exs_send or exs_sendv, or its next wait in the ES-API, and
+ *         about a millisecond at most.
  *
  * SOCK_STREAM: one send may fill several receives and one receive may
  * hold the bytes of several sends. SOCK_SEQPACKET: one message per

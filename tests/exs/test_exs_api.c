@@ -3,7 +3,8 @@
  * loopback: errors by errno, byte-stream and message semantics, MSG_WAITALL,
  * truncation, forced modes and their counters, Write with Immediate Data
  * and Write + DATA, shutdown and close, event queues, exs_poll, vectors,
- * memory handles, and a raw uwarp peer that breaks the protocol.
+ * memory handles, a receive's advert held for the send that follows
+ * (MSG_MORE), and a raw uwarp peer that breaks the protocol.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -206,6 +207,52 @@ static void receive_without_waitall_completes_with_what_arrived(void **state)
 			 40);
 	ev = ev1();
 	assert_int_equal(ev.exs_evt_union.xfer.bytes, 100);
+	close_pair(c, s);
+}
+
+/* A receive made with MSG_MORE: its advert waits for the program's next
+ * send and leaves with it (one write: test_send_more proves the segment
+ * count at the verbs layer); the data and events are as without the flag.
+ * With the forced direct mode the peer can send only into an advertised
+ * receive, so a held advert that no send takes must still go (here at the
+ * program's next wait; the progress thread sends it after a lease
+ * otherwise): stranded, the peer's send would never complete. */
+static void a_receive_made_with_more_holds_its_advert_for_the_next_send(void **state)
+{
+	(void)state;
+	int c, s;
+	pair_opts(SOCK_STREAM, EXS_MODE_DIRECT, 0, &c, &s);
+	char in[100], back[100];
+	for (int i = 0; i < 3; i++) {
+		/* as a server: the request's buffer again, then the reply */
+		assert_int_equal(
+			exs_recv(c, back, sizeof(back), 0, Q, (void *)2, EXS_MHANDLE_INVALID), 0);
+		assert_int_equal(
+			exs_recv(s, in, sizeof(in), MSG_MORE, Q, (void *)1, EXS_MHANDLE_INVALID),
+			0);
+		assert_int_equal(exs_send(s, "a reply", 8, 0, EXS_QHANDLE_INVALID, NULL,
+					  EXS_MHANDLE_INVALID),
+				 8);
+		exs_event_t ev = ev1();
+		assert_ptr_equal(ev.exs_evt_ahandle, (void *)2);
+		assert_int_equal(ev.exs_evt_union.xfer.bytes, 8);
+		assert_string_equal(back, "a reply");
+		assert_int_equal(exs_send(c, "request", 8, 0, Q, (void *)3, EXS_MHANDLE_INVALID),
+				 0);
+		for (int k = 0; k < 2; k++) {
+			ev = ev1();
+			assert_int_equal(ev.exs_evt_errno, 0);
+			if (ev.exs_evt_ahandle == (void *)1)
+				assert_string_equal(in, "request");
+		}
+	}
+	/* no send follows: the advert still goes, and the peer's send lands */
+	assert_int_equal(exs_recv(s, in, sizeof(in), MSG_MORE, Q, (void *)1, EXS_MHANDLE_INVALID),
+			 0);
+	assert_int_equal(exs_send(c, "again!!", 8, 0, Q, (void *)3, EXS_MHANDLE_INVALID), 0);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(ev1().exs_evt_errno, 0);
+	assert_string_equal(in, "again!!");
 	close_pair(c, s);
 }
 
@@ -1473,6 +1520,7 @@ int main(void)
 		cmocka_unit_test(bad_arguments_get_an_errno),
 		cmocka_unit_test(stream_one_send_fills_several_receives),
 		cmocka_unit_test(receive_without_waitall_completes_with_what_arrived),
+		cmocka_unit_test(a_receive_made_with_more_holds_its_advert_for_the_next_send),
 		cmocka_unit_test(seqpacket_cuts_a_long_message_to_the_receive),
 		cmocka_unit_test(forced_modes_show_in_the_counters),
 		cmocka_unit_test(the_papers_mode_carries_the_stream),

@@ -5,7 +5,8 @@
  * while it spins ends the wait as it would end ppoll's sleep; otherwise
  * it returns as ppoll(2) does. Run twice by ctest: with UWARP_SPIN_US=0
  * (the wait sleeps at once, on the program's descriptors and uwarp's) and
- * with 200000 (it spins for 200 ms first).
+ * with 200000 (it spins for 200 ms first). Also the policy of that spin
+ * (util/spin.h, pure).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 #include <exs.h>
 
 #include "../runtime/thread_wakes.h"
+#include "util/spin.h"
 
 static exs_qhandle_t Q;
 
@@ -358,9 +360,44 @@ static void a_quiet_wait_leaves_the_progress_thread_asleep(void **state)
 	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
 }
 
+/* The spin before a sleep (util/spin.h, pure): a reply that came just
+ * after it doubles it, up to the maximum; one that took longer than the
+ * maximum halves it, down to the base; a base of 0 never spins. */
+static void the_spin_grows_for_replies_just_after_it_and_shrinks_for_late_ones(void **state)
+{
+	(void)state;
+	const uint64_t base = 20000;
+	struct util_spin s = { 0 };
+	assert_int_equal(util_spin_ns(&s, base), base);
+	util_spin_slept(&s, base, 10000); /* 20 + 10 us: the next spin catches it */
+	assert_int_equal(util_spin_ns(&s, base), 40000);
+	util_spin_slept(&s, base, 50000);
+	assert_int_equal(util_spin_ns(&s, base), 80000);
+	util_spin_slept(&s, base, 100000);
+	assert_int_equal(util_spin_ns(&s, base), 160000);
+	util_spin_slept(&s, base, 40000); /* (160 + 40 us: still within) */
+	assert_int_equal(util_spin_ns(&s, base), UTIL_SPIN_MAX_NS);
+	/* the peer now answers after 300 us: spinning cannot catch it */
+	util_spin_slept(&s, base, 100000);
+	assert_int_equal(util_spin_ns(&s, base), UTIL_SPIN_MAX_NS / 2);
+	for (int i = 0; i < 8; i++)
+		util_spin_slept(&s, base, 1000000);
+	assert_int_equal(util_spin_ns(&s, base), base);
+	/* UWARP_SPIN_US=0: no spin, whatever the sleeps */
+	struct util_spin z = { 0 };
+	util_spin_slept(&z, 0, 1000);
+	assert_int_equal(util_spin_ns(&z, 0), 0);
+	/* a base above the maximum stays the spin */
+	struct util_spin big = { 0 };
+	util_spin_slept(&big, 2 * UTIL_SPIN_MAX_NS, 1000);
+	assert_int_equal(util_spin_ns(&big, 2 * UTIL_SPIN_MAX_NS), 2 * UTIL_SPIN_MAX_NS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(
+			the_spin_grows_for_replies_just_after_it_and_shrinks_for_late_ones),
 		cmocka_unit_test(a_receive_completes_on_the_thread_that_waits),
 		cmocka_unit_test(one_thread_at_a_time_runs_a_notification),
 		cmocka_unit_test(it_returns_as_ppoll_does),
