@@ -129,8 +129,7 @@ static _Thread_local struct util_spin spin;
 /* A wait that slept since @slept_at (0: it never slept) ends with @n. */
 static int waited(uint64_t slept_at, int n)
 {
-	if (slept_at)
-		util_spin_slept(&spin, exs_rt.spin_ns, util_now_ns() - slept_at);
+	util_spin_ended(&spin, exs_rt.spin_ns, slept_at ? util_now_ns() - slept_at : 0);
 	return n;
 }
 
@@ -155,6 +154,9 @@ static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const s
 			return waited(slept_at, 0);
 		if (now < spin_until) {
 			sched_yield(); /* (the peer may need this core) */
+			/* ... unless another task had it meanwhile: sleep now */
+			if (!util_spin_yielded(&spin, util_now_ns() - now))
+				spin_until = 0;
 			continue;
 		}
 		if (!slept_at)

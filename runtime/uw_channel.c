@@ -147,16 +147,17 @@ struct util_list *uw__chan_take(struct uw__chan *ch, struct uw_context *ctx, int
 				int *err)
 {
 	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
-	uint64_t spin_until = 0;
+	struct uw__spin_wait w = { 0 };
+	struct util_list *n = NULL;
 	/* once here; each wait below progresses when it ends */
 	if (util_list_empty(&ch->events))
 		uw__progress_caller(ctx);
 	for (;;) {
 		if (!util_list_empty(&ch->events)) {
-			struct util_list *n = ch->events.next;
+			n = ch->events.next;
 			util_list_del(n);
 			uw__chan_settle(ch);
-			return n;
+			break;
 		}
 		int left = -1;
 		if (ch->nonblock)
@@ -169,8 +170,10 @@ struct util_list *uw__chan_take(struct uw__chan *ch, struct uw_context *ctx, int
 			if (ch->nonblock)
 				uw__lease_release(ctx); /* it sleeps on the descriptor */
 			*err = ch->nonblock ? EAGAIN : ETIMEDOUT;
-			return NULL;
+			break;
 		}
-		uw__wait_spin(ctx, &spin_until, left);
+		uw__wait_spin(ctx, &w, left);
 	}
+	uw__wait_done(ctx, &w);
+	return n;
 }

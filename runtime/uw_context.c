@@ -17,6 +17,7 @@
 #include "util/clock.h"
 #include "util/env_ms.h"
 #include "util/evfd.h"
+#include "util/spin.h"
 
 /* Fills buf from the kernel: getrandom, or /dev/urandom where a sandbox
  * refuses the system call. With neither there is no safe STag to give. */
@@ -176,18 +177,35 @@ int uw__wait(struct uw_context *ctx, int fd, int timeout_ms)
 	return 0;
 }
 
-int uw__wait_spin(struct uw_context *ctx, uint64_t *spin_until, int timeout_ms)
+/* the spin of this thread's waits (util/spin.h) */
+static _Thread_local struct util_spin spin;
+
+int uw__wait_spin(struct uw_context *ctx, struct uw__spin_wait *w, int timeout_ms)
 {
 	uint64_t now = util_now_ns();
-	if (!*spin_until)
-		*spin_until = now + ctx->spin_ns;
-	if (now >= *spin_until || !timeout_ms)
+	if (!w->begun) {
+		w->begun = true;
+		w->spin_until = now + util_spin_ns(&spin, ctx->spin_ns);
+	}
+	if (now >= w->spin_until || !timeout_ms) {
+		if (!w->slept_at)
+			w->slept_at = now;
 		return uw__wait(ctx, -1, timeout_ms);
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	sched_yield();
+	/* another task had this CPU meanwhile: sleep from now on */
+	if (!util_spin_yielded(&spin, util_now_ns() - now))
+		w->spin_until = 0;
 	pthread_mutex_lock(&ctx->lock);
 	uw__progress_caller(ctx);
 	return 0;
+}
+
+void uw__wait_done(struct uw_context *ctx, struct uw__spin_wait *w)
+{
+	if (w->begun)
+		util_spin_ended(&spin, ctx->spin_ns, w->slept_at ? util_now_ns() - w->slept_at : 0);
 }
 
 static void wake_cb(uv_async_t *h) { (void)h; /* only here to end a poll of the loop */ }

@@ -228,28 +228,31 @@ int uw_cq_wait(struct uw_cq *c, int threshold, int timeout_ms)
 		return -EINVAL;
 	struct uw_context *ctx = c->context;
 	uint64_t deadline = timeout_ms >= 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
-	uint64_t spin_until = 0;
+	struct uw__spin_wait w = { 0 };
+	int n;
 	pthread_mutex_lock(&ctx->lock);
 	/* once here; each wait below progresses when it ends */
 	if (cq->count < (uint32_t)threshold)
 		uw__progress_caller(ctx);
 	for (;;) {
 		if (cq->count >= (uint32_t)threshold) {
-			int n = (int)cq->count;
-			pthread_mutex_unlock(&ctx->lock);
-			return n;
+			n = (int)cq->count;
+			break;
 		}
 		int left = -1;
 		if (timeout_ms >= 0) {
 			uint64_t now = util_now_ms();
 			if (now >= deadline) {
-				pthread_mutex_unlock(&ctx->lock);
-				return -ETIMEDOUT;
+				n = -ETIMEDOUT;
+				break;
 			}
 			left = (int)(deadline - now);
 		}
-		uw__wait_spin(ctx, &spin_until, left);
+		uw__wait_spin(ctx, &w, left);
 	}
+	uw__wait_done(ctx, &w);
+	pthread_mutex_unlock(&ctx->lock);
+	return n;
 }
 
 void uw__cq_forget_qp(struct uw_cq_impl *cq, const struct uw_qp *qp)

@@ -120,14 +120,25 @@ void uw__lease_release(struct uw_context *ctx);
  * time is up.
  */
 int uw__wait(struct uw_context *ctx, int fd, int timeout_ms);
+/* One wait of a program's thread (uw_cq_wait, a blocking channel take):
+ * zeroed at its start, passed to each uw__wait_spin and to uw__wait_done. */
+struct uw__spin_wait {
+	uint64_t spin_until; /* ns */
+	uint64_t slept_at;   /* ns: its first sleep began (0: none yet) */
+	bool begun;
+};
 /*
- * uw__wait, but the first calls of a wait (*spin_until 0 at its start)
- * progress on this thread without sleeping, for up to ctx->spin_ns (either
- * way the call ends having progressed once: its caller need not): a
- * reply due in microseconds is taken without the cost of a sleep and a
- * wake-up. Each call yields the CPU once (the peer may need this core).
+ * uw__wait, but the first calls of a wait progress on this thread without
+ * sleeping, for up to the thread's spin (either way the call ends having
+ * progressed once: its caller need not): a reply due in microseconds is
+ * taken without the cost of a sleep and a wake-up. Each call yields the
+ * CPU once (the peer may need this core). The spin starts at
+ * ctx->spin_ns and adapts per thread to how the waits went, and stops
+ * at once when the CPU is busy with another task (util/spin.h).
  */
-int uw__wait_spin(struct uw_context *ctx, uint64_t *spin_until, int timeout_ms);
+int uw__wait_spin(struct uw_context *ctx, struct uw__spin_wait *w, int timeout_ms);
+/* The wait ends (whatever it found): its thread's spin learns from it. */
+void uw__wait_done(struct uw_context *ctx, struct uw__spin_wait *w);
 /* Something changed that the engine thread's sleep must see. */
 void uw__kick(struct uw_context *ctx);
 /* Completions or events appeared: wake the threads waiting in uw__wait. */

@@ -184,6 +184,25 @@ static void on_usr1(int sig)
 	atomic_fetch_add(&handled, 1);
 }
 
+struct spin_wait {
+	int fd;
+	int n, err, raised;
+};
+
+static void *wait_with_raise(void *arg)
+{
+	struct spin_wait *w = arg;
+	struct pollfd p = { w->fd, POLLIN, 0 };
+	struct timespec two = { 2, 0 };
+	raise_at_yield = true;
+	errno = 0;
+	w->n = exs_ppoll_here(&p, 1, &two, NULL);
+	w->err = errno;
+	raise_at_yield = false;
+	w->raised = raised;
+	return NULL;
+}
+
 static void a_signal_that_comes_while_it_spins_ends_the_wait(void **state)
 {
 	(void)state;
@@ -195,20 +214,20 @@ static void a_signal_that_comes_while_it_spins_ends_the_wait(void **state)
 	sigemptyset(&sa.sa_mask);
 	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
 	atomic_store(&handled, 0);
-	struct pollfd p = { fd, POLLIN, 0 };
-	struct timespec two = { 2, 0 };
-	raise_at_yield = true;
-	errno = 0;
-	int n = exs_ppoll_here(&p, 1, &two, NULL);
-	int err = errno;
-	raise_at_yield = false;
+	/* on a thread of its own: this one's spin may have learnt not to
+	 * spin (util/spin.h: a yield that came back late, on a loaded
+	 * machine, in an earlier test) */
+	struct spin_wait w = { fd, 0, 0, 0 };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, wait_with_raise, &w), 0);
+	pthread_join(t, NULL);
 	sigaction(SIGUSR1, &old, NULL);
-	assert_int_equal(raised, 1); /* (it spun) */
+	assert_int_equal(w.raised, 1); /* (it spun) */
 	/* the handler ran and the wait ended, as ppoll's sleep ends: a spin
 	 * that let the handler run in user space would wait on for the 2 s */
 	assert_int_equal(atomic_load(&handled), 1);
-	assert_int_equal(n, -1);
-	assert_int_equal(err, EINTR);
+	assert_int_equal(w.n, -1);
+	assert_int_equal(w.err, EINTR);
 	close(fd);
 	assert_int_equal(exs_close(c, EXS_QHANDLE_INVALID, NULL), 0);
 	assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
@@ -369,28 +388,87 @@ static void the_spin_grows_for_replies_just_after_it_and_shrinks_for_late_ones(v
 	const uint64_t base = 20000;
 	struct util_spin s = { 0 };
 	assert_int_equal(util_spin_ns(&s, base), base);
-	util_spin_slept(&s, base, 10000); /* 20 + 10 us: the next spin catches it */
+	util_spin_ended(&s, base, 10000); /* 20 + 10 us: the next spin catches it */
 	assert_int_equal(util_spin_ns(&s, base), 40000);
-	util_spin_slept(&s, base, 50000);
+	util_spin_ended(&s, base, 50000);
 	assert_int_equal(util_spin_ns(&s, base), 80000);
-	util_spin_slept(&s, base, 100000);
+	util_spin_ended(&s, base, 100000);
 	assert_int_equal(util_spin_ns(&s, base), 160000);
-	util_spin_slept(&s, base, 40000); /* (160 + 40 us: still within) */
+	util_spin_ended(&s, base, 40000); /* (160 + 40 us: still within) */
 	assert_int_equal(util_spin_ns(&s, base), UTIL_SPIN_MAX_NS);
 	/* the peer now answers after 300 us: spinning cannot catch it */
-	util_spin_slept(&s, base, 100000);
+	util_spin_ended(&s, base, 100000);
 	assert_int_equal(util_spin_ns(&s, base), UTIL_SPIN_MAX_NS / 2);
 	for (int i = 0; i < 8; i++)
-		util_spin_slept(&s, base, 1000000);
+		util_spin_ended(&s, base, 1000000);
 	assert_int_equal(util_spin_ns(&s, base), base);
 	/* UWARP_SPIN_US=0: no spin, whatever the sleeps */
 	struct util_spin z = { 0 };
-	util_spin_slept(&z, 0, 1000);
+	util_spin_ended(&z, 0, 1000);
 	assert_int_equal(util_spin_ns(&z, 0), 0);
 	/* a base above the maximum stays the spin */
 	struct util_spin big = { 0 };
-	util_spin_slept(&big, 2 * UTIL_SPIN_MAX_NS, 1000);
+	util_spin_ended(&big, 2 * UTIL_SPIN_MAX_NS, 1000);
 	assert_int_equal(util_spin_ns(&big, 2 * UTIL_SPIN_MAX_NS), 2 * UTIL_SPIN_MAX_NS);
+}
+
+/* The spin stops when the CPU is busy (util/spin.h, pure): a yield that
+ * comes back late (another task had the CPU for a time slice) ends the
+ * spin; the next 8 waits sleep at once, twice as many after each late
+ * yield (up to 1024), one fewer for each undisturbed spin since.
+ * A spinning waiter on a busy machine otherwise hands the other task a
+ * whole slice at each yield. */
+static void a_late_yield_ends_the_spin_and_the_next_waits_sleep_at_once(void **state)
+{
+	(void)state;
+	const uint64_t base = 20000;
+	struct util_spin s = { 0 };
+	util_spin_ended(&s, base, 10000);
+	util_spin_ended(&s, base, 10000);
+	assert_int_equal(util_spin_ns(&s, base), 80000);
+	/* a yield back within the limit: spin on */
+	assert_true(util_spin_yielded(&s, 2000));
+	assert_int_equal(util_spin_ns(&s, base), 80000);
+	/* a late one: this wait spins no more */
+	assert_false(util_spin_yielded(&s, UTIL_SPIN_LATE_NS + 1));
+	assert_int_equal(util_spin_ns(&s, base), 0);
+	util_spin_ended(&s, base, 3000000);
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(util_spin_ns(&s, base), 0);
+		util_spin_ended(&s, base, 30000);
+	}
+	/* spins resume at the base, not at what they had learnt */
+	assert_int_equal(util_spin_ns(&s, base), base);
+	/* late again: twice as many waits sleep at once */
+	assert_false(util_spin_yielded(&s, 4000000));
+	util_spin_ended(&s, base, 0);
+	int skipped = 0;
+	while (!util_spin_ns(&s, base)) {
+		util_spin_ended(&s, base, 30000);
+		skipped++;
+	}
+	assert_int_equal(skipped, 16);
+	/* each undisturbed spin takes one off: after 12 of them the next
+	 * late yield skips 2 x (16 - 12) */
+	for (int i = 0; i < 12; i++)
+		util_spin_ended(&s, base, 0);
+	assert_false(util_spin_yielded(&s, 4000000));
+	util_spin_ended(&s, base, 0);
+	for (skipped = 0; !util_spin_ns(&s, base); skipped++)
+		util_spin_ended(&s, base, 30000);
+	assert_int_equal(skipped, 8);
+	/* late yield after late yield: the skip doubles up to its maximum */
+	for (int i = 0; i < 12; i++) {
+		assert_false(util_spin_yielded(&s, 4000000));
+		util_spin_ended(&s, base, 0);
+		while (!util_spin_ns(&s, base))
+			util_spin_ended(&s, base, 30000);
+	}
+	assert_false(util_spin_yielded(&s, 4000000));
+	util_spin_ended(&s, base, 0);
+	for (skipped = 0; !util_spin_ns(&s, base); skipped++)
+		util_spin_ended(&s, base, 30000);
+	assert_int_equal(skipped, UTIL_SPIN_SKIP_MAX);
 }
 
 int main(void)
@@ -398,6 +476,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(
 			the_spin_grows_for_replies_just_after_it_and_shrinks_for_late_ones),
+		cmocka_unit_test(a_late_yield_ends_the_spin_and_the_next_waits_sleep_at_once),
 		cmocka_unit_test(a_receive_completes_on_the_thread_that_waits),
 		cmocka_unit_test(one_thread_at_a_time_runs_a_notification),
 		cmocka_unit_test(it_returns_as_ppoll_does),
