@@ -29,8 +29,13 @@ static int run_client(int port, const char *op, const char *size, const char *it
 			   (char *)crc,  "--markers", (char *)markers, "--rev",
 			   (char *)rev };
 	int n = 21;
-	if (extra)
-		argv[n++] = (char *)extra;
+	/* @extra: arguments separated by spaces */
+	char more[64] = "";
+	if (extra) {
+		snprintf(more, sizeof(more), "%s", extra);
+		for (char *a = strtok(more, " "); a && n < 30; a = strtok(NULL, " "))
+			argv[n++] = a;
+	}
 	argv[n] = NULL;
 	int rc = proc_run(argv, 120000, out, sizeof(out));
 	if (rc != 0 || !strstr(out, "data verified")) {
@@ -75,19 +80,22 @@ static void every_operation_size_and_mode(void **state)
 }
 
 /* The echo paths: a Send echoed, Immediate Data echoed, a Write answered
- * by a Write, a Read, an atomic, one at a time. */
+ * by a Write, a Read, an atomic, one at a time; with both ends polling
+ * (the default) and with waits that may sleep (--wait adaptive). */
 static void latency_paths(void **state)
 {
 	static const char *ops[] = { "send", "write", "read", "imm", "atomic" };
-	struct proc srv;
-	char *extra[] = { "--quiet", NULL };
-	int port = perf_server_start(&srv, perf, extra);
-	assert_true(port > 0);
 	int failures = 0;
-	for (size_t o = 0; o < 5; o++)
-		failures += run_client(port, ops[o], "4096", "200", "3", "on", "off", "2",
-				       "--lat") != 0;
-	proc_end(&srv);
+	for (int adaptive = 0; adaptive < 2; adaptive++) {
+		struct proc srv;
+		char *extra[] = { "--quiet", NULL };
+		int port = perf_server_start(&srv, perf, extra);
+		assert_true(port > 0);
+		for (size_t o = 0; o < 5; o++)
+			failures += run_client(port, ops[o], "4096", "200", "3", "on", "off", "2",
+					       adaptive ? "--lat --wait adaptive" : "--lat") != 0;
+		proc_end(&srv);
+	}
 	assert_int_equal(failures, 0);
 }
 

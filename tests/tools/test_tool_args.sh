@@ -55,6 +55,7 @@ refused "-p '99999': out of range (0 to 65535)" -c 127.0.0.1 -p 99999 --op write
 refused "--sge '0': out of range" "${c[@]}" --op write --sge 0 --iters 1
 refused "--rev '3': out of range (1 to 2)" "${c[@]}" --op write --rev 3 --iters 1
 refused "--crc 'maybe': not one of off, on" "${c[@]}" --op write --crc maybe --iters 1
+refused "--wait 'nap': not one of poll, adaptive" "${c[@]}" --op send --lat --wait nap --iters 1
 refused "--qps '20000': out of range" "${c[@]}" --op write --qps 20000 --iters 1
 refused "--depth 'lots'" "${c[@]}" --op write --depth lots --iters 1
 refused "--iters and --time exclude each other" "${c[@]}" --op write --iters 5 --time 1

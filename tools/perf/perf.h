@@ -32,6 +32,8 @@ struct perf_hello {
 
 /* The client wants markers both ways: the server asks for them too. */
 #define PERF_HELLO_MARKERS 1u
+/* --wait adaptive: the server waits for this client's messages so too */
+#define PERF_HELLO_WAIT_ADAPTIVE 2u
 
 /* What the server answers in its accept private data. */
 struct perf_welcome {
@@ -65,6 +67,7 @@ struct perf_opts {
 	bool json;
 	bool verify;
 	bool quiet;
+	bool wait_adaptive; /* latency: sleep while the CPU is busy (--wait adaptive) */
 	/* server: peers ask, the server decides */
 	int max_conns;    /* sessions at once; more are refused */
 	uint64_t max_mem; /* bytes of buffers over all sessions */
@@ -83,6 +86,20 @@ int perf_pattern_init(uint64_t len);
 void perf_fill(uint8_t *p, uint64_t len, uint64_t slot);
 /* Index of the first byte that differs from the pattern, or len. */
 uint64_t perf_check(const uint8_t *p, uint64_t len, uint64_t slot);
+
+/* One wait of a latency loop (perf_wait.c): each turn that found nothing
+ * asks perf_wait_spin whether to poll again (true) or to sleep now (the
+ * CPU is busy); perf_wait_end when what it waited for came. @busy: always
+ * poll (--wait poll). Zero it before its first use. */
+struct perf_wait {
+	bool busy, begun;
+	uint64_t last; /* ns: the last turn */
+};
+bool perf_wait_spin(struct perf_wait *w);
+void perf_wait_end(struct perf_wait *w);
+/* Sleep until network input waits (manual progress; with automatic
+ * progress, where nothing says a Write was placed, it only yields). */
+void perf_wait_net(struct uw_context *ctx, enum uw_progress progress);
 
 int perf_server(const struct perf_opts *o);
 int perf_client(const struct perf_opts *o);

@@ -212,7 +212,8 @@ static int connect_one(struct qstate *q, const struct sockaddr *addr)
 				 htonl((uint32_t)o->depth),
 				 htobe64((uintptr_t)(q->buf + q->half)),
 				 htonl(q->mr->rkey),
-				 htonl(o->markers ? PERF_HELLO_MARKERS : 0) };
+				 htonl((o->markers ? PERF_HELLO_MARKERS : 0) |
+				       (o->wait_adaptive ? PERF_HELLO_WAIT_ADAPTIVE : 0)) };
 	p.private_data = &h;
 	p.private_data_len = sizeof(h);
 	/* receives for the server's credit acks and its final report; with
@@ -467,6 +468,7 @@ static int run_lat(struct qstate *q, double *elapsed)
 		if (rc)
 			return fail("post", rc);
 		bool sent = false, answered = !echo && o->op != OP_WRITE;
+		struct perf_wait w = { .busy = !o->wait_adaptive };
 		while (!sent || !answered) {
 			struct uw_wc wc[4];
 			int n = uw_poll_cq(q->cq, 4, wc);
@@ -493,7 +495,17 @@ static int run_lat(struct qstate *q, double *elapsed)
 			    __atomic_load_n(&sink_slot(q, 0)[o->size - 1], __ATOMIC_ACQUIRE) ==
 				    mark)
 				answered = true;
+			if (n || (sent && answered) || perf_wait_spin(&w))
+				continue;
+			/* The CPU is busy: sleep until something comes
+			 * (perf_wait.c). A completion the runtime's wait brings;
+			 * the server's Write into our buffer makes none. */
+			if (o->op != OP_WRITE || !sent)
+				uw_cq_wait(q->cq, 1, 100);
+			else
+				perf_wait_net(ctx, o->progress);
 		}
+		perf_wait_end(&w);
 		double now = util_now_s(), us = (now - a) * 1e6;
 		if (q->nlat < q->cap_lat)
 			q->lat[q->nlat++] = us;

@@ -35,6 +35,7 @@ static void usage(FILE *out, const char *argv0)
 		"on|off]\n"
 		"          [--progress manual|auto] [--qps N] [--depth N] [--sge N] [--rev 1|2]\n"
 		"          [--tcp] [--no-verify] [--json] [--interval SECONDS]\n"
+		"          [--wait poll|adaptive]\n"
 		"       %s --perftest TEST [-c HOST] [-p PORT] [--size BYTES] [--iters N]\n"
 		"          [--crc on|off] [--json]   (%s --perftest --help)\n",
 		argv0, argv0, argv0, argv0);
@@ -81,6 +82,12 @@ static void help(const char *argv0)
 	       "  --json              one JSON object per result\n"
 	       "  --interval SECONDS  a report per interval of a --time run (default 1; 0:\n"
 	       "                      none; none with --json)\n"
+	       "  --wait poll|adaptive  how both ends of a --lat run wait: poll throughout,\n"
+	       "                      as perftest does (default; the fastest on a machine\n"
+	       "                      with a CPU to spare), or poll but sleep until the\n"
+	       "                      network has something while other tasks need the\n"
+	       "                      CPU (a poller on a busy machine waits for their time\n"
+	       "                      slices: milliseconds a round trip)\n"
 	       "\nExit status: 0 done, 2 bad command line, 3 data differed, 1 other failures.\n",
 	       PERF_DEFAULT_MAX_CONNS);
 }
@@ -125,6 +132,7 @@ int main(int argc, char **argv)
 		{ "loop", no_argument, 0, 'l' },
 		{ "no-verify", no_argument, 0, 'V' },
 		{ "quiet", no_argument, 0, 'Q' },
+		{ "wait", required_argument, 0, 'W' },
 		{ "max-conns", required_argument, 0, 'X' },
 		{ "max-mem", required_argument, 0, 'Y' },
 		{ "help", no_argument, 0, 'h' },
@@ -133,6 +141,7 @@ int main(int argc, char **argv)
 	static const char *const ops[] = { "send", "write", "read", "imm", "atomic", NULL };
 	static const char *const off_on[] = { "off", "on", NULL };
 	static const char *const progress[] = { "manual", "auto", NULL };
+	static const char *const waits[] = { "poll", "adaptive", NULL };
 	const char *p = argv[0], *name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
 	int c;
 	while ((c = getopt_long(argc, argv, "sc:p:a:h", longopts, NULL)) != -1) {
@@ -208,6 +217,9 @@ int main(int argc, char **argv)
 			break;
 		case 'Q':
 			o.quiet = true;
+			break;
+		case 'W':
+			o.wait_adaptive = tool_opt_word(p, "--wait", optarg, waits) == 1;
 			break;
 		case 'X':
 			o.max_conns = (int)tool_opt_uint(p, "--max-conns", optarg, 1, 1 << 20);

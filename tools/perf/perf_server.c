@@ -338,11 +338,18 @@ int perf_server(const struct perf_opts *o)
 	       o->progress == UW_PROGRESS_AUTO ? "auto" : "manual");
 	fflush(stdout);
 	double last_work = util_now_s();
+	struct perf_wait idle = { 0 };
 	for (;;) {
 		struct uw_cm_event *e;
-		bool spin = false, work = false;
-		for (struct session *s = sessions; s; s = s->next)
-			spin |= s->active && s->ours && s->h.mode == MODE_LAT;
+		bool spin = false, busy = false, work = false;
+		for (struct session *s = sessions; s; s = s->next) {
+			bool lat = s->active && s->ours && s->h.mode == MODE_LAT;
+			spin |= lat;
+			/* as its client waits (--wait), except a Write session
+			 * with automatic progress, whose placement wakes nothing */
+			busy |= lat && (!(ntohl(s->h.flags) & PERF_HELLO_WAIT_ADAPTIVE) ||
+					(s->h.op == OP_WRITE && o->progress == UW_PROGRESS_AUTO));
+		}
 		while (!uw_cm_get_event_timeout(ch, &e, 0)) {
 			struct session *s = NULL;
 			char why[160]; /* a refused request's reason */
@@ -433,15 +440,21 @@ int perf_server(const struct perf_opts *o)
 				session_wc(wc[i].qp->qp_context, &wc[i]);
 		for (struct session *s = sessions; s; s = s->next)
 			work |= session_poll_memory(s);
-		if (work)
+		if (work) {
 			last_work = util_now_s();
-		if (work || (spin && util_now_s() - last_work < PERF_SPIN_WINDOW_S))
+			perf_wait_end(&idle);
 			continue;
+		}
 		/* Nothing to do: sleep until the network, a completion or a
-		 * connection event needs us. Latency sessions spin instead,
-		 * but only within PERF_SPIN_WINDOW_S of their last message:
-		 * an idle latency client must not cost the server a core.
-		 * Bandwidth ones leave the CPU to the TCP stack. */
+		 * connection event needs us. Latency sessions poll instead,
+		 * within PERF_SPIN_WINDOW_S of their last message (an idle
+		 * latency client must not cost the server a core), and with
+		 * --wait adaptive only while no other task needs the CPU
+		 * (perf_wait.c). Bandwidth ones leave the CPU to the TCP
+		 * stack. */
+		idle.busy = busy;
+		if (spin && util_now_s() - last_work < PERF_SPIN_WINDOW_S && perf_wait_spin(&idle))
+			continue;
 		uw_req_notify_cq(cq, 0);
 		if (uw_poll_cq(cq, 0, NULL) < 0)
 			break;
