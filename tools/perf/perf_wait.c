@@ -8,11 +8,12 @@
  * round trip then waits for time slices (milliseconds): under two CPU
  * hogs on a 2-core machine a 64-byte ping-pong's median went from some
  * 20 us to 1-8 ms, while the TCP baseline, asleep in read(2), stayed at
- * 20 (docs/performance.md). So a turn of the poll that comes back late
- * (another task ran on this CPU meanwhile) ends the poll, and the next
- * waits sleep until the network has something, with util/spin.h's
- * back-off: 8 waits, twice as many after each late turn in a row, fewer
- * as polls come back undisturbed. --busy-poll polls regardless.
+ * 20 (docs/performance.md). So with --wait adaptive a turn of the poll
+ * that comes back late (another task ran on this CPU meanwhile) ends the
+ * poll, and the next waits sleep until the network has something, with
+ * util/spin.h's back-off: 8 waits, twice as many after each late turn (up
+ * to 1024), one fewer for each undisturbed poll since. --wait poll (the
+ * default) polls regardless.
  */
 #include <poll.h>
 #include <sched.h>
