@@ -224,7 +224,10 @@ EXS_EXTERN int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
  * follows its completions (esock) wakes a waiting program with no thread
  * between. It spins for up to UWARP_SPIN_US (20 us) before it sleeps.
  * Returns as ppoll(2) does. Before exs_init, or from a notification, it
- * is ppoll(2).
+ * is ppoll(2). The ES-API's own waits (exs_qdequeue, exs_poll, the calls
+ * without a queue) sleep instead and leave the data to the progress
+ * thread, which then reads a bulk stream while the program posts its
+ * receives (docs/performance.md, "The ES-API's own waits").
  */
 EXS_EXTERN int exs_ppoll_here(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
 			      const sigset_t *mask);

@@ -129,34 +129,112 @@ static void *send_when_waiting(void *arg)
 	return NULL;
 }
 
+/* One receive on a notified queue, sent by a thread of its own once this
+ * one waits. */
+struct note_round {
+	char buf[16];
+	struct sender sd;
+	pthread_t t;
+};
+
+/* posts a receive on @s with queue @n, and starts @fn sending on @c */
+static void note_round_begin(struct note_round *r, exs_qhandle_t n, int c, int s,
+			     void *(*fn)(void *))
+{
+	memset(r->buf, 0, sizeof(r->buf));
+	atomic_store(&notes, 0);
+	assert_int_equal(exs_recv(s, r->buf, sizeof(r->buf), 0, n, r->buf, EXS_MHANDLE_INVALID), 0);
+	r->sd = (struct sender){ (pid_t)syscall(SYS_gettid), c, false };
+	assert_int_equal(pthread_create(&r->t, NULL, fn, &r->sd), 0);
+}
+
+/* the sender done and the receive's one notification seen: whether that
+ * ran on this thread */
+static bool note_round_end(struct note_round *r)
+{
+	pthread_join(r->t, NULL);
+	assert_true(atomic_load(&r->sd.sent));
+	eventfd_t v;
+	assert_int_equal(eventfd_read(note_fd, &v), 0);
+	assert_int_equal(atomic_load(&notes), 1);
+	assert_int_equal(note_ev.exs_evt_type, EXS_EVT_RECV);
+	assert_int_equal(note_ev.exs_evt_errno, 0);
+	assert_string_equal(r->buf, "here");
+	return pthread_equal(note_thread, pthread_self());
+}
+
 static void a_receive_completes_on_the_thread_that_waits(void **state)
 {
 	(void)state;
 	int c, s;
 	exs_qhandle_t n = notified_pair(on_note, &c, &s);
 	for (int round = 0; round < 5; round++) {
-		char buf[16] = { 0 };
-		atomic_store(&notes, 0);
-		assert_int_equal(exs_recv(s, buf, sizeof(buf), 0, n, buf, EXS_MHANDLE_INVALID), 0);
-		struct sender sd = { (pid_t)syscall(SYS_gettid), c, false };
-		pthread_t t;
-		assert_int_equal(pthread_create(&t, NULL, send_when_waiting, &sd), 0);
+		struct note_round r;
+		note_round_begin(&r, n, c, s, send_when_waiting);
 		struct pollfd p = { note_fd, POLLIN, 0 };
 		struct timespec ten = { 10, 0 };
 		assert_int_equal(exs_ppoll_here(&p, 1, &ten, NULL), 1);
 		assert_int_equal(p.revents, POLLIN);
-		pthread_join(t, NULL);
-		assert_true(atomic_load(&sd.sent));
-		eventfd_t v;
-		assert_int_equal(eventfd_read(note_fd, &v), 0);
-		assert_int_equal(atomic_load(&notes), 1);
-		assert_int_equal(note_ev.exs_evt_type, EXS_EVT_RECV);
-		assert_int_equal(note_ev.exs_evt_errno, 0);
-		assert_string_equal(buf, "here");
 		/* made here, while this thread waited: not by the progress
 		 * thread, then handed over */
-		assert_true(pthread_equal(note_thread, pthread_self()));
+		assert_true(note_round_end(&r));
 	}
+	close_notified(n, c, s);
+}
+
+/* Sends once the waiting thread sleeps in ppoll, waits for the notified
+ * queue's event, then sends again with queue Q: the event that ends the
+ * waiting thread's exs_qdequeue. */
+static void *send_then_end_the_wait(void *arg)
+{
+	struct sender *sd = arg;
+	while (!thread_in_syscall(sd->waiter, SYS_ppoll))
+		sched_yield();
+	static const char msg[] = "here";
+	if (exs_send(sd->fd, msg, sizeof(msg), 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
+	    (ssize_t)sizeof(msg))
+		return NULL;
+	struct pollfd p = { note_fd, POLLIN, 0 };
+	if (poll(&p, 1, 10000) != 1)
+		return NULL;
+	if (exs_send(sd->fd, msg, sizeof(msg), 0, Q, (void *)2, EXS_MHANDLE_INVALID) == 0)
+		atomic_store(&sd->sent, true);
+	return NULL;
+}
+
+/* A thread waiting in exs_qdequeue (or a call without a queue) sleeps and
+ * leaves the data to the progress thread: a bulk receiver that read the
+ * stream on its one thread posted its receives again late (the paper's
+ * rules then stayed in the ring: docs/performance.md, "The ES-API's own
+ * waits"). Only exs_ppoll_here, through which esock waits, moves it. */
+static void a_queue_wait_leaves_the_data_to_the_progress_thread(void **state)
+{
+	(void)state;
+	int c, s;
+	exs_qhandle_t n = notified_pair(on_note, &c, &s);
+	struct note_round r;
+	note_round_begin(&r, n, c, s, send_then_end_the_wait);
+	exs_event_t ev;
+	struct timespec ten = { 10, 0 };
+	assert_int_equal(exs_qdequeue(Q, &ev, -1, &ten), 1);
+	assert_int_equal(ev.exs_evt_type, EXS_EVT_SEND);
+	assert_false(note_round_end(&r));
+	close_notified(n, c, s);
+}
+
+/* So does a thread waiting in exs_poll: a server's accept loop there that
+ * moved the data left the streams its other threads served with late
+ * adverts. */
+static void an_exs_poll_wait_leaves_the_data_to_the_progress_thread(void **state)
+{
+	(void)state;
+	int c, s;
+	exs_qhandle_t n = notified_pair(on_note, &c, &s);
+	struct note_round r;
+	note_round_begin(&r, n, c, s, send_when_waiting);
+	struct pollfd p = { note_fd, POLLIN, 0 };
+	assert_int_equal(exs_poll(&p, 1, 10000), 1);
+	assert_false(note_round_end(&r));
 	close_notified(n, c, s);
 }
 
@@ -478,6 +556,8 @@ int main(void)
 			the_spin_grows_for_replies_just_after_it_and_shrinks_for_late_ones),
 		cmocka_unit_test(a_late_yield_ends_the_spin_and_the_next_waits_sleep_at_once),
 		cmocka_unit_test(a_receive_completes_on_the_thread_that_waits),
+		cmocka_unit_test(a_queue_wait_leaves_the_data_to_the_progress_thread),
+		cmocka_unit_test(an_exs_poll_wait_leaves_the_data_to_the_progress_thread),
 		cmocka_unit_test(one_thread_at_a_time_runs_a_notification),
 		cmocka_unit_test(it_returns_as_ppoll_does),
 		cmocka_unit_test(a_quiet_wait_leaves_the_progress_thread_asleep),
