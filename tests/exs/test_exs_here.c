@@ -182,22 +182,19 @@ static void a_receive_completes_on_the_thread_that_waits(void **state)
 	close_notified(n, c, s);
 }
 
-/* Sends once the waiting thread sleeps in ppoll, waits for the notified
- * queue's event, then sends again with queue Q: the event that ends the
- * waiting thread's exs_qdequeue. */
+/* send_when_waiting, then waits for the notified queue's event and sends
+ * again with queue Q: the event that ends the waiting thread's
+ * exs_qdequeue. */
 static void *send_then_end_the_wait(void *arg)
 {
 	struct sender *sd = arg;
-	while (!thread_in_syscall(sd->waiter, SYS_ppoll))
-		sched_yield();
-	static const char msg[] = "here";
-	if (exs_send(sd->fd, msg, sizeof(msg), 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID) !=
-	    (ssize_t)sizeof(msg))
+	send_when_waiting(sd);
+	if (!atomic_exchange(&sd->sent, false))
 		return NULL;
 	struct pollfd p = { note_fd, POLLIN, 0 };
-	if (poll(&p, 1, 10000) != 1)
-		return NULL;
-	if (exs_send(sd->fd, msg, sizeof(msg), 0, Q, (void *)2, EXS_MHANDLE_INVALID) == 0)
+	static const char msg[] = "here";
+	if (poll(&p, 1, 10000) == 1 &&
+	    exs_send(sd->fd, msg, sizeof(msg), 0, Q, (void *)2, EXS_MHANDLE_INVALID) == 0)
 		atomic_store(&sd->sent, true);
 	return NULL;
 }
