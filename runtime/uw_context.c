@@ -117,6 +117,12 @@ void uw__progress_caller(struct uw_context *ctx)
 		util_lease_take(&ctx->lease, util_now_ns());
 }
 
+void uw__lease_keep(struct uw_context *ctx)
+{
+	if (ctx->progress == UW_PROGRESS_AUTO)
+		util_lease_keep(&ctx->lease, util_now_ns());
+}
+
 void uw__lease_release(struct uw_context *ctx)
 {
 	if (ctx->progress != UW_PROGRESS_AUTO)

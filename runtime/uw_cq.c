@@ -161,6 +161,8 @@ int uw_poll_cq(struct uw_cq *c, int n, struct uw_wc *wc)
 			uw__progress_caller(ctx);
 		else
 			uw__progress(ctx);
+	} else if (!cq->armed) {
+		uw__lease_keep(ctx);
 	}
 	while (k < n && cq->count) {
 		wc[k++] = cq->ring[cq->head];

@@ -109,6 +109,13 @@ void uw__progress(struct uw_context *ctx);
 /* The same, by a thread of the program (it found nothing to take): with
  * automatic progress that thread holds the lease (util/progress_lease.h). */
 void uw__progress_caller(struct uw_context *ctx);
+/* Called with ctx->lock held: a thread of the program called in without
+ * progressing (it posted, or found completions); if it holds the lease,
+ * the lease runs on (util_lease_keep). Without this a program busy
+ * posting and reaping for longer than a lease lost it, and its engine
+ * thread woke for every writable socket and fought the program's posts
+ * for the lock (docs/performance.md). */
+void uw__lease_keep(struct uw_context *ctx);
 /* Called with ctx->lock held: the program is about to wait outside
  * uwarp (it armed a CQ, or found a non-blocking channel empty): the
  * engine thread, if standing back, resumes now. */

@@ -465,6 +465,7 @@ int uw_post_send(struct uw_qp *q, struct uw_send_wr *wr, struct uw_send_wr **bad
 		uw__conn_hold(qp->conn);
 	else if (qp->conn)
 		uw__conn_tx(qp->conn);
+	uw__lease_keep(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;
 }

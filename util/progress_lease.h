@@ -15,8 +15,9 @@
  * message and contend for the lock.
  *
  * It stands back while a thread sleeps in the loop's poll, and for
- * UTIL_LEASE_NS after a program's thread last progressed: a program that
- * waits again within that time keeps the work. A program that stops
+ * UTIL_LEASE_NS after a program's thread last progressed, or, holding the
+ * lease, posted or took completions: a program that waits again within
+ * that time keeps the work. A program that stops
  * calling (it computes, or it sleeps on a descriptor of its own) gets the
  * progress thread back within the lease; one that says it is about to
  * sleep elsewhere (it arms a CQ, or a non-blocking channel is empty) gets
@@ -53,6 +54,17 @@ struct util_lease {
 static inline void util_lease_take(struct util_lease *l, uint64_t now)
 {
 	l->until = now + UTIL_LEASE_NS;
+}
+
+/* A program's thread that holds the lease called in again without
+ * progressing (it posted, or took completions it found): it is still at
+ * work and will progress at its next empty poll, so the lease runs on. One
+ * that gave the work back (it armed a CQ and sleeps on its channel) does
+ * not take it by posting: nobody would move the rest of its request. */
+static inline void util_lease_keep(struct util_lease *l, uint64_t now)
+{
+	if (now < l->until)
+		l->until = now + UTIL_LEASE_NS;
 }
 
 /* The program is about to sleep outside uwarp: the engine resumes now. */

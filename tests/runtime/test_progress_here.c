@@ -34,6 +34,7 @@
 #include <cmocka.h>
 #include <uwarp/verbs.h>
 
+#include "util/clock.h"
 #include "util/progress_lease.h"
 #include "thread_wakes.h"
 #include "runtime/uw_internal.h"
@@ -83,6 +84,29 @@ static void the_engine_stands_back_while_the_program_progresses(void **state)
 	util_lease_take(&l, 7000);
 	util_lease_release(&l);
 	assert_int_equal(util_lease_engine_waits(&l, 7001), 0);
+}
+
+/* A thread that holds the lease and calls in without progressing (it
+ * posts, or finds completions waiting) keeps it; one that lost it, or gave
+ * it back when it armed a CQ, does not get it back that way. */
+static void posting_and_reaping_keep_the_lease(void **state)
+{
+	(void)state;
+	struct util_lease l = { 0 };
+	util_lease_keep(&l, 100); /* nobody held it */
+	assert_int_equal(util_lease_engine_waits(&l, 100), 0);
+	util_lease_take(&l, 1000);
+	util_lease_keep(&l, 1000 + UTIL_LEASE_NS - 1);
+	assert_int_equal(util_lease_engine_waits(&l, 1000 + UTIL_LEASE_NS),
+			 1000 + 2 * UTIL_LEASE_NS - 1);
+	/* it ran out: a post then leaves it with the engine */
+	util_lease_keep(&l, 1000 + 2 * UTIL_LEASE_NS);
+	assert_int_equal(util_lease_engine_waits(&l, 1000 + 2 * UTIL_LEASE_NS), 0);
+	/* given back (an armed CQ): nobody would move the rest of a post */
+	util_lease_take(&l, 5000);
+	util_lease_release(&l);
+	util_lease_keep(&l, 5001);
+	assert_int_equal(util_lease_engine_waits(&l, 5001), 0);
 }
 
 /* An engine that stands back for one long sleep looks again after 1, 2,
@@ -463,6 +487,71 @@ static void a_quiet_wait_leaves_the_engine_asleep(void **state)
 	assert_true(woke < 60);
 }
 
+static uint64_t lease_until(void)
+{
+	pthread_mutex_lock(&cli.ctx->lock);
+	uint64_t u = cli.ctx->lease.until;
+	pthread_mutex_unlock(&cli.ctx->lock);
+	return u;
+}
+
+static void spin_us(unsigned us)
+{
+	uint64_t end = util_now_ns() + us * 1000ull;
+	while (util_now_ns() < end)
+		;
+}
+
+/* A program that posts, and reaps completions it finds, between its
+ * empty polls keeps the work from the engine thread: before, the lease
+ * ran out while ib_write_bw's client posted 1 MiB Writes (each sendmsg a
+ * few hundred microseconds on loopback) and reaped their completions, and
+ * the engine woke for every writable socket and fought each post for the
+ * lock (docs/performance.md). A try fails when this thread was kept off
+ * its CPU for a lease meanwhile; one of 20 is enough. */
+static void a_thread_that_posts_and_reaps_keeps_the_lease(void **state)
+{
+	(void)state;
+	pair_up(0);
+	pthread_t t;
+	pthread_create(&t, NULL, echo, NULL);
+	bool posted = false, reaped = false;
+	int owed = 0; /* completions to come: a Send's and its answer's */
+	for (int i = 0; i < 20 && !(posted && reaped); i++) {
+		struct uw_wc wc;
+		assert_int_equal(post_recv(&cli, 0), 0);
+		/* whatever came, taken; the empty poll that ends it takes the lease */
+		while (uw_poll_cq(cli.cq[0], 1, &wc) == 1) {
+			assert_int_equal(wc.status, UW_WC_SUCCESS);
+			owed--;
+		}
+		uint64_t u0 = lease_until();
+		spin_us(50);
+		assert_int_equal(post_send(&cli, 0), 0);
+		owed += 2;
+		uint64_t u1 = lease_until();
+		posted |= u1 > u0;
+		spin_us(50);
+		/* the Send's completion, made by the post (its bytes fit) */
+		int n = uw_poll_cq(cli.cq[0], 1, &wc);
+		assert_true(n >= 0);
+		owed -= n;
+		reaped |= n == 1 && lease_until() > u1;
+		/* the answer before the next try (the queue holds one receive) */
+		while (owed > 0) {
+			n = uw_poll_cq(cli.cq[0], 1, &wc);
+			assert_true(n >= 0);
+			owed -= n;
+		}
+	}
+	atomic_store(&echo_stop, true);
+	void *rc;
+	pthread_join(t, &rc);
+	assert_null(rc);
+	assert_true(posted);
+	assert_true(reaped);
+}
+
 int main(void)
 {
 	/* the waits below must sleep, not spin their way past a lost wake-up */
@@ -470,6 +559,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(the_engine_stands_back_while_the_program_progresses),
 		cmocka_unit_test(the_engine_looks_ever_later_while_one_sleep_lasts),
+		cmocka_unit_test(posting_and_reaping_keep_the_lease),
 		cmocka_unit_test_setup_teardown(a_spinning_poller_makes_its_own_completions, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_sleeping_waiter_makes_its_own_completions, setup,
@@ -478,6 +568,8 @@ int main(void)
 			a_sleeper_is_woken_for_a_completion_another_thread_made, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_quiet_wait_leaves_the_engine_asleep, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(a_thread_that_posts_and_reaps_keeps_the_lease,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
