@@ -31,6 +31,7 @@ static struct exs_sock *accepted_socket(struct exs_sock *l, struct uw_cm_event *
 	s->crc = l->crc;
 	s->no_imm = l->no_imm;
 	s->flow = l->flow;
+	s->rules = l->rules;
 	s->credit_size = l->credit_size;
 	s->idle_ms = l->idle_ms;
 	s->keepalive_s = l->keepalive_s;

@@ -187,6 +187,7 @@ struct exs_sock {
 	uint32_t ring_size;
 	bool no_imm, crc;
 	int flow;                      /* enum exs_flow: of our sends */
+	unsigned rules;                /* EXS_SO_RULES: of our receiving side */
 	uint32_t credit_size;          /* EXS_FLOW_CREDIT's slot */
 	unsigned timeout_ms;           /* SO_SNDTIMEO: the connection's MPA exchange; 0 uwarp's */
 	unsigned idle_ms, keepalive_s; /* EXS_SO_IDLE_MS, EXS_SO_KEEPALIVE */
@@ -557,6 +558,8 @@ int exs__carried_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle);
 
 /* exs_stream.c */
 void exs__stream_init(struct exs_sock *s, int mode);
+/* EXS_SO_RULES: the socket's rules to its receiving state machine */
+void exs__stream_rules(struct exs_sock *s);
 int exs__stream_recv_post(struct exs_sock *s, struct exs_op *op);
 void exs__stream_pump(struct exs_sock *s);
 /* A send that may be coalesced instead: true when it was (its bytes are

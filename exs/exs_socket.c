@@ -137,6 +137,7 @@ struct exs_sock *exs__sock_new(int domain, int type)
 	s->type = type;
 	s->ring_size = EXS_RING_DEFAULT;
 	s->credit_size = EXS_CREDIT_DEFAULT;
+	s->rules = EXS_RULES_ALL;
 	s->crc = true;
 	s->st = S_NEW;
 	return s;
@@ -603,6 +604,17 @@ int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t
 			return unlock_err(EISCONN);
 		s->credit_size = (uint32_t)v;
 		break;
+	case EXS_SO_RULES:
+		if (s->type != SOCK_STREAM)
+			return unlock_err(ENOPROTOOPT);
+		if (v < 0 || v > EXS_RULES_ALL)
+			return unlock_err(EINVAL);
+		if (s->st == S_CLOSED)
+			return unlock_err(ENOTCONN);
+		s->rules = (unsigned)v;
+		/* a stream under way takes them from its next advert or ACK */
+		exs__stream_rules(s);
+		break;
 	case EXS_SO_IDLE_MS:
 	case EXS_SO_KEEPALIVE:
 		if (v < 0 || (optname == EXS_SO_KEEPALIVE && v > UW_KEEPALIVE_MAX_S))
@@ -698,6 +710,11 @@ int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optl
 		break;
 	case EXS_SO_CREDIT_SIZE:
 		v = (int)s->credit_size;
+		break;
+	case EXS_SO_RULES:
+		if (s->type != SOCK_STREAM)
+			return unlock_err(ENOPROTOOPT);
+		v = (int)s->rules;
 		break;
 	case EXS_SO_IDLE_MS:
 		v = (int)s->idle_ms;

@@ -20,9 +20,17 @@ void exs__stream_init(struct exs_sock *s, int mode)
 					      [EXS_MODE_PAPER] = EXS_SP_PAPER };
 	s->mode = mode;
 	exs_sp_rx_init(&s->rx, m[mode], s->ring_size);
+	exs__stream_rules(s);
 	/* the sender's ring size is the peer's: set when its hello comes */
 	exs_sp_tx_init(&s->tx, m[mode], 0);
 }
+
+_Static_assert(EXS_RULE_CHAIN == EXS_SP_RULE_CHAIN && EXS_RULE_PROBE == EXS_SP_RULE_PROBE &&
+		       EXS_RULE_ACK_EMPTY == EXS_SP_RULE_ACK_EMPTY &&
+		       EXS_RULES_ALL == EXS_SP_RULES_ALL,
+	       "EXS_SO_RULES names the protocol's own bits");
+
+void exs__stream_rules(struct exs_sock *s) { exs_sp_rx_rules(&s->rx, s->rules); }
 
 static uint8_t *op_buf(const struct exs_op *op)
 {

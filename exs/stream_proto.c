@@ -122,7 +122,10 @@ void exs_sp_rx_init(struct exs_sp_rx *r, enum exs_sp_mode mode, uint64_t ring_si
 	memset(r, 0, sizeof(*r));
 	r->mode = mode;
 	r->ring_size = ring_size;
+	r->rules = EXS_SP_RULES_ALL;
 }
+
+void exs_sp_rx_rules(struct exs_sp_rx *r, unsigned rules) { r->rules = rules & EXS_SP_RULES_ALL; }
 
 void exs_sp_rx_slots(struct exs_sp_rx *r, uint32_t slot)
 {
@@ -170,7 +173,7 @@ static void kill_through(struct exs_sp_rx *r, uint32_t p)
 	}
 	if (p + 1 > r->phase)
 		r->phase = p + 1;
-	r->probing = true;
+	r->probing = (r->rules & EXS_SP_RULE_PROBE) != 0;
 }
 
 int exs_sp_rx_advert(struct exs_sp_rx *r, struct exs_sp_advert *a)
@@ -189,7 +192,12 @@ int exs_sp_rx_advert(struct exs_sp_rx *r, struct exs_sp_advert *a)
 			if (v->adv_phase < r->phase || r->probing)
 				return 0; /* an earlier phase is still out */
 			est += v->adv_off + v->adv_len - v->filled;
-			chain = chain || !v->waitall || (v->adv_chain && v->adv_seq == UINT64_MAX);
+			/* (behind a chained advert whose place is not known yet
+			 * every advert chains, the rule turned off since or not:
+			 * an estimate there could not be checked, and killing it
+			 * would kill the chained one, still good, with it) */
+			chain = chain || ((r->rules & EXS_SP_RULE_CHAIN) && !v->waitall) ||
+				(v->adv_chain && v->adv_seq == UINT64_MAX);
 			continue;
 		}
 		/* the first receive without a live advert: advertise what is
@@ -326,7 +334,8 @@ bool exs_sp_rx_ack_due(struct exs_sp_rx *r, uint64_t *drained)
 		if (unacked * 2 < r->ring_size)
 			return false;
 	} else if (exs_sp_ring_bytes(r) && r->mode != EXS_SP_PAPER &&
-		   (r->mode == EXS_SP_DYNAMIC || unacked < r->ring_size / 4)) {
+		   ((r->mode == EXS_SP_DYNAMIC && (r->rules & EXS_SP_RULE_ACK_EMPTY)) ||
+		    unacked < r->ring_size / 4)) {
 		return false;
 	}
 	r->ring_acked = r->ring_out;

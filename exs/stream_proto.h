@@ -71,6 +71,16 @@ enum exs_sp_mode {
 	EXS_SP_PAPER,         /* the paper's algorithm exactly (stream_paper.c) */
 };
 
+/* uwarp's departures from the paper on the receiving side that can be
+ * turned off one at a time (exs_sp_rx_rules; the ES-API's EXS_SO_RULES),
+ * to measure what each buys (docs/exs.md). They change when adverts and
+ * ACKs go, never what a direct transfer may do (exs_sp_rx_direct's check
+ * holds with any set). Dynamic mode only; all on by default. */
+#define EXS_SP_RULE_CHAIN 1u     /* chained adverts behind a receive that may end short */
+#define EXS_SP_RULE_PROBE 2u     /* one advert at a time after adverts died */
+#define EXS_SP_RULE_ACK_EMPTY 4u /* the ring's room goes back only when it is empty */
+#define EXS_SP_RULES_ALL 7u
+
 struct exs_sp_advert {
 	uint32_t id; /* the receive's id */
 	uint32_t phase;
@@ -161,7 +171,8 @@ struct exs_sp_rx {
 	uint64_t arrived; /* stream bytes that have arrived, direct or ring */
 	struct exs_sp_recv q[EXS_SP_MAX_RECVS];
 	unsigned head, count;
-	bool probing; /* since adverts died: one at a time until one is used */
+	bool probing;   /* since adverts died: one at a time until one is used */
+	unsigned rules; /* EXS_SP_RULE_*: which of uwarp's rules apply */
 	/* ring_in and ring_out count ring bytes, whole slots with credits */
 	uint64_t ring_size, ring_in, ring_out, ring_acked;
 	uint32_t slot;                       /* credit-based: the slot size */
@@ -176,6 +187,8 @@ struct exs_sp_rx {
 
 void exs_sp_rx_init(struct exs_sp_rx *r, enum exs_sp_mode mode, uint64_t ring_size);
 void exs_sp_rx_slots(struct exs_sp_rx *r, uint32_t slot);
+/* Which of uwarp's own rules apply (EXS_SP_RULE_*; before any receive). */
+void exs_sp_rx_rules(struct exs_sp_rx *r, unsigned rules);
 /* Where the next indirect transfer must land. */
 uint64_t exs_sp_rx_ring_next(const struct exs_sp_rx *r);
 /* Data bytes in the ring now: arrived, not yet copied out. */

@@ -602,6 +602,22 @@ enum exs_flow {
  * unanswered ending it (0: off, the default; at most 32767, Linux's
  * limit). A uwarp extension. */
 #define EXS_SO_KEEPALIVE 10
+/* int, SOCK_STREAM in EXS_MODE_DYNAMIC, at any time until the connection
+ * ends (accepted sockets take the listener's): which of uwarp's own rules
+ * this socket's receiving side follows where it departs from the paper's
+ * (docs/exs.md, "Compared with the paper"), default all; turning one off
+ * measures what it buys. They decide when adverts and ring
+ * acknowledgements go, never where data may land. A uwarp extension. */
+#define EXS_SO_RULES 11
+enum exs_rule {
+	EXS_RULE_CHAIN = 1,     /* an advert behind a receive that may complete
+				 * short follows that receive's transfer */
+	EXS_RULE_PROBE = 2,     /* after adverts died, one at a time until the
+				 * sender uses one */
+	EXS_RULE_ACK_EMPTY = 4, /* the ring's room goes back only once it is
+				 * empty, after the adverts */
+	EXS_RULES_ALL = 7,
+};
 
 /*
  * exs_getsockopt, exs_setsockopt - the options above (level SOL_EXS), and

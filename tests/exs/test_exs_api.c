@@ -1329,6 +1329,60 @@ static void flow_options_are_checked(void **state)
 	exs_close(q, EXS_QHANDLE_INVALID, NULL);
 }
 
+static int get_int(int fd, int opt)
+{
+	int v = -1;
+	socklen_t vl = sizeof(v);
+	assert_int_equal(exs_getsockopt(fd, SOL_EXS, opt, &v, &vl), 0);
+	return v;
+}
+
+/* EXS_SO_RULES: all of uwarp's rules by default, nothing beyond them,
+ * stream sockets only; an accepted socket takes its listener's, and a
+ * connection may change its own as it goes. */
+static void rules_option_is_checked_and_inherited(void **state)
+{
+	int fd = exs_socket(AF_INET, SOCK_STREAM, 0), v;
+	assert_int_equal(get_int(fd, EXS_SO_RULES), EXS_RULES_ALL);
+	int bad[] = { -1, EXS_RULES_ALL + 1, 64 };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(exs_setsockopt(fd, SOL_EXS, EXS_SO_RULES, &bad[i], sizeof(v)), -1);
+		assert_int_equal(errno, EINVAL);
+	}
+	int q = exs_socket(AF_INET, SOCK_SEQPACKET, 0);
+	v = 0;
+	assert_int_equal(exs_setsockopt(q, SOL_EXS, EXS_SO_RULES, &v, sizeof(v)), -1);
+	assert_int_equal(errno, ENOPROTOOPT);
+	int l = exs_socket(AF_INET, SOCK_STREAM, 0);
+	set_int(l, EXS_SO_RULES, EXS_RULES_ALL & ~EXS_RULE_PROBE);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(exs_bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(exs_listen(l, 4), 0);
+	socklen_t al = sizeof(a);
+	assert_int_equal(exs_getsockname(l, (struct sockaddr *)&a, &al), 0);
+	int c = exs_socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(
+		exs_connect(c, (struct sockaddr *)&a, sizeof(a), EXS_QHANDLE_INVALID, NULL), 0);
+	int s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+	assert_true(s >= 0);
+	assert_int_equal(get_int(s, EXS_SO_RULES), EXS_RULES_ALL & ~EXS_RULE_PROBE);
+	assert_int_equal(get_int(c, EXS_SO_RULES), EXS_RULES_ALL);
+	set_int(s, EXS_SO_RULES, EXS_RULE_CHAIN);
+	assert_int_equal(get_int(s, EXS_SO_RULES), EXS_RULE_CHAIN);
+	/* the stream still carries what is sent */
+	char buf[8] = "";
+	assert_int_equal(exs_send(c, "rules", 5, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+			 5);
+	assert_int_equal(
+		exs_recv(s, buf, 5, MSG_WAITALL, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID),
+		5);
+	assert_memory_equal(buf, "rules", 5);
+	close_pair(c, s);
+	exs_close(l, EXS_QHANDLE_INVALID, NULL);
+	exs_close(fd, EXS_QHANDLE_INVALID, NULL);
+	exs_close(q, EXS_QHANDLE_INVALID, NULL);
+}
+
 /* Credit-based: 200 sends of 100 bytes into a 64 KiB ring of 4 KiB
  * slots (16 credits): each send is its own transfer and takes a whole
  * slot, the credits come back with the ACKs, and the stream is whole. */
@@ -1548,6 +1602,7 @@ int main(void)
 		cmocka_unit_test(one_sided_write_and_read_reach_only_exposed_memory),
 		cmocka_unit_test(hello_slot_and_chain_flag_are_checked),
 		cmocka_unit_test(flow_options_are_checked),
+		cmocka_unit_test(rules_option_is_checked_and_inherited),
 		cmocka_unit_test(credit_flow_takes_a_slot_per_send),
 		cmocka_unit_test(credit_sends_are_copied_and_done_before_the_peer_reads),
 		cmocka_unit_test(small_sends_behind_a_waiting_one_are_coalesced),

@@ -203,6 +203,7 @@ struct run_stats {
 	uint64_t direct, indirect, switches, copied, partial;
 	uint64_t back_to_direct; /* the paper's mode: direct again after indirect */
 	uint64_t slotted;        /* connections with credit slots */
+	uint64_t ruled;          /* dynamic ones without some of uwarp's rules */
 };
 
 /* One simulated connection of about `steps` steps; 0, or -1 with why. */
@@ -227,6 +228,13 @@ static int run_random(uint64_t seed, bool paper, long steps, struct run_stats *s
 	unsigned waitall_pct = (unsigned)pick(&r, 0, 3) * 33;
 	struct sim s;
 	sim_init(&s, mode, ring);
+	/* a third of uwarp's dynamic runs without some of its own rules, which
+	 * change now and then as they go (EXS_SO_RULES may be set at any time) */
+	bool ruled = mode == EXS_SP_DYNAMIC && pick(&r, 0, 2) == 0;
+	if (ruled) {
+		exs_sp_rx_rules(&s.rx, (unsigned)pick(&r, 0, EXS_SP_RULES_ALL - 1));
+		st->ruled++;
+	}
 	if (slot) {
 		exs_sp_tx_slots(&s.tx, slot);
 		exs_sp_rx_slots(&s.rx, slot);
@@ -236,7 +244,12 @@ static int run_random(uint64_t seed, bool paper, long steps, struct run_stats *s
 	unsigned nsends = 0;
 	int rc = 0;
 	long i;
-	for (i = 0; i < steps * 50 && !s.failure[0]; i++) {
+	/* Turns for the stream to drain after the sends stop: up to 11 times
+	 * the sending steps in 10 M steps with all rules; without the probe
+	 * and the empty-ring ACK up to 60 (a 200-byte ring, adverts overtaken
+	 * by the ring's refills round after round: what those rules are for). */
+	long turns = steps * (ruled ? 500 : 50);
+	for (i = 0; i < turns && !s.failure[0]; i++) {
 		bool sending = i < steps;
 		while (nsends && s.tx.seq >= send_ends[0]) /* sends complete in order */
 			memmove(send_ends, send_ends + 1, --nsends * sizeof(send_ends[0]));
@@ -244,6 +257,8 @@ static int run_random(uint64_t seed, bool paper, long steps, struct run_stats *s
 		    !s.r2s.len)
 			break;
 		bool did = false;
+		if (ruled && pick(&r, 0, 999) == 0)
+			exs_sp_rx_rules(&s.rx, (unsigned)pick(&r, 0, EXS_SP_RULES_ALL));
 		switch (pick(&r, 0, 5)) {
 		case 0:
 			if (sending && nsends < dsend) {
@@ -279,9 +294,10 @@ static int run_random(uint64_t seed, bool paper, long steps, struct run_stats *s
 			   (sending && nsends < dsend);
 		if (!any && s.delivered + sim_open_bytes(&s) < s.posted) {
 			snprintf(why, whylen,
-				 "stalled with %llu of %llu bytes delivered (mode %d ring %llu)",
+				 "stalled with %llu of %llu bytes delivered (mode %d ring %llu "
+				 "rules %u)",
 				 (unsigned long long)s.delivered, (unsigned long long)s.posted,
-				 mode, (unsigned long long)ring);
+				 mode, (unsigned long long)ring, s.rx.rules);
 			rc = -1;
 			break;
 		}
@@ -292,9 +308,10 @@ static int run_random(uint64_t seed, bool paper, long steps, struct run_stats *s
 		rc = -1;
 	}
 	if (!rc && s.delivered + sim_open_bytes(&s) != s.posted) {
-		snprintf(why, whylen, "only %llu of %llu bytes arrived (mode %d ring %llu)",
+		snprintf(why, whylen,
+			 "only %llu of %llu bytes arrived (mode %d ring %llu rules %u)",
 			 (unsigned long long)s.delivered, (unsigned long long)s.posted, mode,
-			 (unsigned long long)ring);
+			 (unsigned long long)ring, s.rx.rules);
 		rc = -1;
 	}
 	st->direct += s.tx.c.direct;
@@ -334,7 +351,7 @@ static void simulate(bool paper)
 	       (unsigned long long)st.copied, (unsigned long long)st.partial);
 	/* the runs must have exercised both paths and the switches between */
 	assert_true(st.direct > 0 && st.indirect > 0 && st.switches > 0 && st.partial > 0 &&
-		    st.slotted > 0);
+		    st.slotted > 0 && (paper || st.ruled > 0));
 	/* the paper's receiver resynchronises: direct transfers resume */
 	if (paper)
 		assert_true(st.back_to_direct > 0);
@@ -404,6 +421,68 @@ static void chained_advert_follows_a_short_receive(void **state)
 	copy(&p, d, 0, 25); /* D takes the ring's bytes; its advert is dead */
 }
 
+/* uwarp's receiving-side rules (EXS_SP_RULE_*), each turned off alone,
+ * give the behaviour the paper's text implies; on, uwarp's own. */
+static void each_of_uwarps_rules_can_be_turned_off(void **state)
+{
+	(void)state;
+	struct pair p;
+	struct exs_sp_advert a;
+	for (int on = 0; on < 2; on++) {
+		/* chained adverts: behind a receive that may end short, B's
+		 * space follows A's transfer, or is estimated as if A filled */
+		pair_init(&p, 4096);
+		if (!on)
+			exs_sp_rx_rules(&p.r, EXS_SP_RULES_ALL & ~EXS_SP_RULE_CHAIN);
+		uint32_t ra = post(&p, 100, false), rb = post(&p, 100, false);
+		advert(&p, ra, 0, 0);
+		assert_int_equal(exs_sp_rx_advert(&p.r, &a), 1);
+		assert_int_equal(a.id, rb);
+		assert_int_equal(a.chain, on);
+		if (!on)
+			assert_int_equal(a.seq, 100);
+
+		/* one advert at a time after adverts died (A completed short
+		 * with 30 bytes, so B's and C's estimates were too high) */
+		pair_init(&p, 4096);
+		exs_sp_rx_rules(&p.r, EXS_SP_RULES_ALL & ~EXS_SP_RULE_CHAIN &
+					      ~(on ? 0 : EXS_SP_RULE_PROBE));
+		ra = post(&p, 100, false);
+		rb = post(&p, 100, false);
+		uint32_t rc = post(&p, 100, false);
+		struct exs_sp_advert aa = advert(&p, ra, 0, 0), ab = advert(&p, rb, 0, 100),
+				     ac = advert(&p, rc, 0, 200);
+		assert_int_equal(exs_sp_tx_advert(&p.s, &aa), 0);
+		assert_int_equal(exs_sp_tx_advert(&p.s, &ab), 0);
+		assert_int_equal(exs_sp_tx_advert(&p.s, &ac), 0);
+		struct exs_sp_xfer x = xfer(&p, 30, EXS_SP_DIRECT, 0, 30);
+		arrive(&p, &x);
+		completes(&p, ra, 30);
+		advert(&p, rb, 1, 30);
+		if (on)
+			no_advert(&p);
+		else
+			advert(&p, rc, 1, 130);
+
+		/* the ring's room goes back when it is empty, or a quarter at a
+		 * time */
+		pair_init(&p, 4096);
+		if (!on)
+			exs_sp_rx_rules(&p.r, EXS_SP_RULES_ALL & ~EXS_SP_RULE_ACK_EMPTY);
+		assert_int_equal(exs_sp_tx_next(&p.s, 2048, &x), 1);
+		assert_int_equal(x.kind, EXS_SP_INDIRECT);
+		assert_int_equal(x.len, 2048);
+		arrive(&p, &x);
+		ra = post(&p, 1024, false);
+		copy(&p, ra, 0, 1024);
+		uint64_t d;
+		if (on)
+			assert_false(exs_sp_rx_ack_due(&p.r, &d));
+		else
+			ack(&p, 1024);
+	}
+}
+
 /* Credit-based flow control: a ring of 64 bytes as four slots of 16. Each
  * send of up to a slot takes a whole one (5 bytes use 16 of the ring), a
  * longer one is cut at the slot; a fifth slot waits for the ACK, which
@@ -467,6 +546,7 @@ int main(void)
 		cmocka_unit_test(small_ring_the_phase_must_jump),
 		cmocka_unit_test(receiver_refuses_what_the_protocol_cannot_produce),
 		cmocka_unit_test(chained_advert_follows_a_short_receive),
+		cmocka_unit_test(each_of_uwarps_rules_can_be_turned_off),
 		cmocka_unit_test(credit_slots_take_a_whole_slot_each),
 		cmocka_unit_test(random_interleavings_keep_the_stream_whole_and_safe),
 		cmocka_unit_test(random_interleavings_keep_the_papers_lemmas),

@@ -53,6 +53,9 @@
 #define JOB_PINGPONG 2u  /* echo messages of rsize bytes (pump_pingpong.c) */
 #define JOB_SAMPLE 4u    /* sample the ring's occupancy while receiving */
 #define JOB_WAITALL 8u   /* receives with MSG_WAITALL */
+/* bits 8-10: uwarp's rules the server's receiving side leaves out
+ * (EXS_SO_RULES, --rules-off) */
+#define JOB_RULES_OFF_SHIFT 8
 
 struct job {
 	uint32_t magic, recvs, rsize, flags;
@@ -88,6 +91,7 @@ struct opts {
 	bool occupancy;     /* sample the server's ring occupancy */
 	bool waitall;       /* the server\'s receives wait to be full */
 	size_t credit_size; /* EXS_SO_CREDIT_SIZE (0: the default) */
+	int rules_off;      /* EXS_RULE_* the server's receiving side leaves out */
 	double interval;    /* reports every so many seconds (0: none; -1: default) */
 };
 
@@ -204,6 +208,12 @@ static int serve(int fd, int type)
 		goto end;
 	}
 	int rflags = j.flags & JOB_WAITALL ? MSG_WAITALL : 0;
+	int rules = EXS_RULES_ALL & ~(int)(j.flags >> JOB_RULES_OFF_SHIFT);
+	if (rules != EXS_RULES_ALL && type == SOCK_STREAM &&
+	    exs_setsockopt(fd, SOL_EXS, EXS_SO_RULES, &rules, sizeof(rules))) {
+		failed = "EXS_SO_RULES";
+		goto end;
+	}
 	double t0 = util_now_s(), c0 = cpu();
 	sampling = (j.flags & JOB_SAMPLE) && type == SOCK_STREAM && !ring_sampler_start(&rs, fd);
 	for (uint32_t i = 0; i < j.recvs; i++, out++)
@@ -620,7 +630,8 @@ connected:
 				    : o->rsize  ? o->rsize
 						: max),
 			 (o->no_verify ? JOB_NO_VERIFY : 0) | (o->pingpong ? JOB_PINGPONG : 0) |
-				 (o->occupancy ? JOB_SAMPLE : 0) | (o->waitall ? JOB_WAITALL : 0),
+				 (o->occupancy ? JOB_SAMPLE : 0) | (o->waitall ? JOB_WAITALL : 0) |
+				 (uint32_t)o->rules_off << JOB_RULES_OFF_SHIFT,
 			 (uint64_t)time(NULL),
 			 o->bytes };
 	uint8_t hdr[HDR_LEN] = { 0 };
@@ -709,7 +720,7 @@ connected:
 		       "\"discarded\":%llu,\"cpu_client\":%.4f,\"cpu_server\":%.4f,"
 		       "\"sends\":%d,\"recvs\":%d,\"flow\":\"%s\",\"coalesced\":%llu,"
 		       "\"flushes\":%llu,\"ring_utilisation\":%.4f,\"ring_occupancy\":%.4f,"
-		       "\"sendbuf\":%llu,\"rounds\":%llu,"
+		       "\"sendbuf\":%llu,\"rounds\":%llu,\"rules\":%d,"
 		       "\"usec_per_round\":%.2f,\"checked\":%s,\"verified\":%s}\n",
 		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[mode],
 		       (unsigned long long)off, (unsigned long long)msgs, secs, gbps,
@@ -719,7 +730,7 @@ connected:
 		       r.cpu / (r.secs > 0 ? r.secs : 1), o->sends, o->recvs, flows[flow],
 		       (unsigned long long)c.coalesced, (unsigned long long)c.flushes, util,
 		       r.occupancy, (unsigned long long)c.sendbuf, (unsigned long long)rounds,
-		       us_round, o->no_verify ? "false" : "true",
+		       EXS_RULES_ALL & ~o->rules_off, us_round, o->no_verify ? "false" : "true",
 		       ok && !o->no_verify ? "true" : "false");
 	} else {
 		printf("client: %s %s, %llu bytes in %llu sends: %.3f Gbit/s, %.2f us/message\n",
@@ -782,6 +793,8 @@ static void usage(FILE *out)
 		"                 fills to --rsize before it completes)\n"
 		"                [--crc on|off]  (ask for MPA CRC; default on; CRC is off\n"
 		"                 only when both ends ask for that)\n"
+		"                [--rules-off chain,probe,ack-empty]  (the server's receiving\n"
+		"                 side leaves out these of uwarp's own rules, EXS_SO_RULES)\n"
 		"  --sockets system (both ends): the stream's sockets are made by socket(2),\n"
 		"                 accept(2) and connect(2), and the ES-API's calls on them\n"
 		"                 run on plain TCP; --sockets ddp: the same sockets in DDP\n"
@@ -829,6 +842,7 @@ int main(int argc, char **argv)
 					    { "waitall", no_argument, 0, 'W' },
 					    { "interval", required_argument, 0, 'v' },
 					    { "credit-size", required_argument, 0, 'Z' },
+					    { "rules-off", required_argument, 0, 'X' },
 					    { 0, 0, 0, 0 } };
 	static const char *const types[] = { "stream", "seqpacket", NULL };
 	static const int type_of[] = { SOCK_STREAM, SOCK_SEQPACKET };
@@ -879,6 +893,14 @@ int main(int argc, char **argv)
 			/* 0 turns the reports off */
 			o.interval = tool_opt_decimal(p, "--interval", optarg, 0, 86400);
 			break;
+		case 'X': {
+			/* a list: chain,probe,ack-empty (EXS_SO_RULES) */
+			static const char *const rules[] = { "chain", "probe", "ack-empty", NULL };
+			for (char *save = NULL, *w = strtok_r(optarg, ",", &save); w;
+			     w = strtok_r(NULL, ",", &save))
+				o.rules_off |= 1 << tool_opt_word(p, "--rules-off", w, rules);
+			break;
+		}
 		case 'Z':
 			/* a power of two from 512 to 1 MiB (EXS_SO_CREDIT_SIZE) */
 			credit_size = (int)tool_opt_size(p, "--credit-size", optarg, 512, 1u << 20);
