@@ -137,7 +137,7 @@ struct exs_sock *exs__sock_new(int domain, int type)
 	s->type = type;
 	s->ring_size = EXS_RING_DEFAULT;
 	s->credit_size = EXS_CREDIT_DEFAULT;
-	s->rules = EXS_RULES_ALL;
+	s->rules = EXS_RULES_DEFAULT;
 	s->crc = true;
 	s->st = S_NEW;
 	return s;

@@ -125,7 +125,11 @@ void exs_sp_rx_init(struct exs_sp_rx *r, enum exs_sp_mode mode, uint64_t ring_si
 	r->rules = EXS_SP_RULES_ALL;
 }
 
-void exs_sp_rx_rules(struct exs_sp_rx *r, unsigned rules) { r->rules = rules & EXS_SP_RULES_ALL; }
+void exs_sp_rx_rules(struct exs_sp_rx *r, unsigned rules)
+{
+	if (r->mode == EXS_SP_DYNAMIC) /* (the forced modes keep theirs) */
+		r->rules = rules & EXS_SP_RULES_ALL;
+}
 
 void exs_sp_rx_slots(struct exs_sp_rx *r, uint32_t slot)
 {

@@ -32,7 +32,9 @@
  * went round it and can never match it again). A sender that discarded
  * adverts and then cannot send says its phase in a PHASE message. After
  * adverts died the receiver advertises one receive at a time until the
- * sender uses one: a sender that is ahead would only go round the rest.
+ * sender uses one (EXS_SP_RULE_PROBE): a sender that is ahead would only go
+ * round the rest; measured, that did not pay, and the ES-API leaves it out
+ * by default (docs/exs.md).
  *
  * Chained adverts (ours, not the paper's). An advert's sequence number
  * assumes that every advertised receive before it fills completely; a
@@ -75,7 +77,8 @@ enum exs_sp_mode {
  * turned off one at a time (exs_sp_rx_rules; the ES-API's EXS_SO_RULES),
  * to measure what each buys (docs/exs.md). They change when adverts and
  * ACKs go, never what a direct transfer may do (exs_sp_rx_direct's check
- * holds with any set). Dynamic mode only; all on by default. */
+ * holds with any set). Dynamic mode only; all on here by default (the
+ * ES-API's socket default leaves the probe out: docs/exs.md). */
 #define EXS_SP_RULE_CHAIN 1u     /* chained adverts behind a receive that may end short */
 #define EXS_SP_RULE_PROBE 2u     /* one advert at a time after adverts died */
 #define EXS_SP_RULE_ACK_EMPTY 4u /* the ring's room goes back only when it is empty */
@@ -187,7 +190,8 @@ struct exs_sp_rx {
 
 void exs_sp_rx_init(struct exs_sp_rx *r, enum exs_sp_mode mode, uint64_t ring_size);
 void exs_sp_rx_slots(struct exs_sp_rx *r, uint32_t slot);
-/* Which of uwarp's own rules apply (EXS_SP_RULE_*; before any receive). */
+/* Which of uwarp's own rules apply (EXS_SP_RULE_*; at any time; dynamic
+ * mode only: the others keep all). */
 void exs_sp_rx_rules(struct exs_sp_rx *r, unsigned rules);
 /* Where the next indirect transfer must land. */
 uint64_t exs_sp_rx_ring_next(const struct exs_sp_rx *r);

@@ -605,8 +605,8 @@ enum exs_flow {
 /* int, SOCK_STREAM in EXS_MODE_DYNAMIC, at any time until the connection
  * ends (accepted sockets take the listener's): which of uwarp's own rules
  * this socket's receiving side follows where it departs from the paper's
- * (docs/exs.md, "Compared with the paper"), default all; turning one off
- * measures what it buys. They decide when adverts and ring
+ * (docs/exs.md, "Compared with the paper"), default EXS_RULES_DEFAULT;
+ * turning one off or on measures what it buys. They decide when adverts and ring
  * acknowledgements go, never where data may land. A uwarp extension. */
 #define EXS_SO_RULES 11
 enum exs_rule {
@@ -617,6 +617,8 @@ enum exs_rule {
 	EXS_RULE_ACK_EMPTY = 4, /* the ring's room goes back only once it is
 				 * empty, after the adverts */
 	EXS_RULES_ALL = 7,
+	/* the default: the probe measured to buy nothing (docs/exs.md) */
+	EXS_RULES_DEFAULT = EXS_RULE_CHAIN | EXS_RULE_ACK_EMPTY,
 };
 
 /*

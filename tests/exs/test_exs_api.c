@@ -1337,13 +1337,13 @@ static int get_int(int fd, int opt)
 	return v;
 }
 
-/* EXS_SO_RULES: all of uwarp's rules by default, nothing beyond them,
+/* EXS_SO_RULES: EXS_RULES_DEFAULT unless set, nothing beyond the rules,
  * stream sockets only; an accepted socket takes its listener's, and a
  * connection may change its own as it goes. */
 static void rules_option_is_checked_and_inherited(void **state)
 {
 	int fd = exs_socket(AF_INET, SOCK_STREAM, 0), v;
-	assert_int_equal(get_int(fd, EXS_SO_RULES), EXS_RULES_ALL);
+	assert_int_equal(get_int(fd, EXS_SO_RULES), EXS_RULES_DEFAULT);
 	int bad[] = { -1, EXS_RULES_ALL + 1, 64 };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(exs_setsockopt(fd, SOL_EXS, EXS_SO_RULES, &bad[i], sizeof(v)), -1);
@@ -1366,7 +1366,7 @@ static void rules_option_is_checked_and_inherited(void **state)
 	int s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
 	assert_true(s >= 0);
 	assert_int_equal(get_int(s, EXS_SO_RULES), EXS_RULES_ALL & ~EXS_RULE_PROBE);
-	assert_int_equal(get_int(c, EXS_SO_RULES), EXS_RULES_ALL);
+	assert_int_equal(get_int(c, EXS_SO_RULES), EXS_RULES_DEFAULT);
 	set_int(s, EXS_SO_RULES, EXS_RULE_CHAIN);
 	assert_int_equal(get_int(s, EXS_SO_RULES), EXS_RULE_CHAIN);
 	/* the stream still carries what is sent */

@@ -53,9 +53,10 @@
 #define JOB_PINGPONG 2u  /* echo messages of rsize bytes (pump_pingpong.c) */
 #define JOB_SAMPLE 4u    /* sample the ring's occupancy while receiving */
 #define JOB_WAITALL 8u   /* receives with MSG_WAITALL */
-/* bits 8-10: uwarp's rules the server's receiving side leaves out
- * (EXS_SO_RULES, --rules-off) */
-#define JOB_RULES_OFF_SHIFT 8
+#define JOB_RULES \
+	16u /* bits 8-10: the rules of the server's receiving side
+			  * (EXS_SO_RULES, --rules); without it the default */
+#define JOB_RULES_SHIFT 8
 
 struct job {
 	uint32_t magic, recvs, rsize, flags;
@@ -91,7 +92,7 @@ struct opts {
 	bool occupancy;     /* sample the server's ring occupancy */
 	bool waitall;       /* the server\'s receives wait to be full */
 	size_t credit_size; /* EXS_SO_CREDIT_SIZE (0: the default) */
-	int rules_off;      /* EXS_RULE_* the server's receiving side leaves out */
+	int rules;          /* EXS_RULE_* of the server's receiving side (-1: default) */
 	double interval;    /* reports every so many seconds (0: none; -1: default) */
 };
 
@@ -208,8 +209,8 @@ static int serve(int fd, int type)
 		goto end;
 	}
 	int rflags = j.flags & JOB_WAITALL ? MSG_WAITALL : 0;
-	int rules = EXS_RULES_ALL & ~(int)(j.flags >> JOB_RULES_OFF_SHIFT);
-	if (rules != EXS_RULES_ALL && type == SOCK_STREAM &&
+	int rules = (int)(j.flags >> JOB_RULES_SHIFT) & EXS_RULES_ALL;
+	if ((j.flags & JOB_RULES) && type == SOCK_STREAM &&
 	    exs_setsockopt(fd, SOL_EXS, EXS_SO_RULES, &rules, sizeof(rules))) {
 		failed = "EXS_SO_RULES";
 		goto end;
@@ -631,7 +632,8 @@ connected:
 						: max),
 			 (o->no_verify ? JOB_NO_VERIFY : 0) | (o->pingpong ? JOB_PINGPONG : 0) |
 				 (o->occupancy ? JOB_SAMPLE : 0) | (o->waitall ? JOB_WAITALL : 0) |
-				 (uint32_t)o->rules_off << JOB_RULES_OFF_SHIFT,
+				 (o->rules >= 0 ? JOB_RULES | (uint32_t)o->rules << JOB_RULES_SHIFT
+						: 0),
 			 (uint64_t)time(NULL),
 			 o->bytes };
 	uint8_t hdr[HDR_LEN] = { 0 };
@@ -730,8 +732,8 @@ connected:
 		       r.cpu / (r.secs > 0 ? r.secs : 1), o->sends, o->recvs, flows[flow],
 		       (unsigned long long)c.coalesced, (unsigned long long)c.flushes, util,
 		       r.occupancy, (unsigned long long)c.sendbuf, (unsigned long long)rounds,
-		       EXS_RULES_ALL & ~o->rules_off, us_round, o->no_verify ? "false" : "true",
-		       ok && !o->no_verify ? "true" : "false");
+		       o->rules >= 0 ? o->rules : EXS_RULES_DEFAULT, us_round,
+		       o->no_verify ? "false" : "true", ok && !o->no_verify ? "true" : "false");
 	} else {
 		printf("client: %s %s, %llu bytes in %llu sends: %.3f Gbit/s, %.2f us/message\n",
 		       o->type == SOCK_STREAM ? "stream" : "seqpacket", modes[mode],
@@ -793,8 +795,9 @@ static void usage(FILE *out)
 		"                 fills to --rsize before it completes)\n"
 		"                [--crc on|off]  (ask for MPA CRC; default on; CRC is off\n"
 		"                 only when both ends ask for that)\n"
-		"                [--rules-off chain,probe,ack-empty]  (the server's receiving\n"
-		"                 side leaves out these of uwarp's own rules, EXS_SO_RULES)\n"
+		"                [--rules none|LIST]  (the server's receiving side follows\n"
+		"                 these of uwarp's own rules, LIST of chain, probe and\n"
+		"                 ack-empty; EXS_SO_RULES, default chain,ack-empty)\n"
 		"  --sockets system (both ends): the stream's sockets are made by socket(2),\n"
 		"                 accept(2) and connect(2), and the ES-API's calls on them\n"
 		"                 run on plain TCP; --sockets ddp: the same sockets in DDP\n"
@@ -816,6 +819,7 @@ int main(int argc, char **argv)
 			  .size = 1 << 20,
 			  .time = 5,
 			  .flow = -1,
+			  .rules = -1,
 			  .interval = -1 };
 	static const struct option lo[] = { { "loop", no_argument, 0, 'L' },
 					    { "type", required_argument, 0, 't' },
@@ -842,7 +846,7 @@ int main(int argc, char **argv)
 					    { "waitall", no_argument, 0, 'W' },
 					    { "interval", required_argument, 0, 'v' },
 					    { "credit-size", required_argument, 0, 'Z' },
-					    { "rules-off", required_argument, 0, 'X' },
+					    { "rules", required_argument, 0, 'X' },
 					    { 0, 0, 0, 0 } };
 	static const char *const types[] = { "stream", "seqpacket", NULL };
 	static const int type_of[] = { SOCK_STREAM, SOCK_SEQPACKET };
@@ -894,11 +898,13 @@ int main(int argc, char **argv)
 			o.interval = tool_opt_decimal(p, "--interval", optarg, 0, 86400);
 			break;
 		case 'X': {
-			/* a list: chain,probe,ack-empty (EXS_SO_RULES) */
+			/* none, or a list of chain, probe, ack-empty (EXS_SO_RULES) */
 			static const char *const rules[] = { "chain", "probe", "ack-empty", NULL };
-			for (char *save = NULL, *w = strtok_r(optarg, ",", &save); w;
-			     w = strtok_r(NULL, ",", &save))
-				o.rules_off |= 1 << tool_opt_word(p, "--rules-off", w, rules);
+			o.rules = 0;
+			if (strcmp(optarg, "none"))
+				for (char *save = NULL, *w = strtok_r(optarg, ",", &save); w;
+				     w = strtok_r(NULL, ",", &save))
+					o.rules |= 1 << tool_opt_word(p, "--rules", w, rules);
 			break;
 		}
 		case 'Z':
