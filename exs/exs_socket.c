@@ -612,7 +612,9 @@ int exs_setsockopt(int fd, int level, int optname, const void *optval, socklen_t
 		if (s->st == S_CLOSED)
 			return unlock_err(ENOTCONN);
 		s->rules = (unsigned)v;
-		/* a stream under way takes them from its next advert or ACK */
+		/* a stream under way takes them from its next advert or ACK
+		 * (before connecting this fills state exs__stream_init sets
+		 * again from s->rules) */
 		exs__stream_rules(s);
 		break;
 	case EXS_SO_IDLE_MS:

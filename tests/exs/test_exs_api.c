@@ -1353,6 +1353,9 @@ static void rules_option_is_checked_and_inherited(void **state)
 	v = 0;
 	assert_int_equal(exs_setsockopt(q, SOL_EXS, EXS_SO_RULES, &v, sizeof(v)), -1);
 	assert_int_equal(errno, ENOPROTOOPT);
+	socklen_t vl = sizeof(v);
+	assert_int_equal(exs_getsockopt(q, SOL_EXS, EXS_SO_RULES, &v, &vl), -1);
+	assert_int_equal(errno, ENOPROTOOPT);
 	int l = exs_socket(AF_INET, SOCK_STREAM, 0);
 	set_int(l, EXS_SO_RULES, EXS_RULES_ALL & ~EXS_RULE_PROBE);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
