@@ -8,7 +8,7 @@ UWARP_JOBS=$(nproc 2>/dev/null || echo 2)
 UWARP_PACKAGES=(cmake make gcc clang pkg-config binutils libuv1-dev libisal-dev libcmocka-dev tshark python3
 	iproute2 iperf3 redis-server redis-tools memcached libmemcached-tools nginx wrk curl socat libdapl-dev dapl2-utils nftables clang-format-19
 	man-db groff-base dpkg-dev libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest libfabric-bin
-	openmpi-bin libopenmpi-dev qperf)
+	openmpi-bin libopenmpi-dev qperf liburing-dev)
 
 uwarp_missing() {
 	local p

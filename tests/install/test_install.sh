@@ -32,13 +32,14 @@ cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" || fail "c
 # every file README names (the libraries, headers, tools, pkg-config files)
 for f in include/uwarp/verbs.h include/uwarp/ep.h include/uwarp/wire.h include/exs.h \
 	include/sys/exs.h include/esock.h bin/uwarp-perf bin/exs-pump bin/uwarp-rping \
-	bin/uwarp-ucmatose bin/uwarp-fuzz bin/uwarp-delayline bin/uwarp-demo bin/uwarp-crcbench; do
+	bin/uwarp-ucmatose bin/uwarp-fuzz bin/uwarp-delayline bin/uwarp-demo bin/uwarp-crcbench \
+	bin/uwarp-iobench; do
 	[ -e "$work/prefix/$f" ] || fail "not installed: $f"
 done
 # a manual page per tool and per public header, found by man(1) in the
 # prefix and rendered without a warning
 for page in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-delayline uwarp-demo \
-	uwarp-crcbench uwarp-verbs.3 uwarp-ep.3 uwarp-wire.3 exs.3 esock.3; do
+	uwarp-crcbench uwarp-iobench uwarp-verbs.3 uwarp-ep.3 uwarp-wire.3 exs.3 esock.3; do
 	sec=1 name=$page
 	case $page in *.3) sec=3 name=${page%.3} ;; esac
 	f=$(man -M "$work/prefix/share/man" -w "$sec" "$name" 2>/dev/null) ||

@@ -78,6 +78,10 @@ refused_by exs-pump "--time and --bytes exclude each other" -c 127.0.0.1 -p 9 --
 refused_by exs-pump "--burst N goes with --compute" -c 127.0.0.1 -p 9 --burst 4 --bytes 1
 refused_by exs-pump "give -s (server) or -c HOST" --bytes 1
 refused_by uwarp-crcbench "--ms 'abc': not a number" --ms abc
+refused_by uwarp-iobench "--io 'poll': not one of tcp, epoll, lowat, uring, waitall" --io tcp,poll
+refused_by uwarp-iobench "--rounds '0': out of range (1 to 101)" --rounds 0
+refused_by uwarp-iobench "--size '0': out of range" --size 0
+refused_by uwarp-iobench "'stray': not an option" --time 1 stray
 refused_by exs-pump "--credit-size '3000': a power of two" -c 127.0.0.1 -p 9 --credit-size 3000
 refused_by exs-pump "--pingpong takes one --size" -c 127.0.0.1 -p 9 --pingpong --size exp:1K:4K
 refused_by exs-pump "'stray': not an option" -s stray
@@ -234,7 +238,7 @@ rm -f "$plog" "$elog" "$cout"
 
 # and what is right still runs: --help, and sizes with a suffix
 for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-demo uwarp-delayline \
-	uwarp-crcbench; do
+	uwarp-crcbench uwarp-iobench; do
 	if ! timeout 10 "$bin/$t" --help >/dev/null 2>&1; then
 		echo "FAIL $t --help did not exit 0"
 		fails=$((fails + 1))
@@ -245,7 +249,8 @@ done
 for want in "uwarp-perf:default 19515" "uwarp-perf:--max-mem BYTES     buffers over all sessions (default 1G)" \
 	"exs-pump:default 7480" "exs-pump:--ring 1M" "uwarp-rping:default 7174" \
 	"uwarp-ucmatose:default 7471" "uwarp-fuzz:cases per class (default 20)" \
-	"uwarp-delayline:default 24" "uwarp-crcbench:default 300"; do
+	"uwarp-delayline:default 24" "uwarp-crcbench:default 300" \
+	"uwarp-iobench:(default 1M)"; do
 	t=${want%%:*} w=${want#*:}
 	if ! timeout 10 "$bin/$t" --help 2>/dev/null | grep -qF -- "$w"; then
 		echo "FAIL $t --help does not say '$w' on stdout"
@@ -255,7 +260,7 @@ done
 # --version: every tool says the project's version (CMakeLists.txt) and exits 0
 version=$(sed -n 's/^project(uwarp VERSION \([0-9.]*\).*/\1/p' "$(dirname "$0")/../../CMakeLists.txt")
 for t in uwarp-perf exs-pump uwarp-rping uwarp-ucmatose uwarp-fuzz uwarp-delayline uwarp-demo \
-	uwarp-crcbench; do
+	uwarp-crcbench uwarp-iobench; do
 	out=$(timeout 10 "$bin/$t" --version 2>&1)
 	if [ $? -ne 0 ] || [ "$out" != "$t (uwarp) $version" ]; then
 		echo "FAIL $t --version: '$out' (wanted '$t (uwarp) $version', exit 0)"
