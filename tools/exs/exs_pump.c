@@ -53,9 +53,9 @@
 #define JOB_PINGPONG 2u  /* echo messages of rsize bytes (pump_pingpong.c) */
 #define JOB_SAMPLE 4u    /* sample the ring's occupancy while receiving */
 #define JOB_WAITALL 8u   /* receives with MSG_WAITALL */
-#define JOB_RULES \
-	16u /* bits 8-10: the rules of the server's receiving side
-			  * (EXS_SO_RULES, --rules); without it the default */
+/* bits 8-10 carry the rules of the server's receiving side (EXS_SO_RULES,
+ * --rules); without JOB_RULES it keeps the default */
+#define JOB_RULES 16u
 #define JOB_RULES_SHIFT 8
 
 struct job {
