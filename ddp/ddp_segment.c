@@ -72,3 +72,19 @@ size_t iov_total(const struct iovec *iov, int n)
 		t += iov[i].iov_len;
 	return t;
 }
+
+int iov_advance(struct iovec *iov, int n, size_t bytes)
+{
+	int i = 0;
+	while (bytes && i < n) {
+		if (iov[i].iov_len <= bytes) {
+			bytes -= iov[i].iov_len;
+			i++;
+		} else {
+			iov[i].iov_base = (uint8_t *)iov[i].iov_base + bytes;
+			iov[i].iov_len -= bytes;
+			bytes = 0;
+		}
+	}
+	return i;
+}

@@ -42,6 +42,10 @@ void iov_cursor_init(struct iov_cursor *c, const struct iovec *iov, int n);
  * *took to the bytes covered (less than len only when max or the list ran
  * out). */
 int iov_cursor_take(struct iov_cursor *c, size_t len, struct iovec *out, int max, size_t *took);
+/* @bytes of a list have been written (a short writev): the first @n
+ * iovecs that are wholly done are passed over and the one cut in the
+ * middle is shortened in place. Returns how many were passed over. */
+int iov_advance(struct iovec *iov, int n, size_t bytes);
 /* Total bytes of an iovec list. */
 size_t iov_total(const struct iovec *iov, int n);
 

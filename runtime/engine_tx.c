@@ -414,18 +414,7 @@ static ssize_t write_list(struct uw_conn *c)
 	if (n < 0)
 		return n;
 	c->wr_pos += (size_t)n;
-	size_t left = (size_t)n;
-	while (left && c->wr_iov < c->batch.niov) {
-		struct iovec *v = &c->batch.iov[c->wr_iov];
-		if (v->iov_len <= left) {
-			left -= v->iov_len;
-			c->wr_iov++;
-		} else {
-			v->iov_base = (uint8_t *)v->iov_base + left;
-			v->iov_len -= left;
-			left = 0;
-		}
-	}
+	c->wr_iov += iov_advance(c->batch.iov + c->wr_iov, c->batch.niov - c->wr_iov, (size_t)n);
 	return n;
 }
 

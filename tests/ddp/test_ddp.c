@@ -136,6 +136,24 @@ static int lookup(void *ctx, uint32_t stag, struct ddp_region *r)
 	return 0;
 }
 
+/* A short writev's bytes: whole iovecs passed over, the one cut in the
+ * middle shortened in place, nothing past the bytes touched. */
+static void iov_advance_after_a_short_write(void **state)
+{
+	uint8_t a[10], b[20], c[5];
+	struct iovec v[3] = { { a, 10 }, { b, 20 }, { c, 5 } };
+	assert_int_equal(iov_advance(v, 3, 0), 0);
+	assert_int_equal(iov_advance(v, 3, 10), 1); /* exactly the first */
+	assert_ptr_equal(v[1].iov_base, b);
+	assert_int_equal(iov_advance(v + 1, 2, 7), 0); /* into the second */
+	assert_ptr_equal(v[1].iov_base, b + 7);
+	assert_int_equal(v[1].iov_len, 13);
+	assert_int_equal(iov_advance(v + 1, 2, 15), 1); /* its rest and 2 of the third */
+	assert_ptr_equal(v[2].iov_base, c + 2);
+	assert_int_equal(v[2].iov_len, 3);
+	assert_int_equal(iov_advance(v + 2, 1, 3), 1);
+}
+
 static void tagged_check_order_and_bounds(void **state)
 {
 	static uint8_t mem[1000];
@@ -220,6 +238,7 @@ int main(void)
 		cmocka_unit_test(header_round_trip),
 		cmocka_unit_test(segmentation_cuts_messages),
 		cmocka_unit_test(iov_cursor_walks_pieces),
+		cmocka_unit_test(iov_advance_after_a_short_write),
 		cmocka_unit_test(tagged_check_order_and_bounds),
 		cmocka_unit_test(untagged_queue_state),
 	};

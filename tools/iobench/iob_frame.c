@@ -9,7 +9,6 @@
 #include <sys/resource.h>
 
 #include "iobench.h"
-#include "mpa/be.h"
 #include "util/clock.h"
 
 uint8_t iob_pattern(size_t i)
@@ -20,7 +19,7 @@ uint8_t iob_pattern(size_t i)
 
 bool iob_tx_over(const struct iob_stats *st, const struct iob_cfg *cfg)
 {
-	return util_now_s() - st->secs >= cfg->secs; /* (secs holds the start until the end) */
+	return util_now_s() - st->t0 >= cfg->secs;
 }
 
 static void usage_now(double *cpu, uint64_t *sleeps)
@@ -35,18 +34,29 @@ static void usage_now(double *cpu, uint64_t *sleeps)
 void iob_stats_begin(struct iob_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	usage_now(&st->cpu, &st->sleeps);
-	st->secs = util_now_s();
+	usage_now(&st->cpu0, &st->sleeps0);
+	st->t0 = util_now_s();
 }
 
 void iob_stats_end(struct iob_stats *st)
 {
-	double cpu;
-	uint64_t sleeps;
-	usage_now(&cpu, &sleeps);
-	st->cpu = cpu - st->cpu;
-	st->sleeps = sleeps - st->sleeps;
-	st->secs = util_now_s() - st->secs;
+	usage_now(&st->cpu, &st->sleeps);
+	st->cpu -= st->cpu0;
+	st->sleeps -= st->sleeps0;
+	st->secs = util_now_s() - st->t0;
+}
+
+/* message @msgno's segments from now on */
+static void src_message(struct iob_src *s, uint32_t msgno)
+{
+	const struct ddp_hdr base = {
+		.tagged = true,
+		.dv = DDP_VERSION,
+		.ulp_ctrl = RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | RDMAP_RDMA_WRITE,
+		.stag = msgno,
+	};
+	uint32_t ulpdu_max = fpdu_ulpdu_max(FPDU_SIZE_LARGE, 0, false);
+	ddp_segmenter_init(&s->seg, &base, s->cfg->msg, ulpdu_max - DDP_TAGGED_HDR_LEN);
 }
 
 void iob_src_init(struct iob_src *s, const struct iob_cfg *cfg, const uint8_t *buf)
@@ -54,7 +64,7 @@ void iob_src_init(struct iob_src *s, const struct iob_cfg *cfg, const uint8_t *b
 	memset(s, 0, sizeof(*s));
 	s->cfg = cfg;
 	s->buf = buf;
-	s->ulpdu_max = fpdu_ulpdu_max(FPDU_SIZE_LARGE, 0, false);
+	src_message(s, 0);
 	fpdu_tx_init(&s->tx, cfg->crc, false);
 }
 
@@ -62,41 +72,25 @@ void iob_src_fill(struct iob_src *s, struct iob_list *l)
 {
 	struct fpdu_batch *b = fpdu_batch_max_init(&l->bm);
 	l->wr_iov = 0;
-	for (int h = 0; h < IOB_LIST_HDRS && b->bytes < s->cfg->list; h++) {
-		size_t len = s->cfg->msg - s->off;
-		if (len > s->ulpdu_max - DDP_TAGGED_HDR_LEN)
-			len = s->ulpdu_max - DDP_TAGGED_HDR_LEN;
-		bool last = s->off + len == s->cfg->msg;
-		uint8_t *d = l->hdr[h] + MPA_ULPDU_LEN_SIZE;
-		be16_put(d, (uint16_t)(DDP_CTRL_T | (last ? DDP_CTRL_L : 0) |
-				       DDP_VERSION << DDP_CTRL_DV_SHIFT));
-		be32_put(d + DDP_OFF_STAG, (uint32_t)s->msgno);
-		be64_put(d + DDP_OFF_TO, s->off);
-		struct iovec pay = { (void *)(uintptr_t)(s->buf + s->off), len };
-		if (fpdu_tx_append(&s->tx, b, l->hdr[h], DDP_TAGGED_HDR_LEN, &pay, 1))
-			break; /* the list is full: the FPDU goes in the next */
-		s->off += len;
-		if (last) {
-			s->off = 0;
-			s->msgno++;
+	for (int i = 0; i < IOB_LIST_HDRS && b->bytes < s->cfg->list; i++) {
+		if (!s->have) {
+			if (s->seg.done)
+				src_message(s, s->seg.base.stag + 1);
+			ddp_segmenter_next(&s->seg, &s->h, &s->off, &s->n);
+			s->have = true;
 		}
+		ddp_hdr_encode(&s->h, l->hdr[i] + MPA_ULPDU_LEN_SIZE);
+		struct iovec pay = { (void *)(uintptr_t)(s->buf + s->off), s->n };
+		if (fpdu_tx_append(&s->tx, b, l->hdr[i], DDP_TAGGED_HDR_LEN, &pay, 1))
+			break; /* the list is full: the segment goes in the next */
+		s->have = false;
 	}
 }
 
 bool iob_list_wrote(struct iob_list *l, size_t n)
 {
 	struct fpdu_batch *b = &l->bm.b;
-	while (n && l->wr_iov < b->niov) {
-		struct iovec *v = &b->iov[l->wr_iov];
-		if (v->iov_len <= n) {
-			n -= v->iov_len;
-			l->wr_iov++;
-		} else {
-			v->iov_base = (uint8_t *)v->iov_base + n;
-			v->iov_len -= n;
-			n = 0;
-		}
-	}
+	l->wr_iov += iov_advance(b->iov + l->wr_iov, b->niov - l->wr_iov, n);
 	return l->wr_iov == b->niov;
 }
 
@@ -155,12 +149,12 @@ int iob_sink_parse(struct iob_sink *k)
 		case FPDU_RX_MORE:
 			break;
 		case FPDU_RX_HDR: {
-			uint16_t ctrl = be16_get(k->rx.hdr);
-			k->to = be64_get(k->rx.hdr + DDP_OFF_TO);
-			k->last = ctrl & DDP_CTRL_L;
-			if (!(ctrl & DDP_CTRL_T) || k->to > k->cfg->msg ||
-			    k->rx.payload_len > k->cfg->msg - k->to)
+			struct ddp_hdr h;
+			if (!ddp_hdr_decode(k->rx.hdr, k->rx.hdr_len, &h) || !h.tagged ||
+			    h.to > k->cfg->msg || k->rx.payload_len > k->cfg->msg - h.to)
 				return bad(k, EPROTO);
+			k->to = h.to;
+			k->last = h.last;
 			break;
 		}
 		case FPDU_RX_DATA:

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "ddp/ddp_segment.h"
 #include "mpa/fpdu.h"
 
 enum iob_io { IOB_TCP, IOB_EPOLL, IOB_LOWAT, IOB_URING, IOB_WAITALL, IOB_NIO };
@@ -44,7 +45,10 @@ struct iob_stats {
 	uint64_t sleeps;   /* voluntary context switches (the thread slept) */
 	double cpu;        /* the thread's CPU seconds */
 	double secs;       /* wall time */
-	int err;           /* 0, or the errno or -EBADMSG that ended the run */
+	int err;           /* 0, or the errno that ended the run (EBADMSG: bad data) */
+	/* iob_stats_begin's readings, for iob_stats_end and iob_tx_over */
+	double t0, cpu0;
+	uint64_t sleeps0;
 };
 
 /* ---- sender: a message stream, one gather list at a time ---- */
@@ -58,15 +62,17 @@ struct iob_list {
 };
 struct iob_src {
 	const struct iob_cfg *cfg;
-	const uint8_t *buf; /* one message's bytes, sent again and again */
-	uint32_t ulpdu_max;
-	uint64_t msgno;
-	size_t off; /* where the next FPDU starts in the current message */
+	const uint8_t *buf;       /* one message's bytes, sent again and again */
+	struct ddp_segmenter seg; /* the current message (its STag: its number) */
+	struct ddp_hdr h;         /* a segment cut and not yet in a list */
+	uint64_t off;             /* ... its place in the message */
+	uint32_t n;               /* ... and length */
+	bool have;
 	struct fpdu_tx tx;
 };
 void iob_src_init(struct iob_src *s, const struct iob_cfg *cfg, const uint8_t *buf);
-/* The next gather list of about cfg->list bytes: FPDUs of whole messages'
- * payload, a message's last one flagged L. */
+/* The next gather list of about cfg->list bytes: the messages' tagged DDP
+ * segments (ddp_segmenter, RDMA Write's RDMAP control) as FPDUs. */
 void iob_src_fill(struct iob_src *s, struct iob_list *l);
 /* n bytes of the list have left; true when all of it has. */
 bool iob_list_wrote(struct iob_list *l, size_t n);
