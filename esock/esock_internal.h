@@ -111,6 +111,8 @@ enum {
 	FD_NO_DDP = 0x8,     /* setsockopt(ESOCK_DDPMODE, 0): never */
 	FD_LISTENER = 0x10,  /* the number names a DDP listener (esock_listen.c) */
 	FD_BUFS_SET = 0x20,  /* the program set SO_SNDBUF or SO_RCVBUF (a fallback keeps them) */
+	FD_EPOLL_DDP = 0x40, /* an epoll set that has held a DDP socket: its waits
+			      * move the ES-API's data (esock_wait.c) */
 };
 
 /* ES_FALLBACK: the peer did not speak MPA; the program's next call puts a

@@ -14,11 +14,16 @@
  * Until a fork has reverted a listener these calls pass straight on.
  *
  * Once the process has DDP sockets, poll, ppoll, epoll_wait and
- * epoll_pwait that may wait move the ES-API's data on the program's own
- * thread while they do (exs_ppoll_here): a request that arrives is read,
- * completed and made readable here, and the program's reply leaves from
- * here, with no hand-off to the progress thread and back
- * (docs/performance.md). select and pselect leave that to the progress
+ * epoll_pwait that may wait for one move the ES-API's data on the
+ * program's own thread while they do (exs_ppoll_here): a request that
+ * arrives is read, completed and made readable here, and the program's
+ * reply leaves from here, with no hand-off to the progress thread and back
+ * (docs/performance.md). A wait for no DDP socket (a poll without one, an
+ * epoll set that never held one: a server's accepting thread, whose set
+ * holds its listener) passes straight on: it would only contend for the
+ * ES-API's lock with the threads that serve the connections, and wake
+ * with each of their messages. The listener's clients are negotiated by
+ * whichever thread moves the data, here or the progress thread. select and pselect leave that to the progress
  * thread: made to wait here too, they cost iperf3 (whose loop is select)
  * a tenth of its bulk rate, its receive and its copy no longer overlapping
  * on two threads (docs/performance.md).
@@ -76,6 +81,20 @@ static bool here(void)
 
 bool esock__waits_here(void) { return here(); }
 
+/* whether any of the descriptors is a DDP socket */
+static bool any_ddp(const struct pollfd *p, nfds_t n)
+{
+	for (nfds_t i = 0; i < n; i++)
+		if (esock__peek(p[i].fd))
+			return true;
+	return false;
+}
+
+static bool epoll_ddp(int ep)
+{
+	return ep >= 0 && ep < ESOCK_FD_MAX && (esock_fdflags[ep] & FD_EPOLL_DDP);
+}
+
 int esock__ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
 {
 	if (!here())
@@ -93,7 +112,7 @@ static bool zero_time(const struct timespec *t) { return t && !t->tv_sec && !t->
 
 static int poll_here(struct pollfd *p, nfds_t n, int timeout)
 {
-	if (!timeout || !here())
+	if (!timeout || !here() || !any_ddp(p, n))
 		return REAL(poll)(p, n, timeout);
 	struct timespec t = util_ms_timespec(timeout > 0 ? (uint64_t)timeout : 0);
 	return esock__ppoll_here(p, n, timeout > 0 ? &t : NULL, NULL);
@@ -101,7 +120,7 @@ static int poll_here(struct pollfd *p, nfds_t n, int timeout)
 
 static int ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
 {
-	if (zero_time(t) || !here())
+	if (zero_time(t) || !here() || !any_ddp(p, n))
 		return REAL(ppoll)(p, n, t, mask);
 	return esock__ppoll_here(p, n, t, mask);
 }
@@ -166,14 +185,14 @@ static int epoll_here(int ep, struct epoll_event *ev, int max, int timeout, cons
 
 EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 {
-	if (!timeout || max <= 0 || !here())
+	if (!timeout || max <= 0 || !here() || !epoll_ddp(ep))
 		return REAL(epoll_wait)(ep, ev, max, timeout);
 	return epoll_here(ep, ev, max, timeout, NULL);
 }
 
 EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
-	if (!timeout || max <= 0 || !here())
+	if (!timeout || max <= 0 || !here() || !epoll_ddp(ep))
 		return REAL(epoll_pwait)(ep, ev, max, timeout, mask);
 	return epoll_here(ep, ev, max, timeout, mask);
 }
@@ -201,6 +220,8 @@ EXPORT int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 	struct esock *e = esock__get(fd);
 	errno = err;
 	int r = REAL(epoll_ctl)(ep, op, fd, ev);
+	if (!r && e && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ep >= 0 && ep < ESOCK_FD_MAX)
+		esock_fdflags[ep] |= FD_EPOLL_DDP;
 	if (!r && e && e->may_fall_back)
 		esock__track_epoll(e, ep, op, ev);
 	return r;

@@ -139,13 +139,21 @@ static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const s
 	uint64_t slept_at = 0;
 	struct timespec zero = { 0, 0 };
 	for (bool first = true;; first = false) {
-		exs__lock();
-		/* an advert held for a send (MSG_MORE) goes now, if no send
-		 * took it */
+		/* While it spins, a thread finds the lock taken by another that
+		 * moves the data (or sends): it looks at its descriptors and
+		 * spins on, rather than queue for the lock and wake the holder's
+		 * futex when done (the two worker threads of a server did so
+		 * for every message). The look before a sleep takes the lock. */
 		if (first)
-			exs__flush_held();
-		rounds();
-		pthread_mutex_unlock(&exs_rt.lock);
+			exs__lock();
+		if (first || exs__trylock()) {
+			/* an advert held for a send (MSG_MORE) goes now, if
+			 * no send took it */
+			if (first)
+				exs__flush_held();
+			rounds();
+			pthread_mutex_unlock(&exs_rt.lock);
+		}
 		int n = util_sys_ppoll(fds, nfds, &zero, NULL);
 		if (n != 0)
 			return waited(slept_at, n);

@@ -313,6 +313,9 @@ bool exs__on_progress_thread(void);
 /* An application thread takes exs_rt.lock (never the progress thread):
  * a progress thread busy with completions lets it in between two rounds. */
 void exs__lock(void);
+/* The lock if it is free now (exs_here.c's spin: a thread that holds it
+ * moves the data meanwhile) */
+bool exs__trylock(void);
 /* An application thread holds the lock again after a condition wait. */
 void exs__lock_taken(void);
 struct exs_sock *exs__sock(int fd);      /* under the lock; NULL: EBADF */

@@ -42,6 +42,14 @@ void exs__lock(void) { util_handoff_lock(&exs_rt.handoff, &exs_rt.lock); }
 
 void exs__lock_taken(void) { util_handoff_taken(&exs_rt.handoff); }
 
+bool exs__trylock(void)
+{
+	if (pthread_mutex_trylock(&exs_rt.lock))
+		return false;
+	util_handoff_taken(&exs_rt.handoff);
+	return true;
+}
+
 void exs__kick(void)
 {
 	if (exs__on_progress_thread())

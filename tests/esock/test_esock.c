@@ -1777,6 +1777,83 @@ static void an_idle_limit_is_set_per_socket_and_per_listener(void **state)
 	close_pair(&p);
 }
 
+/* This thread's voluntary context switches so far (its sleeps). */
+static long sleeps_so_far(void)
+{
+	FILE *f = fopen("/proc/thread-self/status", "r");
+	char line[256];
+	long v = -1;
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+struct bystander {
+	int pipe_rd;
+	bool use_poll;
+	int yields, sleeps, woke;
+};
+
+/* A thread that waits for a pipe alone, through epoll or poll. */
+static void *bystander(void *arg)
+{
+	struct bystander *b = arg;
+	int y0 = yields;
+	long s0 = sleeps_so_far();
+	if (b->use_poll) {
+		struct pollfd p = { .fd = b->pipe_rd, .events = POLLIN };
+		b->woke = poll(&p, 1, 20000);
+	} else {
+		int ep = epoll_create1(0);
+		struct epoll_event e = { .events = EPOLLIN }, got;
+		epoll_ctl(ep, EPOLL_CTL_ADD, b->pipe_rd, &e);
+		b->woke = epoll_wait(ep, &got, 1, 20000);
+		close(ep);
+	}
+	b->yields = yields - y0;
+	b->sleeps = (int)(sleeps_so_far() - s0);
+	return NULL;
+}
+
+/* A thread that waits for no DDP socket (a server's accepting thread,
+ * whose epoll set holds its listener) stays out of the ES-API's work
+ * while the process's DDP connections run: it neither spins on it nor
+ * wakes with their messages. (It did both, contending for the ES-API's
+ * lock with the threads serving the connections: docs/performance.md.) */
+static void a_wait_for_no_ddp_socket_stays_out(void **state)
+{
+	struct pair p = make_pair(true);
+	for (int use_poll = 0; use_poll < 2; use_poll++) {
+		int pp[2];
+		assert_int_equal(pipe(pp), 0);
+		struct bystander b = { .pipe_rd = pp[0], .use_poll = use_poll };
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, NULL, bystander, &b), 0);
+		char c = 'x';
+		for (int i = 0; i < 300; i++) {
+			write_all(p.c, &c, 1);
+			read_all(p.s, &c, 1);
+			write_all(p.s, &c, 1);
+			read_all(p.c, &c, 1);
+		}
+		assert_int_equal(write(pp[1], "!", 1), 1);
+		pthread_join(t, NULL);
+		assert_int_equal(b.woke, 1);
+		assert_int_equal(b.yields, 0); /* (no spin) */
+		/* 600 messages went by; it slept once (and whatever the
+		 * scheduler adds) */
+		if (b.sleeps > 30)
+			fail_msg("%s: the bystander slept %d times while 600 messages went by",
+				 use_poll ? "poll" : "epoll_wait", b.sleeps);
+		close(pp[0]);
+		close(pp[1]);
+	}
+	close_pair(&p);
+}
+
 #define BOTH(f) cmocka_unit_test_prestate(f, &mode_plain), cmocka_unit_test_prestate(f, &mode_ddp)
 
 int main(void)
@@ -1820,6 +1897,7 @@ int main(void)
 		cmocka_unit_test(extended_calls_need_a_ddp_socket),
 		cmocka_unit_test(es_api_calls_on_a_ddp_socket_go_through_esock),
 		cmocka_unit_test(an_idle_limit_is_set_per_socket_and_per_listener),
+		cmocka_unit_test(a_wait_for_no_ddp_socket_stays_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
