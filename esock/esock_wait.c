@@ -23,10 +23,11 @@
  * holds its listener) passes straight on: it would only contend for the
  * ES-API's lock with the threads that serve the connections, and wake
  * with each of their messages. The listener's clients are negotiated by
- * whichever thread moves the data, here or the progress thread. select and pselect leave that to the progress
- * thread: made to wait here too, they cost iperf3 (whose loop is select)
- * a tenth of its bulk rate, its receive and its copy no longer overlapping
- * on two threads (docs/performance.md).
+ * whichever thread moves the data, here or the progress thread. select
+ * and pselect leave that to the progress thread: made to wait here too,
+ * they cost iperf3 (whose loop is select) a tenth of its bulk rate, its
+ * receive and its copy no longer overlapping on two threads
+ * (docs/performance.md).
  */
 #include <errno.h>
 
