@@ -29,12 +29,10 @@ ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
 ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
 		       socklen_t *alen);
 
-static bool in_range(int fd) { return fd >= 0 && fd < ESOCK_FD_MAX; }
-
 /* a number the kernel just gave out: whatever the table said of it is old */
 static void fresh(int fd, uint8_t flags)
 {
-	if (!in_range(fd))
+	if (!esock__fd_in_range(fd))
 		return;
 	if (esock__peek(fd) || (esock_fdflags[fd] & FD_LISTENER))
 		esock__forget(fd);
@@ -43,10 +41,10 @@ static void fresh(int fd, uint8_t flags)
 
 static void copy_name(int from, int to)
 {
-	if (!in_range(to))
+	if (!esock__fd_in_range(to))
 		return;
 	esock__forget(to);
-	if (!in_range(from))
+	if (!esock__fd_in_range(from))
 		return;
 	struct esock *e = esock__peek(from);
 	if (e)
@@ -145,8 +143,9 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = esock__foreign(e) ? ENOTCONN : err;
 		return -1;
 	}
-	if (!in_range(fd) || !(esock_fdflags[fd] & FD_TCP) || (esock_fdflags[fd] & FD_NO_DDP) ||
-	    !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+	if (!esock__fd_in_range(fd) || !(esock_fdflags[fd] & FD_TCP) ||
+	    (esock_fdflags[fd] & FD_NO_DDP) || !addr ||
+	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
 		return REAL(connect)(fd, addr, len);
 	bool want = esock_fdflags[fd] & FD_WANT_DDP;
 #ifdef ESOCK_PRELOAD
@@ -193,7 +192,8 @@ EXPORT int listen(int fd, int backlog)
 	if (l)
 		return esock__listener_relisten(l, backlog);
 	int r = REAL(listen)(fd, backlog);
-	if (r || !in_range(fd) || !(esock_fdflags[fd] & FD_TCP) || (esock_fdflags[fd] & FD_NO_DDP))
+	if (r || !esock__fd_in_range(fd) || !(esock_fdflags[fd] & FD_TCP) ||
+	    (esock_fdflags[fd] & FD_NO_DDP))
 		return r;
 	bool want = esock_fdflags[fd] & FD_WANT_DDP;
 #ifdef ESOCK_PRELOAD
@@ -224,7 +224,7 @@ EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	}
 	int c = REAL(accept4)(fd, addr, len, flags);
 	if (c >= 0)
-		fresh(c, in_range(fd) ? (esock_fdflags[fd] & FD_TCP) : 0);
+		fresh(c, esock__fd_in_range(fd) ? (esock_fdflags[fd] & FD_TCP) : 0);
 	return c;
 }
 
@@ -266,7 +266,7 @@ static int set_ddpmode(int fd, const void *val, socklen_t len)
 		errno = EOPNOTSUPP;
 		return -1;
 	}
-	if (!in_range(fd)) {
+	if (!esock__fd_in_range(fd)) {
 		errno = EMFILE;
 		return -1;
 	}
@@ -347,7 +347,7 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		if (l && !(level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)))
 			return REAL(setsockopt)(l->tcp, level, name, val, len);
 		int r = REAL(setsockopt)(fd, level, name, val, len);
-		if (!r && in_range(fd) && level == SOL_SOCKET &&
+		if (!r && esock__fd_in_range(fd) && level == SOL_SOCKET &&
 		    (name == SO_SNDBUF || name == SO_RCVBUF || name == SO_SNDBUFFORCE ||
 		     name == SO_RCVBUFFORCE))
 			esock_fdflags[fd] |= FD_BUFS_SET; /* (the kernel's own tuning is off now) */
@@ -390,7 +390,7 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 			return -1;
 		if (name == ESOCK_DDPMODE)
 			return put_int(val, len,
-				       e || (in_range(fd) &&
+				       e || (esock__fd_in_range(fd) &&
 					     (esock_fdflags[fd] & (FD_WANT_DDP | FD_DDP_LISTEN))));
 		if (e)
 			return exs_getsockopt(e->exs, SOL_EXS, EXS_SO_IDLE_MS, val, len);
@@ -458,7 +458,7 @@ EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 
 EXPORT int close(int fd)
 {
-	if (in_range(fd) && (esock_fdflags[fd] || esock__peek(fd)))
+	if (esock__fd_in_range(fd) && (esock_fdflags[fd] || esock__peek(fd)))
 		esock__forget(fd);
 	return REAL(close)(fd);
 }

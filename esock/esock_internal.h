@@ -222,6 +222,8 @@ struct esock {
 /* esock_table.c */
 /* (atomic: uwarp's threads close their own descriptors through close()) */
 extern _Atomic uint8_t esock_fdflags[ESOCK_FD_MAX];
+/* whether the tables above have a place for descriptor @fd */
+static inline bool esock__fd_in_range(int fd) { return fd >= 0 && fd < ESOCK_FD_MAX; }
 struct esock *esock__get(int fd);            /* NULL: not a DDP socket (a due
 					   * fallback is made first) */
 struct esock *esock__peek(int fd);           /* the table's entry as it is */

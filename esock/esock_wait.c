@@ -93,7 +93,7 @@ static bool any_ddp(const struct pollfd *p, nfds_t n)
 
 static bool epoll_ddp(int ep)
 {
-	return ep >= 0 && ep < ESOCK_FD_MAX && (esock_fdflags[ep] & FD_EPOLL_DDP);
+	return esock__fd_in_range(ep) && (esock_fdflags[ep] & FD_EPOLL_DDP);
 }
 
 int esock__ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
@@ -221,7 +221,7 @@ EXPORT int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 	struct esock *e = esock__get(fd);
 	errno = err;
 	int r = REAL(epoll_ctl)(ep, op, fd, ev);
-	if (!r && e && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ep >= 0 && ep < ESOCK_FD_MAX)
+	if (!r && e && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && esock__fd_in_range(ep))
 		esock_fdflags[ep] |= FD_EPOLL_DDP;
 	if (!r && e && e->may_fall_back)
 		esock__track_epoll(e, ep, op, ev);

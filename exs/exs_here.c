@@ -144,13 +144,13 @@ static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const s
 		 * spins on, rather than queue for the lock and wake the holder's
 		 * futex when done (the two worker threads of a server did so
 		 * for every message). The look before a sleep takes the lock. */
-		if (first)
+		if (first) {
 			exs__lock();
-		if (first || exs__trylock()) {
 			/* an advert held for a send (MSG_MORE) goes now, if
 			 * no send took it */
-			if (first)
-				exs__flush_held();
+			exs__flush_held();
+		}
+		if (first || exs__trylock()) {
 			rounds();
 			pthread_mutex_unlock(&exs_rt.lock);
 		}
