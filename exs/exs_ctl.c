@@ -47,7 +47,7 @@ bool exs__tracing(void)
 static const char *const ctl_names[EXS_CTL_MAX_] = {
 	[EXS_CTL_ADVERT] = "ADVERT",   [EXS_CTL_ACK] = "ACK",       [EXS_CTL_PHASE] = "PHASE",
 	[EXS_CTL_DATA] = "DATA",       [EXS_CTL_CREDIT] = "CREDIT", [EXS_CTL_FIN] = "FIN",
-	[EXS_CTL_FIN_ACK] = "FIN_ACK",
+	[EXS_CTL_FIN_ACK] = "FIN_ACK", [EXS_CTL_HOLD] = "HOLD",     [EXS_CTL_IDLE] = "IDLE",
 };
 
 void exs__trace_ctl(const struct exs_sock *s, const char *dir, const struct exs_ctl *m)

@@ -147,8 +147,9 @@ static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const s
 		if (first) {
 			exs__lock();
 			/* an advert held for a send (MSG_MORE) goes now, if
-			 * no send took it */
+			 * no send took it, and an IDLE held for a receive */
 			exs__flush_held();
+			exs__flush_idle();
 		}
 		if (first || exs__trylock()) {
 			rounds();

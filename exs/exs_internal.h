@@ -209,6 +209,7 @@ struct exs_sock {
 	int credits;             /* untagged messages we may still send */
 	int credits_owed;        /* receives reposted, not yet told to the peer */
 	int sq_out;              /* WRs outstanding */
+	bool idle_held;          /* an IDLE waits for the program (exs__flush_idle) */
 	struct exs_inflight *fl; /* ring of EXS_SQ_DEPTH */
 	unsigned fl_head, fl_count;
 
@@ -268,6 +269,7 @@ struct exs_rt {
 	bool sleeping;      /* the progress thread waits in poll(2) */
 	bool standing_back; /* ...not on uwarp's descriptors (exs_here.c) */
 	uint64_t held_at;   /* ns: an advert waits for its send since (MSG_MORE; 0: none) */
+	uint64_t idle_at;   /* ns: an IDLE waits for the program since (0: none) */
 	/* program threads that progress while they wait (exs_ppoll_here) */
 	struct util_lease lease;
 	uint64_t spin_ns; /* they progress this long before they sleep */
@@ -335,6 +337,12 @@ bool exs__tx_may_run(const struct exs_sock *s);
 bool exs__may_hold(void);
 void exs__held(void);
 void exs__flush_held(void);
+/* An IDLE (exs_stream.c) waits for the program to post a receive after
+ * its last one completed: it goes when a program's thread next waits, or
+ * from the progress thread once it has waited UTIL_LEASE_NS. Under the
+ * lock: exs__idle_held notes one, exs__flush_idle sends what still is. */
+void exs__idle_held(void);
+void exs__flush_idle(void);
 /* An application thread entered an ES-API call (a wait, a dequeue, a
  * poll): EXS_FLOW_RDMA sockets make their progress. */
 void exs__app_progress(void);
@@ -565,6 +573,7 @@ void exs__stream_init(struct exs_sock *s, int mode);
 void exs__stream_rules(struct exs_sock *s);
 int exs__stream_recv_post(struct exs_sock *s, struct exs_op *op);
 void exs__stream_pump(struct exs_sock *s);
+void exs__stream_flush_idle(struct exs_sock *s);
 /* A send that may be coalesced instead: true when it was (its bytes are
  * in a coalescing buffer queued behind the waiting sends). */
 bool exs__stream_coalesce(struct exs_sock *s, const struct iovec *iov, int iovcnt, size_t len);

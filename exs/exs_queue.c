@@ -289,6 +289,7 @@ static int thread_waitfd(void)
 static void sync_cv_wait(void)
 {
 	exs__flush_held(); /* (no advert waits for a send while it sleeps) */
+	exs__flush_idle(); /* (nor an IDLE for its next receive) */
 	exs_rt.sync_waiting++;
 	pthread_cond_wait(&exs_rt.sync_cv, &exs_rt.lock);
 	exs_rt.sync_waiting--;
@@ -312,6 +313,7 @@ void exs__sync_wait_change(void)
  * "The ES-API's own waits"). The poll's result. */
 static int fd_wait(int fd, int ms)
 {
+	exs__flush_idle(); /* (the program has done with what it took) */
 	pthread_mutex_unlock(&exs_rt.lock);
 	struct pollfd p = { fd, POLLIN, 0 };
 	struct timespec t = util_ms_timespec(ms >= 0 ? (uint64_t)ms : 0);

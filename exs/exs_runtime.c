@@ -92,6 +92,27 @@ void exs__flush_held(void)
 	exs_rt.held_at = 0;
 }
 
+void exs__idle_held(void)
+{
+	if (exs_rt.idle_at)
+		return;
+	exs_rt.idle_at = util_now_ns();
+	/* (a progress thread asleep without a bound learns of the lease) */
+	if (exs_rt.sleeping)
+		exs__wake();
+}
+
+void exs__flush_idle(void)
+{
+	if (!exs_rt.idle_at)
+		return;
+	exs_rt.idle_at = 0;
+	struct exs_sock *s, *next;
+	util_list_for_each_safe(s, next, &exs_rt.socks, link)
+		if (s->idle_held)
+			exs__stream_flush_idle(s);
+}
+
 void exs__app_progress(void)
 {
 	struct exs_sock *s, *next;
@@ -259,6 +280,9 @@ static void *progress_thread(void *arg)
 		 * comes within microseconds; a younger one is left to it */
 		if (exs_rt.held_at && util_now_ns() - exs_rt.held_at >= UTIL_LEASE_NS)
 			exs__flush_held();
+		/* so does an IDLE that waits for the program to post again */
+		if (exs_rt.idle_at && util_now_ns() - exs_rt.idle_at >= UTIL_LEASE_NS)
+			exs__flush_idle();
 		uint64_t now = util_now_ms();
 		if (now >= next_linger_check) {
 			/* also on busy passes: other sockets' traffic must not
@@ -324,11 +348,14 @@ static void *progress_thread(void *arg)
 				npf = want * 2;
 			}
 		}
-		if (exs_rt.held_at) {
-			/* back when the advert held has waited a lease */
-			uint64_t due = exs_rt.held_at + UTIL_LEASE_NS, t = util_now_ns();
+		/* back when the advert or IDLE held has waited a lease */
+		uint64_t since[] = { exs_rt.held_at, exs_rt.idle_at };
+		for (int i = 0; i < 2; i++) {
+			if (!since[i])
+				continue;
+			uint64_t due = since[i] + UTIL_LEASE_NS, t = util_now_ns();
 			int ms = due > t ? (int)((due - t + 999999) / 1000000) : 0;
-			if (ms < timeout)
+			if (timeout < 0 || ms < timeout)
 				timeout = ms;
 		}
 		/* (poll(2) passes over a negative descriptor) */

@@ -20,17 +20,21 @@ void exs__stream_init(struct exs_sock *s, int mode)
 					      [EXS_MODE_PAPER] = EXS_SP_PAPER };
 	s->mode = mode;
 	exs_sp_rx_init(&s->rx, m[mode], s->ring_size);
-	exs__stream_rules(s);
 	/* the sender's ring size is the peer's: set when its hello comes */
 	exs_sp_tx_init(&s->tx, m[mode], 0);
+	exs__stream_rules(s);
 }
 
 _Static_assert(EXS_RULE_CHAIN == EXS_SP_RULE_CHAIN && EXS_RULE_PROBE == EXS_SP_RULE_PROBE &&
 		       EXS_RULE_ACK_EMPTY == EXS_SP_RULE_ACK_EMPTY &&
-		       EXS_RULES_ALL == EXS_SP_RULES_ALL,
+		       EXS_RULE_HOLD == EXS_SP_RULE_HOLD && EXS_RULES_ALL == EXS_SP_RULES_ALL,
 	       "EXS_SO_RULES names the protocol's own bits");
 
-void exs__stream_rules(struct exs_sock *s) { exs_sp_rx_rules(&s->rx, s->rules); }
+void exs__stream_rules(struct exs_sock *s)
+{
+	exs_sp_rx_rules(&s->rx, s->rules);
+	exs_sp_tx_rules(&s->tx, s->rules);
+}
 
 static uint8_t *op_buf(const struct exs_op *op)
 {
@@ -72,6 +76,37 @@ static void reap_done(struct exs_sock *s)
 		struct exs_op *op = exs__op_first(&s->recvs);
 		pop_recv(s, op);
 		exs__op_complete(op, 0, bytes);
+	}
+}
+
+/* A sender that holds learns that no advert will come (stream_proto.h,
+ * "Holding"), but not at once: a receive that just completed has not
+ * reached the program yet, which as a rule posts the next one when it
+ * takes it; told idle in between, the sender went to the ring and the
+ * advert behind found it there, message after message. The IDLE waits
+ * until a thread of the program waits in the ES-API (done with what it
+ * took) or a lease has passed (exs__flush_idle). */
+static void hold_idle(struct exs_sock *s)
+{
+	if (!s->idle_held && exs_sp_rx_idle(&s->rx)) {
+		s->idle_held = true;
+		exs__idle_held();
+	}
+}
+
+void exs__stream_flush_idle(struct exs_sock *s)
+{
+	uint64_t at;
+	s->idle_held = false;
+	if (s->st != S_CONNECTED)
+		return;
+	if (!exs__can_ctl(s)) {
+		hold_idle(s); /* (once credits come back) */
+		return;
+	}
+	if (exs_sp_rx_idle_due(&s->rx, &at)) {
+		struct exs_ctl m = { .type = EXS_CTL_IDLE, .seq = at };
+		exs__post_ctl(s, &m);
 	}
 }
 
@@ -130,6 +165,7 @@ static void rx_pump(struct exs_sock *s)
 		s->adverts_sent++;
 	}
 	send_ack(s);
+	hold_idle(s);
 }
 
 /* EXS_FLOW_CREDIT's send buffers, made at the first indirect transfer:
@@ -208,8 +244,13 @@ static void tx_run(struct exs_sock *s)
 		struct exs_sp_xfer x;
 		if (!exs_sp_tx_next(&s->tx, left > EXS_XFER_CAP ? EXS_XFER_CAP : left, &x)) {
 			uint32_t phase;
+			uint64_t at;
 			if (exs__can_ctl(s) && exs_sp_tx_phase_due(&s->tx, &phase)) {
 				struct exs_ctl m = { .type = EXS_CTL_PHASE, .phase = phase };
+				exs__post_ctl(s, &m);
+			}
+			if (exs__can_ctl(s) && exs_sp_tx_hold_due(&s->tx, &at)) {
+				struct exs_ctl m = { .type = EXS_CTL_HOLD, .seq = at };
 				exs__post_ctl(s, &m);
 			}
 			return;
@@ -375,6 +416,10 @@ int exs__stream_ctl(struct exs_sock *s, const struct exs_ctl *m)
 		return 0;
 	case EXS_CTL_PHASE:
 		return exs_sp_rx_phase(&s->rx, m->phase) ? -EPROTO : 0;
+	case EXS_CTL_HOLD:
+		return exs_sp_rx_hold(&s->rx, m->seq) ? -EPROTO : 0;
+	case EXS_CTL_IDLE:
+		return exs_sp_tx_idle(&s->tx, m->seq) ? -EPROTO : 0;
 	default:
 		return -EPROTO;
 	}

@@ -62,6 +62,8 @@ enum exs_ctl_type {
 	EXS_CTL_CREDIT,     /* credits only */
 	EXS_CTL_FIN,        /* the stream ends at seq (bytes sent in all) */
 	EXS_CTL_FIN_ACK,    /* every byte up to the FIN has arrived */
+	EXS_CTL_HOLD,       /* the sender waits at seq for an advert */
+	EXS_CTL_IDLE,       /* all up to seq has arrived, no receive is posted */
 	EXS_CTL_MAX_,
 };
 

@@ -17,6 +17,40 @@ void exs_sp_tx_init(struct exs_sp_tx *t, enum exs_sp_mode mode, uint64_t ring_si
 	memset(t, 0, sizeof(*t));
 	t->mode = mode;
 	t->ring_size = ring_size;
+	t->rules = mode == EXS_SP_DYNAMIC ? EXS_SP_RULES_ALL : 0;
+	t->hold_min = EXS_SP_HOLD_MIN;
+}
+
+void exs_sp_tx_rules(struct exs_sp_tx *t, unsigned rules)
+{
+	if (t->mode == EXS_SP_DYNAMIC)
+		t->rules = rules & EXS_SP_RULES_ALL;
+}
+
+int exs_sp_tx_idle(struct exs_sp_tx *t, uint64_t seq)
+{
+	if (seq > t->seq)
+		return -EPROTO;
+	/* (one for an earlier position says nothing now: data has gone since) */
+	if (seq == t->seq)
+		t->idle = true;
+	return 0;
+}
+
+bool exs_sp_tx_hold_due(struct exs_sp_tx *t, uint64_t *seq)
+{
+	if (!t->tell_hold)
+		return false;
+	t->tell_hold = false;
+	*seq = t->seq;
+	return true;
+}
+
+/* The stream moved on: an earlier hold and IDLE are spent. */
+static int moved(struct exs_sp_tx *t)
+{
+	t->held = t->tell_hold = t->idle = false;
+	return 1;
 }
 
 uint64_t exs_sp_slots(uint64_t ring_size, uint32_t slot, uint32_t *eff)
@@ -80,7 +114,8 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 			if (t->last == EXS_SP_INDIRECT)
 				t->c.switches++;
 			exs_sp_send_direct(t, a, avail, x);
-			return 1;
+			t->direct_len = x->len;
+			return moved(t);
 		}
 		/* stale: an earlier phase, or written round (its space has been
 		 * or will be filled from the ring) */
@@ -93,6 +128,16 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 	}
 	if (t->mode == EXS_SP_DIRECT_ONLY)
 		return 0;
+	if ((t->rules & EXS_SP_RULE_HOLD) && t->last == EXS_SP_DIRECT && !t->idle &&
+	    (avail >= t->hold_min || t->direct_len >= t->hold_min)) {
+		/* the receiver has our data still to take; its next advert or
+		 * its IDLE follows (stream_proto.h, "Holding") */
+		if (!t->held) {
+			t->held = t->tell_hold = true;
+			t->c.holds++;
+		}
+		return 0;
+	}
 	uint32_t n = exs_sp_ring_room(t, avail);
 	if (!n)
 		return 0;
@@ -103,7 +148,7 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 		t->c.switches++;
 	}
 	exs_sp_send_indirect(t, n, x);
-	return 1;
+	return moved(t);
 }
 
 bool exs_sp_tx_phase_due(struct exs_sp_tx *t, uint32_t *phase)
@@ -269,6 +314,32 @@ int exs_sp_rx_phase(struct exs_sp_rx *r, uint32_t phase)
 		return -EPROTO; /* the paper's sender never says its phase */
 	heard(r, phase);
 	return 0;
+}
+
+int exs_sp_rx_hold(struct exs_sp_rx *r, uint64_t seq)
+{
+	if (r->mode != EXS_SP_DYNAMIC || seq != r->arrived)
+		return -EPROTO;
+	r->hold_heard = true;
+	r->hold_at = seq;
+	return 0;
+}
+
+bool exs_sp_rx_idle(const struct exs_sp_rx *r)
+{
+	/* (no receive posted: none to advertise, no data on its way, as a
+	 * direct transfer needs a receive and the ring is empty; data since
+	 * the HOLD: the sender has moved on) */
+	return r->hold_heard && !r->count && !exs_sp_ring_bytes(r) && r->hold_at == r->arrived;
+}
+
+bool exs_sp_rx_idle_due(struct exs_sp_rx *r, uint64_t *seq)
+{
+	if (!exs_sp_rx_idle(r))
+		return false;
+	r->hold_heard = false;
+	*seq = r->arrived;
+	return true;
 }
 
 int exs_sp_rx_drain(struct exs_sp_rx *r, struct exs_sp_copy *cp)

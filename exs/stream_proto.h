@@ -48,6 +48,21 @@
  * sequence number when that transfer lands. Anything else (an indirect
  * transfer in between, a discard) makes it stale as before.
  *
+ * Holding (ours, EXS_SP_RULE_HOLD). A send completes once the transport
+ * has its bytes, so a sender with data always runs ahead of the receiver
+ * by what the sockets hold: it uses up every advert before the receiver
+ * has seen the data of the first, finds none and goes to the ring, and
+ * the adverts then on their way arrive stale. Switching to the ring only
+ * queues bytes behind that data. So after a direct transfer a sender
+ * without a usable advert waits, and says so once (HOLD, its stream
+ * position); the receiver, which reposts and advertises as its receives
+ * complete, either advertises again or, when every byte has arrived and
+ * it has no receive posted, answers IDLE: then the ring is the only way
+ * on, and the sender takes it. Liveness: an IDLE is due as soon as the
+ * receiver has neither data in flight to it nor a receive to advertise.
+ * Only a send of at least hold_min bytes, or any after a direct transfer
+ * of that many, holds (EXS_SP_HOLD_MIN).
+ *
  * Safety (the paper's theorem, checked by exs_sp_rx_direct): a direct
  * transfer always lands in the receive at the head of the receiver's
  * queue, at the offset where its next byte belongs.
@@ -73,16 +88,24 @@ enum exs_sp_mode {
 	EXS_SP_PAPER,         /* the paper's algorithm exactly (stream_paper.c) */
 };
 
-/* uwarp's departures from the paper on the receiving side that can be
- * turned off one at a time (exs_sp_rx_rules; the ES-API's EXS_SO_RULES),
- * to measure what each buys (docs/exs.md). They change when adverts and
- * ACKs go, never what a direct transfer may do (exs_sp_rx_direct's check
- * holds with any set). Dynamic mode only; all on here by default (the
- * ES-API's socket default leaves the probe out: docs/exs.md). */
+/* uwarp's departures from the paper that can be turned off one at a time
+ * (exs_sp_rx_rules, exs_sp_tx_rules; the ES-API's EXS_SO_RULES), to
+ * measure what each buys (docs/exs.md): three on the receiving side, one
+ * on the sending side. They change when adverts, ACKs and transfers go,
+ * never what a direct transfer may do (exs_sp_rx_direct's check holds
+ * with any set). Dynamic mode only; all on here by default (the ES-API's
+ * socket default leaves the probe out: docs/exs.md). */
 #define EXS_SP_RULE_CHAIN 1u     /* chained adverts behind a receive that may end short */
 #define EXS_SP_RULE_PROBE 2u     /* one advert at a time after adverts died */
 #define EXS_SP_RULE_ACK_EMPTY 4u /* the ring's room goes back only when it is empty */
-#define EXS_SP_RULES_ALL 7u
+#define EXS_SP_RULE_HOLD 8u      /* after a direct transfer, no ring until the receiver is idle */
+#define EXS_SP_RULES_ALL 15u
+/* The hold is for streams of large sends: a send shorter than this after
+ * a direct transfer shorter than this goes through the ring, where copies
+ * and coalescing beat an advert's round trip per receive (4 KiB sends at
+ * 2 sends and 4 receives: 2.2 Gbit/s through the ring, 0.65 held for
+ * adverts); a short one among long ones holds with them (docs/exs.md). */
+#define EXS_SP_HOLD_MIN (64u << 10)
 
 struct exs_sp_advert {
 	uint32_t id; /* the receive's id */
@@ -115,6 +138,7 @@ struct exs_sp_counters {
 	uint64_t copied;           /* bytes copied out of the ring */
 	uint64_t discarded;        /* adverts the sender could not use */
 	uint64_t ring_used;        /* ring bytes the copied data took (whole slots) */
+	uint64_t holds;            /* times the sender held (EXS_SP_RULE_HOLD) */
 };
 
 struct exs_sp_tx {
@@ -129,6 +153,12 @@ struct exs_sp_tx {
 	uint64_t ring_size, ring_written, ring_acked;
 	uint32_t slot;   /* credit-based: each indirect transfer takes one slot */
 	bool tell_phase; /* discards the receiver has not heard of */
+	unsigned rules;  /* EXS_SP_RULE_HOLD is the sender's */
+	bool held;       /* holding at seq, the receiver told (a HOLD) or to be */
+	bool tell_hold;
+	bool idle;           /* the receiver said it is idle at seq (an IDLE) */
+	uint32_t hold_min;   /* holds only for a send or after a transfer this long */
+	uint32_t direct_len; /* the last direct transfer's length */
 	struct exs_sp_counters c;
 };
 
@@ -143,6 +173,12 @@ void exs_sp_tx_slots(struct exs_sp_tx *t, uint32_t slot);
 /* An ADVERT arrived: -ENOBUFS when the sender holds too many, -EPROTO
  * when it cannot be a real one (empty). */
 int exs_sp_tx_advert(struct exs_sp_tx *t, const struct exs_sp_advert *a);
+/* Which of uwarp's own rules the sender follows (EXS_SP_RULE_HOLD; at
+ * any time; dynamic mode only). */
+void exs_sp_tx_rules(struct exs_sp_tx *t, unsigned rules);
+/* An IDLE: every byte up to seq has arrived and the receiver has no
+ * receive posted. -EPROTO when seq is beyond what was sent. */
+int exs_sp_tx_idle(struct exs_sp_tx *t, uint64_t seq);
 /* An ACK: the receiver has drained this many ring bytes in all. -EPROTO
  * when it goes back or past what was written. */
 int exs_sp_tx_ack(struct exs_sp_tx *t, uint64_t drained);
@@ -154,6 +190,10 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x);
  * waiting for them and advertise again; true once per need. (Transfers
  * carry the phase themselves; a blocked sender has none to send.) */
 bool exs_sp_tx_phase_due(struct exs_sp_tx *t, uint32_t *phase);
+/* When exs_sp_tx_next holds (EXS_SP_RULE_HOLD): the stream position to
+ * tell the receiver in a HOLD message, so that it answers with an IDLE
+ * if it has no receive to advertise; true once per hold. */
+bool exs_sp_tx_hold_due(struct exs_sp_tx *t, uint64_t *seq);
 
 enum exs_sp_adv_state { EXS_SP_ADV_NONE, EXS_SP_ADV_LIVE, EXS_SP_ADV_DEAD };
 
@@ -184,7 +224,9 @@ struct exs_sp_rx {
 	uint32_t slot_off;  /* bytes of the head slot copied out */
 	uint64_t slot_data; /* data bytes in the slots, not yet copied */
 	uint32_t next_id;
-	uint64_t est; /* EXS_SP_PAPER: S'_r, the next advert's sequence number */
+	uint64_t est;    /* EXS_SP_PAPER: S'_r, the next advert's sequence number */
+	bool hold_heard; /* a HOLD at hold_at: answer IDLE if idle there */
+	uint64_t hold_at;
 	struct exs_sp_counters c;
 };
 
@@ -211,6 +253,14 @@ int exs_sp_rx_direct(struct exs_sp_rx *r, uint32_t phase, uint32_t id, uint32_t 
 int exs_sp_rx_indirect(struct exs_sp_rx *r, uint32_t phase, uint64_t ring_off, uint32_t len);
 /* A PHASE message (direct-only senders after discards). */
 int exs_sp_rx_phase(struct exs_sp_rx *r, uint32_t phase);
+/* A HOLD message: the sender waits at seq for an advert. -EPROTO unless
+ * seq is exactly what has arrived (it follows the sender's transfers). */
+int exs_sp_rx_hold(struct exs_sp_rx *r, uint64_t seq);
+/* Whether an IDLE may go: the sender holds where the stream stands and no
+ * receive is posted, so no advert will come unless the application posts
+ * one. exs_sp_rx_idle_due: the same, once, *seq its value. */
+bool exs_sp_rx_idle(const struct exs_sp_rx *r);
+bool exs_sp_rx_idle_due(struct exs_sp_rx *r, uint64_t *seq);
 
 /* A copy the receiver must make: len bytes from ring offset ring_off into
  * receive id at offset off. */

@@ -549,6 +549,7 @@ struct exs_stream_counters {
 	uint64_t ring_held;   /* data in its ring now, arrived and not yet copied
 			       * out: sampled over time, the SDP paper's buffer
 			       * utilisation (divided by EXS_SO_RING_SIZE) */
+	uint64_t holds;       /* sends that waited for the peer (EXS_RULE_HOLD) */
 };
 /* (A caller built with an older, shorter struct gets its fields.) */
 /* int, bytes, set before connect or listen: the hidden receive ring
@@ -604,10 +605,11 @@ enum exs_flow {
 #define EXS_SO_KEEPALIVE 10
 /* int, SOCK_STREAM in EXS_MODE_DYNAMIC, at any time until the connection
  * ends (accepted sockets take the listener's): which of uwarp's own rules
- * this socket's receiving side follows where it departs from the paper's
- * (docs/exs.md, "Compared with the paper"), default EXS_RULES_DEFAULT;
- * turning one off or on measures what it buys. They decide when adverts and ring
- * acknowledgements go, never where data may land. A uwarp extension. */
+ * this socket follows where it departs from the paper's (docs/exs.md,
+ * "Compared with the paper"): three on its receiving side, one on its
+ * sending side; default EXS_RULES_DEFAULT. Turning one off or on measures
+ * what it buys. They decide when adverts, ring acknowledgements and
+ * transfers go, never where data may land. A uwarp extension. */
 #define EXS_SO_RULES 11
 enum exs_rule {
 	EXS_RULE_CHAIN = 1,     /* an advert behind a receive that may complete
@@ -616,9 +618,11 @@ enum exs_rule {
 				 * sender uses one */
 	EXS_RULE_ACK_EMPTY = 4, /* the ring's room goes back only once it is
 				 * empty, after the adverts */
-	EXS_RULES_ALL = 7,
+	EXS_RULE_HOLD = 8,      /* sending: after a direct transfer, no ring
+				 * until the receiver says it has no receive */
+	EXS_RULES_ALL = 15,
 	/* the default: the probe measured to buy nothing (docs/exs.md) */
-	EXS_RULES_DEFAULT = EXS_RULE_CHAIN | EXS_RULE_ACK_EMPTY,
+	EXS_RULES_DEFAULT = EXS_RULE_CHAIN | EXS_RULE_ACK_EMPTY | EXS_RULE_HOLD,
 };
 
 /*

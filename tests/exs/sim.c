@@ -123,12 +123,20 @@ bool sim_sender_step(struct sim *s)
 	uint32_t phase;
 	uint64_t seq = s->tx.seq;
 	if (exs_sp_tx_next(&s->tx, s->posted - seq, &x) != 1) {
-		if (!exs_sp_tx_phase_due(&s->tx, &phase))
-			return false;
+		uint64_t at;
 		struct sim_msg *m = calloc(1, sizeof(*m));
-		m->type = SIM_PHASE;
-		m->phase = phase;
-		T("S: PHASE %u\n", phase);
+		if (exs_sp_tx_phase_due(&s->tx, &phase)) {
+			m->type = SIM_PHASE;
+			m->phase = phase;
+			T("S: PHASE %u\n", phase);
+		} else if (exs_sp_tx_hold_due(&s->tx, &at)) {
+			m->type = SIM_HOLD;
+			m->seq = at;
+			T("S: HOLD %llu\n", (unsigned long long)at);
+		} else {
+			free(m);
+			return false;
+		}
 		push(&s->s2r, m);
 		return true;
 	}
@@ -191,10 +199,15 @@ bool sim_deliver_to_receiver(struct sim *s)
 	if (!m)
 		return false;
 	T("R: got %s\n", m->type == SIM_PHASE         ? "PHASE"
+			 : m->type == SIM_HOLD        ? "HOLD"
 			 : m->x.kind == EXS_SP_DIRECT ? "DIRECT"
 						      : "INDIRECT");
 	if (m->type == SIM_PHASE) {
 		exs_sp_rx_phase(&s->rx, m->phase);
+	} else if (m->type == SIM_HOLD) {
+		/* it follows the sender's transfers: all of them are in */
+		if (exs_sp_rx_hold(&s->rx, m->seq))
+			fail(s, "receiver refused a HOLD", m->seq, s->rx.arrived);
 	} else if (m->x.kind == EXS_SP_DIRECT) {
 		/* the safety property, from the simulation's own account */
 		struct sim_recv *h = s->recvs;
@@ -254,6 +267,15 @@ bool sim_receiver_step(struct sim *s)
 		push(&s->r2s, m);
 		return true;
 	}
+	uint64_t at;
+	if (exs_sp_rx_idle_due(&s->rx, &at)) {
+		struct sim_msg *m = calloc(1, sizeof(*m));
+		m->type = SIM_IDLE;
+		m->seq = at;
+		T("R: IDLE %llu\n", (unsigned long long)at);
+		push(&s->r2s, m);
+		return true;
+	}
 	if (exs_sp_rx_advert(&s->rx, &a) == 1) {
 		struct sim_msg *m = calloc(1, sizeof(*m));
 		m->type = SIM_ADVERT;
@@ -278,14 +300,19 @@ bool sim_deliver_to_sender(struct sim *s)
 	struct sim_msg *m = pop(&s->r2s);
 	if (!m)
 		return false;
-	T("S: got %s (tx phase %u seq %llu)\n", m->type == SIM_ADVERT ? "advert" : "ack",
-	  s->tx.phase, (unsigned long long)s->tx.seq);
+	static const char *const what[] = {
+		[SIM_ADVERT] = "advert", [SIM_ACK] = "ack", [SIM_IDLE] = "IDLE"
+	};
+	T("S: got %s (tx phase %u seq %llu)\n", what[m->type], s->tx.phase,
+	  (unsigned long long)s->tx.seq);
 	int rc = m->type == SIM_ADVERT ? exs_sp_tx_advert(&s->tx, &m->a)
+		 : m->type == SIM_IDLE ? exs_sp_tx_idle(&s->tx, m->seq)
 				       : exs_sp_tx_ack(&s->tx, m->drained);
-	if (rc)
-		fail(s,
-		     m->type == SIM_ADVERT ? "sender refused an advert" : "sender refused an ack",
-		     (unsigned long long)-rc, 0);
+	if (rc) {
+		char why[64];
+		snprintf(why, sizeof(why), "sender refused an %s", what[m->type]);
+		fail(s, why, (unsigned long long)-rc, 0);
+	}
 	check_sender_phase(s);
 	free(m);
 	return true;

@@ -21,7 +21,7 @@
 
 #include "exs/stream_proto.h"
 
-enum sim_msg_type { SIM_DATA, SIM_PHASE, SIM_ADVERT, SIM_ACK };
+enum sim_msg_type { SIM_DATA, SIM_PHASE, SIM_ADVERT, SIM_ACK, SIM_HOLD, SIM_IDLE };
 
 struct sim_msg {
 	enum sim_msg_type type;
@@ -30,6 +30,7 @@ struct sim_msg {
 	uint32_t phase;         /* PHASE */
 	struct exs_sp_advert a; /* ADVERT */
 	uint64_t drained;       /* ACK */
+	uint64_t seq;           /* HOLD, IDLE */
 	struct sim_msg *next;
 };
 

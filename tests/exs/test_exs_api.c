@@ -1277,6 +1277,58 @@ static struct exs_stream_counters counters(int fd)
 	return c;
 }
 
+/* The hold (EXS_RULE_HOLD, docs/exs.md) over a real connection: once the
+ * last transfer went direct, a send that finds no advert waits and says
+ * HOLD; the receiver, with nothing posted, answers IDLE, and the send goes
+ * through the ring and completes though no receive is ever posted for
+ * it. Turned off, the same send goes to the ring at once. */
+static void a_held_send_completes_with_no_receive_posted(void **state)
+{
+	(void)state;
+	/* (larger than a send that is copied and coalesced) */
+	enum { N = 64 << 10 };
+	char *in = malloc(N), *out = malloc(N);
+	memset(out, 'd', N);
+	for (int on = 0; on < 2; on++) {
+		int c, s;
+		pair(SOCK_STREAM, &c, &s);
+		if (!on)
+			set_int(c, EXS_SO_RULES, EXS_RULES_DEFAULT & ~EXS_RULE_HOLD);
+		/* until one message went direct (the first may beat its advert) */
+		for (int i = 0; counters(c).direct == 0; i++) {
+			assert_true(i < 100);
+			assert_int_equal(exs_recv(s, in, N, 0, Q, NULL, EXS_MHANDLE_INVALID), 0);
+			assert_int_equal(exs_send(c, out, N, 0, EXS_QHANDLE_INVALID, NULL,
+						  EXS_MHANDLE_INVALID),
+					 N);
+			assert_int_equal(ev1().exs_evt_type, EXS_EVT_RECV);
+		}
+		struct exs_stream_counters before = counters(c);
+		memset(out, 'h', N);
+		assert_int_equal(exs_send(c, out, N, 0, Q, (void *)7, EXS_MHANDLE_INVALID), 0);
+		exs_event_t ev = ev1(); /* its completion, with nothing posted */
+		assert_int_equal(ev.exs_evt_type, EXS_EVT_SEND);
+		assert_ptr_equal(ev.exs_evt_ahandle, (void *)7);
+		struct exs_stream_counters after = counters(c);
+		assert_int_equal(after.holds - before.holds, on ? 1 : 0);
+		assert_int_equal(after.direct, before.direct);
+		assert_true(after.indirect > before.indirect);
+		size_t got = 0;
+		while (got < N) {
+			assert_int_equal(
+				exs_recv(s, in + got, N - got, 0, Q, NULL, EXS_MHANDLE_INVALID), 0);
+			ev = ev1();
+			assert_int_equal(ev.exs_evt_errno, 0);
+			got += (size_t)ev.exs_evt_union.xfer.bytes;
+		}
+		assert_memory_equal(in, out, N);
+		memset(out, 'd', N);
+		close_pair(c, s);
+	}
+	free(in);
+	free(out);
+}
+
 /* an indirect-only stream pair: the listener's ring, the client's flow */
 static void flow_pair(int flow, int credit_size, int ring, int *c, int *s)
 {
@@ -1606,6 +1658,7 @@ int main(void)
 		cmocka_unit_test(hello_slot_and_chain_flag_are_checked),
 		cmocka_unit_test(flow_options_are_checked),
 		cmocka_unit_test(rules_option_is_checked_and_inherited),
+		cmocka_unit_test(a_held_send_completes_with_no_receive_posted),
 		cmocka_unit_test(credit_flow_takes_a_slot_per_send),
 		cmocka_unit_test(credit_sends_are_copied_and_done_before_the_peer_reads),
 		cmocka_unit_test(small_sends_behind_a_waiting_one_are_coalesced),

@@ -204,6 +204,7 @@ struct run_stats {
 	uint64_t back_to_direct; /* the paper's mode: direct again after indirect */
 	uint64_t slotted;        /* connections with credit slots */
 	uint64_t ruled;          /* dynamic ones without some of uwarp's rules */
+	uint64_t holds;          /* sends that held (EXS_SP_RULE_HOLD) */
 };
 
 /* One simulated connection of about `steps` steps; 0, or -1 with why. */
@@ -228,11 +229,16 @@ static int run_random(uint64_t seed, bool paper, long steps, struct run_stats *s
 	unsigned waitall_pct = (unsigned)pick(&r, 0, 3) * 33;
 	struct sim s;
 	sim_init(&s, mode, ring);
+	/* sends of every size hold, or only the larger ones (EXS_SP_HOLD_MIN
+	 * is larger than these rings) */
+	s.tx.hold_min = (uint32_t)pick(&r, 1, maxsz);
 	/* a third of uwarp's dynamic runs without some of its own rules, which
 	 * change now and then as they go (EXS_SO_RULES may be set at any time) */
 	bool ruled = mode == EXS_SP_DYNAMIC && pick(&r, 0, 2) == 0;
 	if (ruled) {
-		exs_sp_rx_rules(&s.rx, (unsigned)pick(&r, 0, EXS_SP_RULES_ALL - 1));
+		unsigned rules = (unsigned)pick(&r, 0, EXS_SP_RULES_ALL - 1);
+		exs_sp_rx_rules(&s.rx, rules);
+		exs_sp_tx_rules(&s.tx, rules);
 		st->ruled++;
 	}
 	if (slot) {
@@ -257,8 +263,11 @@ static int run_random(uint64_t seed, bool paper, long steps, struct run_stats *s
 		    !s.r2s.len)
 			break;
 		bool did = false;
-		if (ruled && pick(&r, 0, 999) == 0)
-			exs_sp_rx_rules(&s.rx, (unsigned)pick(&r, 0, EXS_SP_RULES_ALL));
+		if (ruled && pick(&r, 0, 999) == 0) {
+			unsigned rules = (unsigned)pick(&r, 0, EXS_SP_RULES_ALL);
+			exs_sp_rx_rules(&s.rx, rules);
+			exs_sp_tx_rules(&s.tx, rules);
+		}
 		switch (pick(&r, 0, 5)) {
 		case 0:
 			if (sending && nsends < dsend) {
@@ -289,9 +298,24 @@ static int run_random(uint64_t seed, bool paper, long steps, struct run_stats *s
 		if (did)
 			continue;
 		/* nothing happened: is anything at all possible? */
-		bool any = sim_sender_step(&s) || sim_deliver_to_receiver(&s) ||
-			   sim_receiver_step(&s) || sim_deliver_to_sender(&s) || s.nrecvs < drecv ||
-			   (sending && nsends < dsend);
+		bool moves = sim_sender_step(&s) || sim_deliver_to_receiver(&s) ||
+			     sim_receiver_step(&s) || sim_deliver_to_sender(&s);
+		bool any = moves || s.nrecvs < drecv || (sending && nsends < dsend);
+		/* Only a sender that must use adverts waits for the receiving
+		 * application to post a receive; any other, with bytes to send
+		 * and room in the ring, gets there by the protocol alone (the
+		 * hold ends with the receiver's IDLE). */
+		if (!moves && mode != EXS_SP_DIRECT_ONLY && s.posted > s.tx.seq &&
+		    s.tx.ring_written - s.tx.ring_acked + (s.tx.slot ? s.tx.slot : 1) <=
+			    s.tx.ring_size) {
+			snprintf(why, whylen,
+				 "the sender waits for a receive with room in the ring (mode %d "
+				 "rules %u, %llu of %llu bytes sent)",
+				 mode, s.tx.rules, (unsigned long long)s.tx.seq,
+				 (unsigned long long)s.posted);
+			rc = -1;
+			break;
+		}
 		if (!any && s.delivered + sim_open_bytes(&s) < s.posted) {
 			snprintf(why, whylen,
 				 "stalled with %llu of %llu bytes delivered (mode %d ring %llu "
@@ -317,6 +341,7 @@ static int run_random(uint64_t seed, bool paper, long steps, struct run_stats *s
 	st->direct += s.tx.c.direct;
 	st->indirect += s.tx.c.indirect;
 	st->switches += s.tx.c.switches;
+	st->holds += s.tx.c.holds;
 	st->copied += s.rx.c.copied;
 	st->partial += s.partial_completions;
 	st->back_to_direct += s.back_to_direct;
@@ -343,15 +368,16 @@ static void simulate(bool paper)
 		done += steps;
 	}
 	printf("simulated %ld steps in %llu connections (%s): %llu direct and %llu indirect "
-	       "transfers, %llu switches (%llu back to direct), %llu bytes copied, %llu short "
-	       "receives\n",
+	       "transfers, %llu switches (%llu back to direct), %llu holds, %llu bytes copied, "
+	       "%llu short receives\n",
 	       done, (unsigned long long)seed - 1, paper ? "the paper's mode" : "uwarp's modes",
 	       (unsigned long long)st.direct, (unsigned long long)st.indirect,
 	       (unsigned long long)st.switches, (unsigned long long)st.back_to_direct,
-	       (unsigned long long)st.copied, (unsigned long long)st.partial);
+	       (unsigned long long)st.holds, (unsigned long long)st.copied,
+	       (unsigned long long)st.partial);
 	/* the runs must have exercised both paths and the switches between */
 	assert_true(st.direct > 0 && st.indirect > 0 && st.switches > 0 && st.partial > 0 &&
-		    st.slotted > 0 && (paper || st.ruled > 0));
+		    st.slotted > 0 && (paper || (st.ruled > 0 && st.holds > 0)));
 	/* the paper's receiver resynchronises: direct transfers resume */
 	if (paper)
 		assert_true(st.back_to_direct > 0);
@@ -400,7 +426,10 @@ static void chained_advert_follows_a_short_receive(void **state)
 	completes(&p, b, 50);
 	assert_int_equal(p.s.c.discarded, 0);
 
-	/* a transfer through the ring between the two makes the chain stale */
+	/* a transfer through the ring between the two makes the chain stale
+	 * (a sender without the hold, which would wait for D instead:
+	 * sender_holds_after_a_direct_transfer) */
+	exs_sp_tx_rules(&p.s, EXS_SP_RULES_ALL & ~EXS_SP_RULE_HOLD);
 	uint32_t c = post(&p, 100, false), d = post(&p, 100, false);
 	struct exs_sp_advert adv_c, adv_d;
 	assert_int_equal(exs_sp_rx_advert(&p.r, &adv_c), 1);
@@ -419,6 +448,76 @@ static void chained_advert_follows_a_short_receive(void **state)
 	arrive(&p, &x4);
 	arrive(&p, &x5);
 	copy(&p, d, 0, 25); /* D takes the ring's bytes; its advert is dead */
+}
+
+/* The hold (EXS_SP_RULE_HOLD): after a direct transfer a sender without
+ * an advert waits and says HOLD; the receiver's next advert lets it go on
+ * directly, or, with every byte in and no receive posted, its IDLE lets
+ * it into the ring. Without the rule the same send goes to the ring at
+ * once and the advert behind it is stale. */
+static void sender_holds_after_a_direct_transfer(void **state)
+{
+	(void)state;
+	struct pair p;
+	struct exs_sp_xfer x;
+	uint64_t at;
+	for (int on = 0; on < 3; on++) {
+		pair_init(&p, 4096);
+		/* (these sends are small: the hold is for 30 bytes and more;
+		 * in the third round for 101, so after 100 a send of 50 goes on) */
+		p.s.hold_min = on == 2 ? 101 : 30;
+		if (!on)
+			exs_sp_tx_rules(&p.s, EXS_SP_RULES_ALL & ~EXS_SP_RULE_HOLD);
+		uint32_t a = post(&p, 100, true);
+		struct exs_sp_advert adv = advert(&p, a, 0, 0);
+		assert_int_equal(exs_sp_tx_advert(&p.s, &adv), 0);
+		struct exs_sp_xfer x1 = xfer(&p, 100, EXS_SP_DIRECT, 0, 100);
+		if (on != 1) {
+			xfer(&p, 50, EXS_SP_INDIRECT, 1, 50);
+			assert_false(exs_sp_tx_hold_due(&p.s, &at));
+			assert_int_equal(p.s.c.switches, 1);
+			continue;
+		}
+		/* held: no transfer, one HOLD at 100; a send too short to hold
+		 * alone holds too behind a direct transfer long enough */
+		assert_int_equal(exs_sp_tx_next(&p.s, 50, &x), 0);
+		assert_int_equal(exs_sp_tx_next(&p.s, 29, &x), 0);
+		assert_true(exs_sp_tx_hold_due(&p.s, &at));
+		assert_int_equal(at, 100);
+		assert_int_equal(exs_sp_tx_next(&p.s, 50, &x), 0);
+		assert_false(exs_sp_tx_hold_due(&p.s, &at));
+		assert_int_equal(p.s.c.holds, 1);
+		/* the receiver reposts: an advert, no IDLE; the sender goes on
+		 * directly, no switch */
+		arrive(&p, &x1);
+		completes(&p, a, 100);
+		assert_int_equal(exs_sp_rx_hold(&p.r, 99), -EPROTO); /* not where it stands */
+		assert_int_equal(exs_sp_rx_hold(&p.r, 100), 0);
+		uint32_t b = post(&p, 100, false);
+		adv = advert(&p, b, 0, 100);
+		assert_false(exs_sp_rx_idle_due(&p.r, &at));
+		assert_int_equal(exs_sp_tx_advert(&p.s, &adv), 0);
+		struct exs_sp_xfer x2 = xfer(&p, 50, EXS_SP_DIRECT, 0, 50);
+		assert_int_equal(p.s.c.switches, 0);
+		/* held again at 150; B completes short and nothing is posted:
+		 * the receiver is idle where the sender holds, and says so */
+		assert_int_equal(exs_sp_tx_next(&p.s, 30, &x), 0);
+		assert_true(exs_sp_tx_hold_due(&p.s, &at));
+		assert_int_equal(at, 150);
+		arrive(&p, &x2);
+		assert_false(exs_sp_rx_idle_due(&p.r, &at)); /* no HOLD heard yet */
+		assert_int_equal(exs_sp_rx_hold(&p.r, 150), 0);
+		assert_false(exs_sp_rx_idle_due(&p.r, &at)); /* B is not reaped yet */
+		completes(&p, b, 50);
+		assert_true(exs_sp_rx_idle_due(&p.r, &at));
+		assert_int_equal(at, 150);
+		assert_false(exs_sp_rx_idle_due(&p.r, &at));          /* once */
+		assert_int_equal(exs_sp_tx_idle(&p.s, 151), -EPROTO); /* beyond the stream */
+		assert_int_equal(exs_sp_tx_idle(&p.s, 150), 0);
+		xfer(&p, 30, EXS_SP_INDIRECT, 1, 30);
+		assert_int_equal(p.s.c.switches, 1);
+		assert_int_equal(p.s.c.holds, 2);
+	}
 }
 
 /* uwarp's receiving-side rules (EXS_SP_RULE_*), each turned off alone,
@@ -546,6 +645,7 @@ int main(void)
 		cmocka_unit_test(small_ring_the_phase_must_jump),
 		cmocka_unit_test(receiver_refuses_what_the_protocol_cannot_produce),
 		cmocka_unit_test(chained_advert_follows_a_short_receive),
+		cmocka_unit_test(sender_holds_after_a_direct_transfer),
 		cmocka_unit_test(each_of_uwarps_rules_can_be_turned_off),
 		cmocka_unit_test(credit_slots_take_a_whole_slot_each),
 		cmocka_unit_test(random_interleavings_keep_the_stream_whole_and_safe),

@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 1; i + 12 <= size; i += 12) {
 		const uint8_t *p = data + i;
 		uint32_t a = u32(p + 4), b = u32(p + 8);
-		uint8_t op = p[0] % 10, x = p[1], y = p[2], z = p[3];
+		uint8_t op = p[0] % 12, x = p[1], y = p[2], z = p[3];
 		switch (op) {
 		case 0: { /* the application posts a receive */
 			uint32_t id;
@@ -110,8 +110,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint32_t ph;
 			exs_sp_rx_ack_due(&r, &d);
 			exs_sp_tx_phase_due(&t, &ph);
+			exs_sp_tx_hold_due(&t, &d);
+			if (exs_sp_rx_idle_due(&r, &d))
+				FUZZ_CHECK(d == r.arrived && !r.count);
 			break;
 		}
+		case 10: /* a HOLD, any position: only where the stream stands */
+			if (!exs_sp_rx_hold(&r, b))
+				FUZZ_CHECK(b == r.arrived && mode == EXS_SP_DYNAMIC);
+			break;
+		case 11: /* an IDLE, any position: never past what was sent */
+			if (!exs_sp_tx_idle(&t, b))
+				FUZZ_CHECK(b <= t.seq);
+			break;
 		}
 		invariants(&t, &r);
 	}

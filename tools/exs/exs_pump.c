@@ -53,8 +53,9 @@
 #define JOB_PINGPONG 2u  /* echo messages of rsize bytes (pump_pingpong.c) */
 #define JOB_SAMPLE 4u    /* sample the ring's occupancy while receiving */
 #define JOB_WAITALL 8u   /* receives with MSG_WAITALL */
-/* bits 8-10 carry the rules of the server's receiving side (EXS_SO_RULES,
- * --rules); without JOB_RULES it keeps the default */
+/* bits 8-11 carry the rules (EXS_SO_RULES, --rules) for the server's
+ * socket, the client's own take them too; without JOB_RULES both keep the
+ * default */
 #define JOB_RULES 16u
 #define JOB_RULES_SHIFT 8
 
@@ -616,6 +617,10 @@ static int run_client(const struct opts *o)
 	if (credit_size && o->type == SOCK_STREAM &&
 	    exs_setsockopt(fd, SOL_EXS, EXS_SO_CREDIT_SIZE, &credit_size, sizeof(credit_size)))
 		die("EXS_SO_CREDIT_SIZE");
+	/* the sending side's rule (hold) is this socket's */
+	if (o->rules >= 0 && o->type == SOCK_STREAM &&
+	    exs_setsockopt(fd, SOL_EXS, EXS_SO_RULES, &o->rules, sizeof(o->rules)))
+		die("EXS_SO_RULES");
 	if (exs_connect(fd, ai->ai_addr, ai->ai_addrlen, EXS_QHANDLE_INVALID, NULL)) {
 		char peer[300];
 		snprintf(peer, sizeof(peer), "%s port %d", o->host, o->port);
@@ -719,7 +724,7 @@ connected:
 		printf("{\"type\":\"%s\",\"mode\":\"%s\",\"bytes\":%llu,\"messages\":%llu,"
 		       "\"seconds\":%.6f,\"throughput_gbps\":%.4f,\"usec_per_msg\":%.3f,"
 		       "\"direct\":%llu,\"indirect\":%llu,\"direct_ratio\":%.4f,\"switches\":%llu,"
-		       "\"discarded\":%llu,\"cpu_client\":%.4f,\"cpu_server\":%.4f,"
+		       "\"holds\":%llu,\"discarded\":%llu,\"cpu_client\":%.4f,\"cpu_server\":%.4f,"
 		       "\"sends\":%d,\"recvs\":%d,\"flow\":\"%s\",\"coalesced\":%llu,"
 		       "\"flushes\":%llu,\"ring_utilisation\":%.4f,\"ring_occupancy\":%.4f,"
 		       "\"sendbuf\":%llu,\"rounds\":%llu,\"rules\":%d,"
@@ -728,7 +733,7 @@ connected:
 		       (unsigned long long)off, (unsigned long long)msgs, secs, gbps,
 		       secs * 1e6 / (double)(msgs ? msgs : 1), (unsigned long long)c.direct,
 		       (unsigned long long)c.indirect, ratio, (unsigned long long)c.switches,
-		       (unsigned long long)c.discarded, ccpu / secs,
+		       (unsigned long long)c.holds, (unsigned long long)c.discarded, ccpu / secs,
 		       r.cpu / (r.secs > 0 ? r.secs : 1), o->sends, o->recvs, flows[flow],
 		       (unsigned long long)c.coalesced, (unsigned long long)c.flushes, util,
 		       r.occupancy, (unsigned long long)c.sendbuf, (unsigned long long)rounds,
@@ -740,9 +745,10 @@ connected:
 		       (unsigned long long)off, (unsigned long long)msgs, gbps,
 		       secs * 1e6 / (double)(msgs ? msgs : 1));
 		printf("client: direct %llu, indirect %llu (direct ratio %.3f), switches %llu, "
-		       "adverts discarded %llu\n",
+		       "holds %llu, adverts discarded %llu\n",
 		       (unsigned long long)c.direct, (unsigned long long)c.indirect, ratio,
-		       (unsigned long long)c.switches, (unsigned long long)c.discarded);
+		       (unsigned long long)c.switches, (unsigned long long)c.holds,
+		       (unsigned long long)c.discarded);
 		printf("client: flow %s: %llu sends coalesced into %llu flushes; the server's "
 		       "ring held %.1f%% data\n",
 		       flows[flow], (unsigned long long)c.coalesced, (unsigned long long)c.flushes,
@@ -795,9 +801,10 @@ static void usage(FILE *out)
 		"                 fills to --rsize before it completes)\n"
 		"                [--crc on|off]  (ask for MPA CRC; default on; CRC is off\n"
 		"                 only when both ends ask for that)\n"
-		"                [--rules none|LIST]  (the server's receiving side follows\n"
-		"                 these of uwarp's own rules, LIST of chain, probe and\n"
-		"                 ack-empty; EXS_SO_RULES, default chain,ack-empty)\n"
+		"                [--rules none|LIST]  (both ends follow these of uwarp's\n"
+		"                 own rules, LIST of chain, probe, ack-empty (receiving)\n"
+		"                 and hold (sending); EXS_SO_RULES, default\n"
+		"                 chain,ack-empty,hold)\n"
 		"  --sockets system (both ends): the stream's sockets are made by socket(2),\n"
 		"                 accept(2) and connect(2), and the ES-API's calls on them\n"
 		"                 run on plain TCP; --sockets ddp: the same sockets in DDP\n"
@@ -898,8 +905,9 @@ int main(int argc, char **argv)
 			o.interval = tool_opt_decimal(p, "--interval", optarg, 0, 86400);
 			break;
 		case 'X': {
-			/* none, or a list of chain, probe, ack-empty (EXS_SO_RULES) */
-			static const char *const rules[] = { "chain", "probe", "ack-empty", NULL };
+			/* none, or a list of chain, probe, ack-empty, hold (EXS_SO_RULES) */
+			static const char *const rules[] = { "chain", "probe", "ack-empty", "hold",
+							     NULL };
 			o.rules = 0;
 			if (strcmp(optarg, "none"))
 				for (char *save = NULL, *w = strtok_r(optarg, ",", &save); w;
