@@ -738,7 +738,8 @@ int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optl
 						 .flushes = s->flushes,
 						 .sendbuf = s->sendbuf_bytes,
 						 .ring_held = exs_sp_rx_held(&s->rx),
-						 .holds = s->tx.c.holds };
+						 .holds = s->tx.c.holds,
+						 .adverts_held = s->tx.count };
 		if (s->type == SOCK_SEQPACKET)
 			c.direct = s->sent_seq, c.rx_direct = s->rx_msgs;
 		/* the struct grows at its end: a shorter one gets its part */

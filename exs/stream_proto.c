@@ -46,10 +46,15 @@ bool exs_sp_tx_hold_due(struct exs_sp_tx *t, uint64_t *seq)
 	return true;
 }
 
-/* The stream moved on: an earlier hold and IDLE are spent. */
-static int moved(struct exs_sp_tx *t)
+/* The stream moved on by x: an earlier hold and IDLE are spent. The
+ * transfers' mean length follows it (an eighth of the way each time). */
+static int moved(struct exs_sp_tx *t, const struct exs_sp_xfer *x)
 {
 	t->held = t->tell_hold = t->idle = false;
+	if (!t->mean_len)
+		t->mean_len = x->len;
+	else
+		t->mean_len = t->mean_len - t->mean_len / 8 + x->len / 8;
 	return 1;
 }
 
@@ -114,8 +119,7 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 			if (t->last == EXS_SP_INDIRECT)
 				t->c.switches++;
 			exs_sp_send_direct(t, a, avail, x);
-			t->direct_len = x->len;
-			return moved(t);
+			return moved(t, x);
 		}
 		/* stale: an earlier phase, or written round (its space has been
 		 * or will be filled from the ring) */
@@ -129,7 +133,7 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 	if (t->mode == EXS_SP_DIRECT_ONLY)
 		return 0;
 	if ((t->rules & EXS_SP_RULE_HOLD) && t->last == EXS_SP_DIRECT && !t->idle &&
-	    (avail >= t->hold_min || t->direct_len >= t->hold_min)) {
+	    (avail >= t->hold_min || t->mean_len >= t->hold_min)) {
 		/* the receiver has our data still to take; its next advert or
 		 * its IDLE follows (stream_proto.h, "Holding") */
 		if (!t->held) {
@@ -148,7 +152,7 @@ int exs_sp_tx_next(struct exs_sp_tx *t, uint64_t avail, struct exs_sp_xfer *x)
 		t->c.switches++;
 	}
 	exs_sp_send_indirect(t, n, x);
-	return moved(t);
+	return moved(t, x);
 }
 
 bool exs_sp_tx_phase_due(struct exs_sp_tx *t, uint32_t *phase)

@@ -60,8 +60,8 @@
  * it has no receive posted, answers IDLE: then the ring is the only way
  * on, and the sender takes it. Liveness: an IDLE is due as soon as the
  * receiver has neither data in flight to it nor a receive to advertise.
- * Only a send of at least hold_min bytes, or any after a direct transfer
- * of that many, holds (EXS_SP_HOLD_MIN).
+ * Only a send of at least hold_min bytes, or any in a stream whose
+ * transfers are that long on average, holds (EXS_SP_HOLD_MIN).
  *
  * Safety (the paper's theorem, checked by exs_sp_rx_direct): a direct
  * transfer always lands in the receive at the head of the receiver's
@@ -100,11 +100,12 @@ enum exs_sp_mode {
 #define EXS_SP_RULE_ACK_EMPTY 4u /* the ring's room goes back only when it is empty */
 #define EXS_SP_RULE_HOLD 8u      /* after a direct transfer, no ring until the receiver is idle */
 #define EXS_SP_RULES_ALL 15u
-/* The hold is for streams of large sends: a send shorter than this after
- * a direct transfer shorter than this goes through the ring, where copies
- * and coalescing beat an advert's round trip per receive (4 KiB sends at
- * 2 sends and 4 receives: 2.2 Gbit/s through the ring, 0.65 held for
- * adverts); a short one among long ones holds with them (docs/exs.md). */
+/* The hold is for streams of large sends: a send shorter than this in a
+ * stream whose transfers are shorter than this on average goes through
+ * the ring, where copies and coalescing beat an advert's round trip per
+ * receive (4 KiB sends at 2 sends and 4 receives: 2.2 Gbit/s through the
+ * ring, 0.65 held for adverts); a short one among long ones holds with
+ * them (docs/exs.md). */
 #define EXS_SP_HOLD_MIN (64u << 10)
 
 struct exs_sp_advert {
@@ -156,9 +157,9 @@ struct exs_sp_tx {
 	unsigned rules;  /* EXS_SP_RULE_HOLD is the sender's */
 	bool held;       /* holding at seq, the receiver told (a HOLD) or to be */
 	bool tell_hold;
-	bool idle;           /* the receiver said it is idle at seq (an IDLE) */
-	uint32_t hold_min;   /* holds only for a send or after a transfer this long */
-	uint32_t direct_len; /* the last direct transfer's length */
+	bool idle;         /* the receiver said it is idle at seq (an IDLE) */
+	uint32_t hold_min; /* holds only for a send, or a stream, this long */
+	uint32_t mean_len; /* the transfers' length, a moving mean */
 	struct exs_sp_counters c;
 };
 

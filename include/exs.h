@@ -532,24 +532,25 @@ enum exs_stream_mode {
 /* struct exs_stream_counters, read only: what this socket did. */
 #define EXS_SO_COUNTERS 2
 struct exs_stream_counters {
-	uint64_t direct;      /* transfers sent straight into the peer's receives */
-	uint64_t indirect;    /* transfers sent into the peer's hidden ring */
-	uint64_t switches;    /* changes between the two while sending */
-	uint64_t discarded;   /* adverts received that could not be used */
-	uint64_t adverts;     /* adverts this socket sent */
-	uint64_t copied;      /* bytes it copied out of its own ring */
-	uint64_t rx_direct;   /* direct transfers it received */
-	uint64_t rx_indirect; /* indirect transfers it received */
-	uint64_t ring_used;   /* bytes of its ring the copied data took up
+	uint64_t direct;       /* transfers sent straight into the peer's receives */
+	uint64_t indirect;     /* transfers sent into the peer's hidden ring */
+	uint64_t switches;     /* changes between the two while sending */
+	uint64_t discarded;    /* adverts received that could not be used */
+	uint64_t adverts;      /* adverts this socket sent */
+	uint64_t copied;       /* bytes it copied out of its own ring */
+	uint64_t rx_direct;    /* direct transfers it received */
+	uint64_t rx_indirect;  /* indirect transfers it received */
+	uint64_t ring_used;    /* bytes of its ring the copied data took up
 			      * (whole slots with EXS_FLOW_CREDIT): copied /
 			      * ring_used is the ring's utilisation */
-	uint64_t coalesced;   /* sends copied into a coalescing buffer */
-	uint64_t flushes;     /* coalescing buffers sent */
-	uint64_t sendbuf;     /* bytes copied into EXS_FLOW_CREDIT's send buffers */
-	uint64_t ring_held;   /* data in its ring now, arrived and not yet copied
+	uint64_t coalesced;    /* sends copied into a coalescing buffer */
+	uint64_t flushes;      /* coalescing buffers sent */
+	uint64_t sendbuf;      /* bytes copied into EXS_FLOW_CREDIT's send buffers */
+	uint64_t ring_held;    /* data in its ring now, arrived and not yet copied
 			       * out: sampled over time, the SDP paper's buffer
 			       * utilisation (divided by EXS_SO_RING_SIZE) */
-	uint64_t holds;       /* sends that waited for the peer (EXS_RULE_HOLD) */
+	uint64_t holds;        /* sends that waited for the peer (EXS_RULE_HOLD) */
+	uint64_t adverts_held; /* the peer's adverts it holds now, not yet used */
 };
 /* (A caller built with an older, shorter struct gets its fields.) */
 /* int, bytes, set before connect or listen: the hidden receive ring

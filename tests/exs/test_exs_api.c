@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -27,6 +28,8 @@
 #include <exs.h>
 #include <uwarp/ep.h>
 #include <uwarp/verbs.h>
+
+#include "util/clock.h"
 
 #include "exs/exs_wire.h"
 
@@ -1294,16 +1297,19 @@ static void a_held_send_completes_with_no_receive_posted(void **state)
 		pair(SOCK_STREAM, &c, &s);
 		if (!on)
 			set_int(c, EXS_SO_RULES, EXS_RULES_DEFAULT & ~EXS_RULE_HOLD);
-		/* until one message went direct (the first may beat its advert) */
-		for (int i = 0; counters(c).direct == 0; i++) {
-			assert_true(i < 100);
-			assert_int_equal(exs_recv(s, in, N, 0, Q, NULL, EXS_MHANDLE_INVALID), 0);
-			assert_int_equal(exs_send(c, out, N, 0, EXS_QHANDLE_INVALID, NULL,
-						  EXS_MHANDLE_INVALID),
-					 N);
-			assert_int_equal(ev1().exs_evt_type, EXS_EVT_RECV);
+		/* one message direct: its advert at the sender first */
+		assert_int_equal(exs_recv(s, in, N, 0, Q, NULL, EXS_MHANDLE_INVALID), 0);
+		uint64_t deadline = util_now_ms() + 20000;
+		while (counters(c).adverts_held == 0) {
+			assert_true(util_now_ms() < deadline);
+			sched_yield();
 		}
+		assert_int_equal(
+			exs_send(c, out, N, 0, EXS_QHANDLE_INVALID, NULL, EXS_MHANDLE_INVALID), N);
+		assert_int_equal(ev1().exs_evt_type, EXS_EVT_RECV);
 		struct exs_stream_counters before = counters(c);
+		assert_int_equal(before.direct, 1);
+		assert_int_equal(before.adverts_held, 0);
 		memset(out, 'h', N);
 		assert_int_equal(exs_send(c, out, N, 0, Q, (void *)7, EXS_MHANDLE_INVALID), 0);
 		exs_event_t ev = ev1(); /* its completion, with nothing posted */

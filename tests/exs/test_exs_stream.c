@@ -479,7 +479,7 @@ static void sender_holds_after_a_direct_transfer(void **state)
 			continue;
 		}
 		/* held: no transfer, one HOLD at 100; a send too short to hold
-		 * alone holds too behind a direct transfer long enough */
+		 * alone holds too in a stream whose transfers are long enough */
 		assert_int_equal(exs_sp_tx_next(&p.s, 50, &x), 0);
 		assert_int_equal(exs_sp_tx_next(&p.s, 29, &x), 0);
 		assert_true(exs_sp_tx_hold_due(&p.s, &at));
