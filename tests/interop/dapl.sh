@@ -84,8 +84,8 @@ judge() {
 	# and in a later CI run twice in a row without it: uwarp's client
 	# PASSED every transfer and disconnected, siw's kernel closed the
 	# connection too (its FIN answered uwarp's within 10 ms in the
-	# capture), and siw's dtest server never returned (its output is lost
-	# with the guest command). Kept: both sides' logs; the case runs once
+	# capture), and siw's dtest server never returned (what it printed
+	# then was lost; siwlab now keeps it). Kept: both sides' logs; the case runs once
 	# more. A second such run passes as a finding only when the capture
 	# shows that close, FIN both ways and no reset: what hangs then is
 	# siw's program after its teardown, not anything on the wire.
@@ -132,10 +132,15 @@ to_siw() {
 	done
 }
 
-# siw client -> uwarp server. siw's bad CRC comes this way too (seen in a
-# CI run: its Read Response to a -p client; uwarp's Terminate, LLP CRC
-# error, then both sides FAILED): the case runs again once when uwarp's
-# debug trace shows exactly that, as to_siw does.
+# siw client -> uwarp server. siw's bad CRC comes this way too (seen in
+# CI runs: its Read Response to a -p client; and to the default run's
+# Reads, of a buffer dtest's client was rewriting meanwhile: siw sends
+# Read Responses from the program's pages, their CRC taken before TCP
+# sends them; uwarp's Terminate, LLP CRC error, then both sides FAILED,
+# and that time siw's client never returned, which held up every guest
+# command after it until siwlab's guest ran each beside the others): the
+# case runs again once when uwarp's debug trace shows exactly that, as
+# to_siw does.
 from_siw() {
 	local what="$*" try
 	for try in 1 2; do

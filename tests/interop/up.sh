@@ -29,3 +29,17 @@ rm -rf "$DIR" && mkdir -p "$DIR"
 	--guestfwd "$P_FUZZ:$G_FUZZ" ${NETNS:+--tap "$NETNS"} ||
 	exit 1
 echo "guest up: $(cat "$DIR/uname"); artefacts in $DIR"
+
+# A guest command that outlives the host's wait must not hold up the next
+# (siwlab's guest runs each beside the others): once a siw program stuck
+# in its teardown kept every later command, the kill sent for it among
+# them, from running, and each case after it failed.
+if GUEST_TIMEOUT=1 guest "sleep 60" >/dev/null 2>&1; then
+	echo "FAIL: a 60 s command in the guest finished within 1 s"
+	exit 1
+fi
+if [ "$(GUEST_TIMEOUT=20 guest "echo runs" 2>&1)" != runs ]; then
+	echo "FAIL: a guest command waited for an earlier one that had outlived its wait"
+	exit 1
+fi
+echo "PASS: a guest command that outlives its wait holds up no other"
