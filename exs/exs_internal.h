@@ -228,6 +228,7 @@ struct exs_sock {
 	struct uw_mw *ring_mw; /* bound to this socket's QP alone */
 	uint64_t peer_ring_addr, peer_ring_size;
 	uint32_t peer_ring_stag;
+	uint32_t peer_features; /* EXS_FEAT_* from its hello (0 until it comes) */
 	struct exs_sp_tx tx;
 	struct exs_sp_rx rx;
 	struct exs_adv_where where[2 * EXS_SP_MAX_ADVERTS];

@@ -81,7 +81,8 @@ void exs__hello_of(const struct exs_sock *s, uint8_t out[EXS_HELLO_LEN])
 			       .type = s->type == SOCK_STREAM ? EXS_WIRE_STREAM
 							      : EXS_WIRE_SEQPACKET,
 			       .mode = (uint8_t)s->mode,
-			       .credits = EXS_CTL_RECVS };
+			       .credits = EXS_CTL_RECVS,
+			       .features = EXS_FEAT_HOLD };
 	if (s->type == SOCK_STREAM && s->flow == EXS_FLOW_CREDIT)
 		h.slot_log2 = (uint8_t)__builtin_ctz(s->credit_size);
 	if (s->ring) {
@@ -98,7 +99,9 @@ void exs__take_hello(struct exs_sock *s, const struct exs_hello *h)
 	s->peer_ring_addr = h->ring_addr;
 	s->peer_ring_size = h->ring_size;
 	s->peer_ring_stag = h->ring_stag;
+	s->peer_features = h->features;
 	if (s->type == SOCK_STREAM) {
+		exs__stream_rules(s); /* (what the peer understands is known now) */
 		s->tx.ring_size = h->ring_size;
 		s->coal_size = (uint32_t)(h->ring_size / 2 < EXS_COALESCE_BUF ? h->ring_size / 2
 									      : EXS_COALESCE_BUF);

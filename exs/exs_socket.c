@@ -717,6 +717,11 @@ int exs_getsockopt(int fd, int level, int optname, void *optval, socklen_t *optl
 		if (s->type != SOCK_STREAM)
 			return unlock_err(ENOPROTOOPT);
 		v = (int)s->rules;
+		/* connected: the sending rule in force, as its sender has it
+		 * (the hold only towards a peer that understands it,
+		 * exs__stream_rules) */
+		if (s->st == S_CONNECTED && s->mode == EXS_MODE_DYNAMIC)
+			v = (v & ~EXS_RULE_HOLD) | (int)(s->tx.rules & EXS_RULE_HOLD);
 		break;
 	case EXS_SO_IDLE_MS:
 		v = (int)s->idle_ms;

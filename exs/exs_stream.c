@@ -33,7 +33,14 @@ _Static_assert(EXS_RULE_CHAIN == EXS_SP_RULE_CHAIN && EXS_RULE_PROBE == EXS_SP_R
 void exs__stream_rules(struct exs_sock *s)
 {
 	exs_sp_rx_rules(&s->rx, s->rules);
-	exs_sp_tx_rules(&s->tx, s->rules);
+	/* A sender holds only towards a peer that says it will answer (its
+	 * hello's features): a uwarp from before the hold refuses HOLD as an
+	 * unknown message and ends the connection. Until the hello comes,
+	 * no send goes out anyway. */
+	unsigned tx = s->rules;
+	if (!(s->peer_features & EXS_FEAT_HOLD))
+		tx &= ~(unsigned)EXS_RULE_HOLD;
+	exs_sp_tx_rules(&s->tx, tx);
 }
 
 static uint8_t *op_buf(const struct exs_op *op)

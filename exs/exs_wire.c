@@ -37,12 +37,13 @@ void exs_hello_encode(const struct exs_hello *h, uint8_t out[EXS_HELLO_LEN])
 	put32(out + 12, h->ring_stag);
 	put64(out + 16, h->ring_addr);
 	put64(out + 24, h->ring_size);
+	put32(out + 32, h->features);
 }
 
 int exs_hello_decode(const void *buf, uint32_t len, struct exs_hello *h)
 {
 	const uint8_t *p = buf;
-	if (!buf || len < EXS_HELLO_LEN || get32(p) != EXS_HELLO_MAGIC || p[4] != 1)
+	if (!buf || len < EXS_HELLO_MIN_LEN || get32(p) != EXS_HELLO_MAGIC || p[4] != 1)
 		return -EPROTO;
 	*h = (struct exs_hello){ .version = p[4],
 				 .type = p[5],
@@ -51,7 +52,8 @@ int exs_hello_decode(const void *buf, uint32_t len, struct exs_hello *h)
 				 .credits = get32(p + 8),
 				 .ring_stag = get32(p + 12),
 				 .ring_addr = get64(p + 16),
-				 .ring_size = get64(p + 24) };
+				 .ring_size = get64(p + 24),
+				 .features = len >= EXS_HELLO_LEN ? get32(p + 32) : 0 };
 	if ((h->type != EXS_WIRE_STREAM && h->type != EXS_WIRE_SEQPACKET) || h->mode > 3 ||
 	    (p[7] && (p[7] < 9 || p[7] > 20)) || !h->credits)
 		return -EPROTO;

@@ -9,6 +9,10 @@
  * credit slots and of which size):
  *    0 magic(32)  4 version  5 type  6 mode  7 log2 slot (0: packed ring)
  *    8 credits(32)  12 ring stag(32)  16 ring addr(64)  24 ring size(64)
+ *   32 features(32): the control messages this end understands beyond
+ *      the first ones (EXS_FEAT_*). A hello of 32 bytes is from a uwarp
+ *      before the word (features 0); a longer one from a later version,
+ *      whose bytes past the word are ignored, so either end may grow it.
  *
  * Control messages are RDMAP Sends of EXS_CTL_LEN bytes, big-endian:
  *    0 type   1 flags   2 credits(16)   4 phase(32)   8 id(32)   12 len(32)
@@ -34,7 +38,13 @@
 #include <stdint.h>
 
 #define EXS_HELLO_MAGIC 0x45585301u /* "EXS" 1 */
-#define EXS_HELLO_LEN 32
+#define EXS_HELLO_LEN 36            /* what this version sends */
+#define EXS_HELLO_MIN_LEN 32        /* what every version sends */
+
+/* A sender only says what its peer's hello says it understands. */
+enum exs_feature {
+	EXS_FEAT_HOLD = 1u << 0, /* HOLD and IDLE (uwarp's hold, EXS_RULE_HOLD) */
+};
 
 enum exs_wire_type { EXS_WIRE_STREAM = 1, EXS_WIRE_SEQPACKET = 2 };
 
@@ -46,6 +56,7 @@ struct exs_hello {
 	uint32_t credits;
 	uint32_t ring_stag;
 	uint64_t ring_addr, ring_size;
+	uint32_t features; /* EXS_FEAT_*: 0 from a 32-byte hello */
 };
 
 void exs_hello_encode(const struct exs_hello *h, uint8_t out[EXS_HELLO_LEN]);

@@ -610,7 +610,10 @@ enum exs_flow {
  * "Compared with the paper"): three on its receiving side, one on its
  * sending side; default EXS_RULES_DEFAULT. Turning one off or on measures
  * what it buys. They decide when adverts, ring acknowledgements and
- * transfers go, never where data may land. A uwarp extension. */
+ * transfers go, never where data may land. On a connected socket
+ * getsockopt says the rules in force: the hold only when the peer's
+ * ES-API understands it (a uwarp from before it does not; the connection
+ * then goes without). A uwarp extension. */
 #define EXS_SO_RULES 11
 enum exs_rule {
 	EXS_RULE_CHAIN = 1,     /* an advert behind a receive that may complete

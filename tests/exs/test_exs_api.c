@@ -1016,21 +1016,27 @@ static void a_queue_being_waited_on_is_busy(void **state)
 
 /* ---- a raw uwarp peer ---- */
 
-static struct uw_ep *raw_peer(int port, int type)
+/* a peer whose hello is LEN bytes (EXS_HELLO_MIN_LEN: a uwarp from
+ * before the features word) saying FEATURES */
+static struct uw_ep *raw_peer_hello(int port, int type, uint32_t len, uint32_t features)
 {
 	uint8_t hello[EXS_HELLO_LEN];
 	struct exs_hello h = { .version = 1,
 			       .type = (uint8_t)type,
 			       .credits = 16,
-			       .ring_size = type == EXS_WIRE_STREAM ? 4096 : 0 };
+			       .ring_size = type == EXS_WIRE_STREAM ? 4096 : 0,
+			       .features = features };
 	exs_hello_encode(&h, hello);
-	struct uw_conn_param p = { .private_data = hello,
-				   .private_data_len = sizeof(hello),
-				   .p2p = 1 };
+	struct uw_conn_param p = { .private_data = hello, .private_data_len = len, .p2p = 1 };
 	struct uw_ep_attr at = { .param = &p };
 	char ps[16];
 	snprintf(ps, sizeof(ps), "%d", port);
 	return uw_ep_connect("127.0.0.1", ps, &at);
+}
+
+static struct uw_ep *raw_peer(int port, int type)
+{
+	return raw_peer_hello(port, type, EXS_HELLO_LEN, 0);
 }
 
 static void raw_send(struct uw_ep *ep, const void *msg, uint32_t len)
@@ -1244,6 +1250,46 @@ static void one_sided_write_and_read_reach_only_exposed_memory(void **state)
 	assert_int_equal(exs_mderegister(&bmh), 0);
 }
 
+/* uwarp's hold is used only towards a peer that says, in its hello, that
+ * it understands HOLD and IDLE: a uwarp from before the hold (a 32-byte
+ * hello) would refuse HOLD as an unknown message and end the connection.
+ * getsockopt(EXS_SO_RULES) says the rules in force; with the hold out
+ * the sender goes to the ring as before it (sender_holds_after_a_direct_
+ * transfer in test_exs_stream: the same send without the rule). */
+static void the_hold_is_used_only_with_a_peer_that_understands_it(void **state)
+{
+	(void)state;
+	int c, s, v;
+	socklen_t vl = sizeof(v);
+	pair(SOCK_STREAM, &c, &s);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(exs_getsockopt(i ? s : c, SOL_EXS, EXS_SO_RULES, &v, &vl), 0);
+		assert_int_equal(v, EXS_RULES_DEFAULT);
+	}
+	close_pair(c, s);
+	static const struct {
+		uint32_t len, features;
+		bool hold;
+	} peers[] = { { EXS_HELLO_MIN_LEN, 0, false },
+		      { EXS_HELLO_LEN, 0, false },
+		      { EXS_HELLO_LEN, EXS_FEAT_HOLD, true } };
+	for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++) {
+		int port;
+		int l = listener(SOCK_STREAM, EXS_MODE_DYNAMIC, &port);
+		struct uw_ep *ep =
+			raw_peer_hello(port, EXS_WIRE_STREAM, peers[i].len, peers[i].features);
+		assert_non_null(ep);
+		s = exs_accept(l, NULL, NULL, EXS_QHANDLE_INVALID, NULL);
+		assert_true(s >= 0);
+		assert_int_equal(exs_getsockopt(s, SOL_EXS, EXS_SO_RULES, &v, &vl), 0);
+		assert_int_equal(v, peers[i].hold ? EXS_RULES_DEFAULT
+						  : EXS_RULES_DEFAULT & ~EXS_RULE_HOLD);
+		assert_int_equal(exs_close(s, EXS_QHANDLE_INVALID, NULL), 0);
+		assert_int_equal(exs_close(l, EXS_QHANDLE_INVALID, NULL), 0);
+		uw_ep_close(ep);
+	}
+}
+
 /* The HELLO's credit slot and ADVERT's CHAIN flag: what the wire may say.
  * A slot outside 2^9..2^20 is no ES-API peer's (the connection is
  * refused); CHAIN belongs to ADVERT only. */
@@ -1263,6 +1309,16 @@ static void hello_slot_and_chain_flag_are_checked(void **state)
 		if (valid)
 			assert_int_equal(got.slot_log2, k);
 	}
+	/* the features word: carried, and absent from an older peer's
+	 * 32-byte hello (features 0), which is still one we speak */
+	h.slot_log2 = 0;
+	h.features = EXS_FEAT_HOLD;
+	exs_hello_encode(&h, b);
+	assert_int_equal(exs_hello_decode(b, sizeof(b), &got), 0);
+	assert_int_equal(got.features, EXS_FEAT_HOLD);
+	assert_int_equal(exs_hello_decode(b, EXS_HELLO_MIN_LEN, &got), 0);
+	assert_int_equal(got.features, 0);
+	assert_int_equal(exs_hello_decode(b, EXS_HELLO_MIN_LEN - 1, &got), -EPROTO);
 	uint8_t m[EXS_CTL_LEN];
 	struct exs_ctl c = { .type = EXS_CTL_ADVERT, .flags = EXS_CTL_F_CHAIN, .len = 10 }, back;
 	exs_ctl_encode(&c, m);
@@ -1666,6 +1722,7 @@ int main(void)
 		cmocka_unit_test(shut_rd_keeps_an_advertised_receive),
 		cmocka_unit_test(a_queue_being_waited_on_is_busy),
 		cmocka_unit_test(malformed_control_messages_abort_and_complete_everything),
+		cmocka_unit_test(the_hold_is_used_only_with_a_peer_that_understands_it),
 		cmocka_unit_test(a_peer_of_the_wrong_type_is_refused),
 		cmocka_unit_test(an_advert_key_reaches_only_its_receive),
 		cmocka_unit_test(one_sided_write_and_read_reach_only_exposed_memory),
