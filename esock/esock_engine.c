@@ -57,7 +57,7 @@ static bool hup_rd(const struct esock *e)
 	return e->eof || e->rd_shut || e->conn_err || e->st == ES_FAILED;
 }
 
-static bool readable(const struct esock *e)
+bool esock__readable(const struct esock *e)
 {
 	if (e->st == ES_FALLBACK)
 		return true; /* the program's next call makes the plain connection */
@@ -81,12 +81,18 @@ void esock__update(struct esock *e, bool arrived_data)
 	if (e->b < 0 || e->quiet)
 		return;
 	if (hup_rd(e) && e->st != ES_CONNECTING) {
-		if (!e->rdhup_done) {
+		bool first = !e->rdhup_done;
+		if (first) {
 			/* the program's end: POLLIN|POLLRDHUP from now on */
 			REAL(shutdown)(e->b, SHUT_WR);
 			e->rdhup_done = true;
 		}
-	} else if (readable(e)) {
+		if (e->umode) /* (the end is readable: an edge, once) */
+			esock__ready_changed(e, true, first);
+	} else if (e->umode) {
+		/* (no byte: esock's epoll waits look at uready) */
+		esock__ready_changed(e, esock__readable(e), arrived_data);
+	} else if (esock__readable(e)) {
 		/* a byte per arrival: edge-triggered epoll fires on each, as
 		 * TCP's does for each segment */
 		if ((!e->rsig || arrived_data) &&

@@ -94,6 +94,8 @@ struct esock_libc {
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
+			    const sigset_t *);
 };
 extern struct esock_libc esock_libc;
 void esock__libc_init(void);
@@ -211,8 +213,15 @@ struct esock {
 	struct esock_aop *arecv, *arecv_tail;
 
 	/* readiness of the program's end */
-	bool rsig;   /* a byte waits there */
-	bool oblock; /* made unwritable */
+	bool rsig; /* a byte waits there */
+	/* Readable is known in user space only (esock_ready.c): while the
+	 * socket is in epoll sets alone, which esock's waits answer, no byte
+	 * is sent; @rkernel: never again (a poll, select or other wait saw it) */
+	_Atomic bool umode, rkernel;
+	_Atomic bool uready;          /* readable, as esock__update last found */
+	_Atomic unsigned arrivals;    /* data arrivals (edge-triggered sets) */
+	struct util_list memberships; /* its registrations (struct esock_member) */
+	bool oblock;                  /* made unwritable */
 	bool rdhup_done, wrhup_done;
 
 	struct esock_tag tag_conn, tag_shut, tag_close, tag_recv[ESOCK_RCHUNKS];
@@ -286,6 +295,31 @@ void esock__repost_free(struct esock *e, int flags);
  * caller calls esock__engine_done once it has let go of e->mu) */
 bool esock__settle(struct esock *e);
 void esock__update(struct esock *e, bool arrived); /* readiness: under e->mu */
+bool esock__readable(const struct esock *e);       /* a read would not wait */
+/* esock_ready.c: readiness in user space for DDP sockets in epoll sets */
+/* under e->mu, in user mode: @e's readiness changed (@arrived: new data) */
+void esock__ready_changed(struct esock *e, bool readable, bool arrived);
+/* epoll_ctl on set @ep for DDP socket @e named @fd: 1 when done here (the
+ * result in *rc), 0 when the caller makes the plain call */
+int esock__ready_ctl(int ep, int op, int fd, struct esock *e, struct epoll_event *ev, int *rc);
+/* whether set @ep has members in user mode (its waits must go through
+ * esock__ready_wait) */
+bool esock__ready_set(int ep);
+/* epoll_wait on such a set: its events (user readiness and the kernel's,
+ * merged), waiting up to @timeout ms (-1: no limit) */
+int esock__ready_wait(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask);
+/* a wait outside esock's epoll answers is about to see @fd (a DDP socket
+ * or an epoll set): its readiness goes back to the kernel, for good */
+void esock__ready_kernel(int fd);
+void esock__ready_kernel_set(int ep);              /* the same for an epoll set alone */
+void esock__ready_forget(int fd, struct esock *e); /* @fd no longer names @e */
+void esock__ready_drop_set(int ep);                /* the set's number closed */
+/* some socket has been in user mode: poll and select look for them */
+extern _Atomic bool esock_umode_any;
+/* esock__ppoll_here that also returns 0 once @ready(@arg) (esock_wait.c) */
+int esock__ppoll_here_until(struct pollfd *p, nfds_t n, const struct timespec *t,
+			    const sigset_t *mask, int (*ready)(void *), void *arg);
+
 /* esock_sleep.c: under e->mu, wait for esock__wake or @ms (0: no limit):
  * 0, ETIMEDOUT, or EINTR when a signal handler ran that the kernel would
  * not restart the socket call after (signal(7)) */

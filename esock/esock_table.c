@@ -49,8 +49,10 @@ void esock__unname(int fd, struct esock *e)
 	if (named)
 		atomic_store_explicit(&tab[fd], NULL, memory_order_release);
 	pthread_mutex_unlock(&tab_mu);
-	if (named)
+	if (named) {
+		esock__ready_forget(fd, e);
 		esock__unref_fd(e);
+	}
 }
 
 void esock__set(int fd, struct esock *e)
@@ -62,8 +64,10 @@ void esock__set(int fd, struct esock *e)
 	struct esock *old = tab[fd];
 	atomic_store_explicit(&tab[fd], e, memory_order_release);
 	pthread_mutex_unlock(&tab_mu);
-	if (old)
+	if (old) {
+		esock__ready_forget(fd, old);
 		esock__unref_fd(old);
+	}
 }
 
 void esock__forget(int fd)
@@ -72,13 +76,17 @@ void esock__forget(int fd)
 		return;
 	if (esock_fdflags[fd] & FD_LISTENER)
 		esock__listener_forget(fd);
+	if (esock_fdflags[fd] & FD_EPOLL_DDP)
+		esock__ready_drop_set(fd);
 	esock_fdflags[fd] = 0;
 	pthread_mutex_lock(&tab_mu);
 	struct esock *old = tab[fd];
 	atomic_store_explicit(&tab[fd], NULL, memory_order_release);
 	pthread_mutex_unlock(&tab_mu);
-	if (old)
+	if (old) {
+		esock__ready_forget(fd, old);
 		esock__unref_fd(old);
+	}
 }
 
 struct esock *esock__new(int domain)
@@ -91,6 +99,7 @@ struct esock *esock__new(int domain)
 	e->owner = my_pid;
 	e->domain = domain;
 	e->exs = e->tcp = e->a = e->b = -1;
+	util_list_init(&e->memberships);
 	e->tag_conn = (struct esock_tag){ e, TAG_CONNECT, 0 };
 	e->tag_shut = (struct esock_tag){ e, TAG_SHUT, 0 };
 	e->tag_close = (struct esock_tag){ e, TAG_CLOSE, 0 };

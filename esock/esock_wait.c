@@ -44,24 +44,38 @@
 
 /* (a listener that cannot be made one stays the TCP listener: the wait
  * goes on, and accept says why) */
+/* (a DDP socket or epoll set whose readiness esock keeps in user space
+ * goes back to the kernel before poll or select sees it: esock_ready.c) */
 static void regate_pollfds(const struct pollfd *p, nfds_t n)
 {
-	if (!atomic_load_explicit(&esock_any_reverted, memory_order_relaxed))
+	bool regate = atomic_load_explicit(&esock_any_reverted, memory_order_relaxed);
+	bool umode = atomic_load_explicit(&esock_umode_any, memory_order_relaxed);
+	if (!regate && !umode)
 		return;
 	int err = errno;
-	for (nfds_t i = 0; i < n; i++)
-		esock__listener_regate(p[i].fd);
+	for (nfds_t i = 0; i < n; i++) {
+		if (regate)
+			esock__listener_regate(p[i].fd);
+		if (umode)
+			esock__ready_kernel(p[i].fd);
+	}
 	errno = err;
 }
 
 static void regate_sets(int nfds, const fd_set *r, const fd_set *w, const fd_set *x)
 {
-	if (!atomic_load_explicit(&esock_any_reverted, memory_order_relaxed))
+	bool regate = atomic_load_explicit(&esock_any_reverted, memory_order_relaxed);
+	bool umode = atomic_load_explicit(&esock_umode_any, memory_order_relaxed);
+	if (!regate && !umode)
 		return;
 	int err = errno;
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
-		if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x)))
-			esock__listener_regate(fd);
+		if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) {
+			if (regate)
+				esock__listener_regate(fd);
+			if (umode)
+				esock__ready_kernel(fd);
+		}
 	errno = err;
 }
 
@@ -103,6 +117,20 @@ int esock__ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, cons
 	bool was = inside;
 	inside = true;
 	int r = exs_ppoll_here(p, n, t, mask);
+	int err = errno;
+	inside = was;
+	errno = err;
+	return r;
+}
+
+int esock__ppoll_here_until(struct pollfd *p, nfds_t n, const struct timespec *t,
+			    const sigset_t *mask, int (*ready)(void *), void *arg)
+{
+	if (!here())
+		return REAL(ppoll)(p, n, t, mask);
+	bool was = inside;
+	inside = true;
+	int r = exs_ppoll_here_until(p, n, t, mask, ready, arg);
 	int err = errno;
 	inside = was;
 	errno = err;
@@ -186,6 +214,8 @@ static int epoll_here(int ep, struct epoll_event *ev, int max, int timeout, cons
 
 EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 {
+	if (max > 0 && esock__ready_set(ep))
+		return esock__ready_wait(ep, ev, max, timeout, NULL);
 	if (!timeout || max <= 0 || !here() || !epoll_ddp(ep))
 		return REAL(epoll_wait)(ep, ev, max, timeout);
 	return epoll_here(ep, ev, max, timeout, NULL);
@@ -193,6 +223,8 @@ EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 
 EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
+	if (max > 0 && esock__ready_set(ep))
+		return esock__ready_wait(ep, ev, max, timeout, mask);
 	if (!timeout || max <= 0 || !here() || !epoll_ddp(ep))
 		return REAL(epoll_pwait)(ep, ev, max, timeout, mask);
 	return epoll_here(ep, ev, max, timeout, mask);
@@ -211,16 +243,36 @@ EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct times
 	return REAL(pselect)(nfds, r, w, x, t, mask);
 }
 
+/* (its time as a struct timespec: not through esock's wait, which would
+ * keep readiness in user space that the kernel's wait does not see) */
+EXPORT int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *t,
+			const sigset_t *mask)
+{
+	if (atomic_load_explicit(&esock_umode_any, memory_order_relaxed))
+		esock__ready_kernel_set(ep);
+	if (!REAL(epoll_pwait2)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return REAL(epoll_pwait2)(ep, ev, max, t, mask);
+}
+
 EXPORT int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 {
 	int err = errno;
 	if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)
 		esock__listener_regate(fd);
+	/* an epoll set inside another: its own readiness must be the
+	 * kernel's (esock_ready.c) */
+	if (op != EPOLL_CTL_DEL && atomic_load_explicit(&esock_umode_any, memory_order_relaxed))
+		esock__ready_kernel_set(fd);
 	/* a connecting socket's sets, for a fallback to plain TCP to make
 	 * again on the new socket (esock_fallback.c); a due one is made first */
 	struct esock *e = esock__get(fd);
 	errno = err;
-	int r = REAL(epoll_ctl)(ep, op, fd, ev);
+	int r;
+	if (!e || !esock__ready_ctl(ep, op, fd, e, ev, &r))
+		r = REAL(epoll_ctl)(ep, op, fd, ev);
 	if (!r && e && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && esock__fd_in_range(ep))
 		esock_fdflags[ep] |= FD_EPOLL_DDP;
 	if (!r && e && e->may_fall_back)

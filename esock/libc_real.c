@@ -54,6 +54,7 @@ void esock__libc_init(void)
 	LOOKUP(epoll_ctl, "epoll_ctl");
 	LOOKUP(epoll_wait, "epoll_wait");
 	LOOKUP(epoll_pwait, "epoll_pwait");
+	LOOKUP(epoll_pwait2, "epoll_pwait2");
 	/* last: REAL() tests the field it needs, and this one is set last */
 	LOOKUP(socket, "socket");
 }

@@ -133,7 +133,8 @@ static int waited(uint64_t slept_at, int n)
 	return n;
 }
 
-static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const sigset_t *mask)
+static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const sigset_t *mask,
+		     int (*ready)(void *), void *arg)
 {
 	uint64_t spin_until = util_now_ns() + util_spin_ns(&spin, exs_rt.spin_ns);
 	uint64_t slept_at = 0;
@@ -155,6 +156,8 @@ static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const s
 			rounds();
 			pthread_mutex_unlock(&exs_rt.lock);
 		}
+		if (ready && ready(arg))
+			return waited(slept_at, 0);
 		int n = util_sys_ppoll(fds, nfds, &zero, NULL);
 		if (n != 0)
 			return waited(slept_at, n);
@@ -184,6 +187,12 @@ static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const s
 int exs_ppoll_here(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
 		   const sigset_t *mask)
 {
+	return exs_ppoll_here_until(fds, nfds, timeout, mask, NULL, NULL);
+}
+
+int exs_ppoll_here_until(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+			 const sigset_t *mask, int (*ready)(void *), void *arg)
+{
 	/* Not from the progress work itself (a wait inside a round would
 	 * take the lock it holds), nor before exs_init. */
 	if (!exs_rt.started || exs__on_progress_thread())
@@ -204,7 +213,7 @@ int exs_ppoll_here(struct pollfd *fds, nfds_t nfds, const struct timespec *timeo
 	sigfillset(&all);
 	if (pthread_sigmask(SIG_SETMASK, &all, &old))
 		return util_sys_ppoll(fds, nfds, timeout, mask);
-	int n = wait_here(fds, nfds, deadline, mask ? mask : &old);
+	int n = wait_here(fds, nfds, deadline, mask ? mask : &old, ready, arg);
 	int err = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = err;

@@ -232,6 +232,18 @@ EXS_EXTERN int exs_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
 EXS_EXTERN int exs_ppoll_here(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
 			      const sigset_t *mask);
 
+/*
+ * exs_ppoll_here_until - (uwarp extension) exs_ppoll_here that also
+ * returns 0 as soon as @ready(@arg) returns non-zero. @ready is called
+ * after each round of progress, without the ES-API's lock, so it may take
+ * the locks of a library whose notifications make the readiness it
+ * reports (esock keeps a DDP socket's readiness in user space for the
+ * epoll sets it answers). Another thread that makes it ready must wake
+ * the sleeper through one of @fds.
+ */
+EXS_EXTERN int exs_ppoll_here_until(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+				    const sigset_t *mask, int (*ready)(void *), void *arg);
+
 /* ---- memory ---- */
 
 /*

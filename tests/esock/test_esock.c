@@ -1854,6 +1854,262 @@ static void a_wait_for_no_ddp_socket_stays_out(void **state)
 	close_pair(&p);
 }
 
+/* what the kernel itself says of @fd, past esock: bytes waiting in it
+ * (for a DDP socket, in its socket pair) and whether poll(2) finds it
+ * readable */
+static int kernel_fionread(int fd)
+{
+	int n = -1;
+	assert_int_equal(syscall(SYS_ioctl, fd, FIONREAD, &n), 0);
+	return n;
+}
+
+static bool kernel_readable(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	struct timespec zero = { 0, 0 };
+	return syscall(SYS_ppoll, &pf, 1, &zero, NULL, 8) == 1 && (pf.revents & POLLIN);
+}
+
+/* one event from @ep within @ms: its events (0: none came) */
+static uint32_t one_event(int ep, uint64_t data, int ms)
+{
+	struct epoll_event ev[4];
+	int n = epoll_wait(ep, ev, 4, ms);
+	assert_true(n >= 0 && n <= 1);
+	if (n)
+		assert_int_equal(ev[0].data.u64, data);
+	return n ? ev[0].events : 0;
+}
+
+/* A DDP socket held in epoll sets alone is readable to esock's
+ * epoll_wait with no byte in its socket pair (two system calls less per
+ * request: docs/performance.md): level- and edge-triggered, merged with
+ * the kernel's writable into one event with the program's data, the end
+ * of the stream readable with RDHUP. Once poll(2) looks at it, the byte
+ * is back and the kernel sees it readable too. */
+static void an_epoll_set_learns_readiness_without_the_socket_pair(void **state)
+{
+	(void)state;
+	struct pair p = make_pair(true);
+	int lt = epoll_create1(0), et = epoll_create1(0);
+	struct epoll_event e1 = { .events = EPOLLIN, .data.u64 = 0x1234 };
+	struct epoll_event e2 = { .events = EPOLLIN | EPOLLET, .data.u64 = 0x5678 };
+	assert_int_equal(epoll_ctl(lt, EPOLL_CTL_ADD, p.s, &e1), 0);
+	assert_int_equal(epoll_ctl(et, EPOLL_CTL_ADD, p.s, &e2), 0);
+	assert_int_equal(epoll_ctl(et, EPOLL_CTL_ADD, p.s, &e2), -1);
+	assert_int_equal(errno, EEXIST);
+	assert_int_equal(one_event(lt, 0x1234, 0), 0);
+	write_all(p.c, "a", 1);
+	assert_int_equal(one_event(et, 0x5678, 5000), EPOLLIN); /* the edge */
+	assert_int_equal(one_event(et, 0x5678, 0), 0);          /* once */
+	assert_int_equal(one_event(lt, 0x1234, 0), EPOLLIN);    /* level: again */
+	assert_int_equal(one_event(lt, 0x1234, 0), EPOLLIN);
+	/* the point: nothing in the socket pair, nothing the kernel sees */
+	assert_int_equal(kernel_fionread(p.s), 0);
+	assert_false(kernel_readable(p.s));
+	write_all(p.c, "b", 1);
+	assert_int_equal(one_event(et, 0x5678, 5000), EPOLLIN); /* a new arrival */
+	char b[4];
+	read_all(p.s, b, 2);
+	assert_memory_equal(b, "ab", 2);
+	assert_int_equal(one_event(lt, 0x1234, 0), 0); /* read: nothing left */
+	/* writable is the kernel's, readable ours: one event, the data the
+	 * program gave */
+	struct epoll_event e3 = { .events = EPOLLIN | EPOLLOUT, .data.u64 = 0x9 };
+	assert_int_equal(epoll_ctl(lt, EPOLL_CTL_MOD, p.s, &e3), 0);
+	assert_int_equal(one_event(lt, 0x9, 0), EPOLLOUT);
+	write_all(p.c, "c", 1);
+	assert_int_equal(one_event(et, 0x5678, 5000), EPOLLIN);
+	assert_int_equal(one_event(lt, 0x9, 0), EPOLLIN | EPOLLOUT);
+	assert_int_equal(kernel_fionread(p.s), 0);
+	/* the end of the stream, on a second connection */
+	struct pair q = make_pair(true);
+	struct epoll_event e4 = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = 0xe };
+	assert_int_equal(epoll_ctl(et, EPOLL_CTL_ADD, q.s, &e4), 0);
+	close(q.c);
+	assert_int_equal(one_event(et, 0xe, 5000), EPOLLIN | EPOLLRDHUP);
+	assert_int_equal(read(q.s, b, 1), 0);
+	close(q.s);
+	/* poll(2) sees the socket: the byte again, for good */
+	struct pollfd pf = { .fd = p.s, .events = POLLIN };
+	assert_int_equal(poll(&pf, 1, 0), 1);
+	assert_int_equal(kernel_fionread(p.s), 1);
+	assert_true(kernel_readable(p.s));
+	assert_int_equal(one_event(lt, 0x9, 0), EPOLLIN | EPOLLOUT);
+	read_all(p.s, b, 1);
+	assert_int_equal(one_event(lt, 0x9, 0), EPOLLOUT);
+	assert_int_equal(kernel_fionread(p.s), 0);
+	close(lt);
+	close(et);
+	close_pair(&p);
+}
+
+/* An epoll set that holds a DDP socket in user space, itself inside
+ * another epoll set or waited on by epoll_pwait2 (which esock answers
+ * with the kernel's wait): both see the socket readable. */
+static void a_nested_set_sees_a_ddp_socket_readable(void **state)
+{
+	(void)state;
+	struct pair p = make_pair(true);
+	int inner = epoll_create1(0), outer = epoll_create1(0);
+	struct epoll_event e1 = { .events = EPOLLIN, .data.u64 = 1 };
+	assert_int_equal(epoll_ctl(inner, EPOLL_CTL_ADD, p.s, &e1), 0);
+	struct epoll_event e2 = { .events = EPOLLIN, .data.u64 = 2 };
+	assert_int_equal(epoll_ctl(outer, EPOLL_CTL_ADD, inner, &e2), 0);
+	write_all(p.c, "x", 1);
+	assert_int_equal(one_event(outer, 2, 5000), EPOLLIN);
+	assert_int_equal(one_event(inner, 1, 0), EPOLLIN);
+	char b;
+	read_all(p.s, &b, 1);
+	close(outer);
+	close(inner);
+	/* epoll_pwait2 */
+	int ep = epoll_create1(0);
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, p.c, &e1), 0);
+	write_all(p.s, "y", 1);
+	struct epoll_event got;
+	struct timespec five = { 5, 0 };
+	int n = epoll_pwait2(ep, &got, 1, &five, NULL);
+	if (n < 0 && errno == ENOSYS) { /* (a kernel before 5.11) */
+		n = epoll_wait(ep, &got, 1, 5000);
+	}
+	assert_int_equal(n, 1);
+	assert_int_equal(got.data.u64, 1);
+	read_all(p.c, &b, 1);
+	close(ep);
+	close_pair(&p);
+}
+
+/* Two threads, each asleep in epoll_wait on a set of its own with one DDP
+ * socket, while both their waits move the process's data: each wakes for
+ * every message, whichever thread's round brought it, and never waits
+ * out its time. */
+struct sleeper {
+	int ep, fd, count;
+	int missed; /* waits that timed out */
+};
+
+static void *sleeper(void *arg)
+{
+	struct sleeper *s = arg;
+	for (int got = 0; got < s->count;) {
+		struct epoll_event ev;
+		int n = epoll_wait(s->ep, &ev, 1, 2000);
+		if (n == 0) {
+			s->missed++;
+			if (s->missed > 3)
+				break;
+			continue;
+		}
+		char b[16];
+		ssize_t r = read(s->fd, b, sizeof(b));
+		if (r > 0)
+			got += (int)r;
+	}
+	return NULL;
+}
+
+static void a_sleeping_epoll_wait_wakes_for_another_threads_progress(void **state)
+{
+	(void)state;
+	struct pair p = make_pair(true), q = make_pair(true);
+	struct sleeper a = { .ep = epoll_create1(0), .fd = p.s, .count = 200 };
+	struct sleeper b = { .ep = epoll_create1(0), .fd = q.s, .count = 200 };
+	struct epoll_event ev = { .events = EPOLLIN };
+	assert_int_equal(epoll_ctl(a.ep, EPOLL_CTL_ADD, p.s, &ev), 0);
+	assert_int_equal(epoll_ctl(b.ep, EPOLL_CTL_ADD, q.s, &ev), 0);
+	fcntl(p.s, F_SETFL, fcntl(p.s, F_GETFL) | O_NONBLOCK);
+	fcntl(q.s, F_SETFL, fcntl(q.s, F_GETFL) | O_NONBLOCK);
+	pthread_t ta, tb;
+	assert_int_equal(pthread_create(&ta, NULL, sleeper, &a), 0);
+	assert_int_equal(pthread_create(&tb, NULL, sleeper, &b), 0);
+	for (int i = 0; i < 200; i++) {
+		write_all(i % 2 ? q.c : p.c, "m", 1);
+		write_all(i % 2 ? p.c : q.c, "m", 1);
+		/* (now and then a pause, for both to fall asleep) */
+		if (i % 16 == 0) {
+			struct timespec t = { 0, 2000000 };
+			nanosleep(&t, NULL);
+		}
+	}
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	assert_int_equal(a.missed, 0);
+	assert_int_equal(b.missed, 0);
+	close(a.ep);
+	close(b.ep);
+	close_pair(&p);
+	close_pair(&q);
+}
+
+/* whether thread @tid of this process is asleep */
+static bool task_sleeping(pid_t tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+struct lone_waiter {
+	int ep;
+	_Atomic pid_t tid;
+	uint32_t events;
+	int n;
+};
+
+static void *lone_wait(void *arg)
+{
+	struct lone_waiter *w = arg;
+	atomic_store(&w->tid, (pid_t)syscall(SYS_gettid));
+	struct epoll_event ev = { 0 };
+	w->n = epoll_wait(w->ep, &ev, 1, -1);
+	w->events = ev.events;
+	return NULL;
+}
+
+/* A thread asleep in epoll_wait wakes when another thread's call, with no
+ * network traffic at all, makes a socket of its set readable: here a
+ * shutdown(SHUT_RD), after which a read returns the end at once (the
+ * set's bell: no byte tells the kernel). */
+static void a_sleeping_epoll_wait_wakes_for_another_threads_call(void **state)
+{
+	(void)state;
+	struct pair p = make_pair(true);
+	struct lone_waiter w = { .ep = epoll_create1(0) };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 };
+	assert_int_equal(epoll_ctl(w.ep, EPOLL_CTL_ADD, p.s, &ev), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, lone_wait, &w), 0);
+	/* until it sleeps (past its spin), five looks in a row */
+	for (int asleep = 0; asleep < 5;) {
+		pid_t tid = atomic_load(&w.tid);
+		asleep = tid && task_sleeping(tid) ? asleep + 1 : 0;
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	assert_int_equal(shutdown(p.s, SHUT_RD), 0);
+	/* (without the bell it sleeps on: uwarp has nothing to wake it for) */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 20;
+	if (pthread_timedjoin_np(t, NULL, &until))
+		fail_msg("epoll_wait slept on after the socket became readable");
+	assert_int_equal(w.n, 1);
+	assert_true(w.events & EPOLLIN);
+	char b;
+	assert_int_equal(read(p.s, &b, 1), 0);
+	close(w.ep);
+	close_pair(&p);
+}
+
 #define BOTH(f) cmocka_unit_test_prestate(f, &mode_plain), cmocka_unit_test_prestate(f, &mode_ddp)
 
 int main(void)
@@ -1898,6 +2154,10 @@ int main(void)
 		cmocka_unit_test(es_api_calls_on_a_ddp_socket_go_through_esock),
 		cmocka_unit_test(an_idle_limit_is_set_per_socket_and_per_listener),
 		cmocka_unit_test(a_wait_for_no_ddp_socket_stays_out),
+		cmocka_unit_test(an_epoll_set_learns_readiness_without_the_socket_pair),
+		cmocka_unit_test(a_nested_set_sees_a_ddp_socket_readable),
+		cmocka_unit_test(a_sleeping_epoll_wait_wakes_for_another_threads_progress),
+		cmocka_unit_test(a_sleeping_epoll_wait_wakes_for_another_threads_call),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
