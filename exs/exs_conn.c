@@ -158,7 +158,7 @@ static void on_recv(struct exs_sock *s, struct uw_wc *wc)
 		return;
 	}
 	s->credits_owed++;
-	s->pending = true;
+	exs__mark_pending(s);
 }
 
 static void on_sent(struct exs_sock *s, struct uw_wc *wc)
@@ -192,7 +192,7 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
 			exs__abort(s, wc_err(s, wc));
 		return;
 	}
-	s->pending = true;
+	exs__mark_pending(s);
 }
 
 /* The protocol runs once per socket after a batch of completions, not
@@ -202,14 +202,23 @@ static void on_sent(struct exs_sock *s, struct uw_wc *wc)
  * has already passed). */
 void exs__progress_pending(void)
 {
-	/* a socket's progress frees at most that socket (it leaves the table
-	 * for the graveyard): the next one is taken first */
-	struct exs_sock *s, *next;
-	util_list_for_each_safe(s, next, &exs_rt.socks, link) {
-		if (s->pending) {
-			s->pending = false;
-			exs__progress(s);
-		}
+	/* The ones marked so far; one marked again meanwhile runs at the
+	 * next round. A socket's progress may free sockets (they leave the
+	 * batch with the table), so each is taken off before it runs. */
+	struct util_list batch;
+	util_list_init(&batch);
+	if (!util_list_empty(&exs_rt.pending)) {
+		batch.next = exs_rt.pending.next;
+		batch.prev = exs_rt.pending.prev;
+		batch.next->prev = &batch;
+		batch.prev->next = &batch;
+		util_list_init(&exs_rt.pending);
+	}
+	struct exs_sock *s;
+	while ((s = util_list_first(&batch, struct exs_sock, pending_link))) {
+		util_list_del(&s->pending_link);
+		s->pending = false;
+		exs__progress(s);
 	}
 }
 
@@ -224,7 +233,7 @@ void exs__on_wc(struct uw_wc *wc)
 			if (wc->status != UW_WC_SUCCESS && s->st == S_CONNECTED)
 				exs__abort(s, wc_err(s, wc));
 			else
-				s->pending = true;
+				exs__mark_pending(s);
 		}
 		return;
 	}

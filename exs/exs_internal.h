@@ -178,7 +178,8 @@ struct exs_sock {
 	enum exs_sock_state st;
 	bool closing;  /* exs_close called: the descriptor is gone */
 	bool dead;     /* freed: waits for the progress thread to reap it */
-	bool pending;  /* completions came: its protocol runs after the batch */
+	bool pending;  /* completions came: its protocol runs after the batch
+			* (on exs_rt.pending: exs__mark_pending) */
 	int error;     /* SO_ERROR */
 	int close_err; /* a lingering close that failed: the CLOSE event's */
 	struct sockaddr_storage local, peer;
@@ -259,7 +260,8 @@ struct exs_sock {
 	 * (struct exs_op, order) */
 	struct util_list send_order;
 
-	struct util_list link; /* on exs_rt.socks, or its graveyard once freed */
+	struct util_list link;         /* on exs_rt.socks, or its graveyard once freed */
+	struct util_list pending_link; /* on exs_rt.pending */
 };
 
 struct exs_rt {
@@ -280,8 +282,15 @@ struct exs_rt {
 	struct uw_comp_channel *cc;
 	struct uw_cq *cq;
 	struct uw_cm_channel *cm;
-	struct util_list socks;       /* every socket (struct exs_sock) */
-	struct util_list graveyard;   /* freed sockets, reaped between rounds */
+	struct util_list socks;     /* every socket (struct exs_sock) */
+	struct util_list graveyard; /* freed sockets, reaped between rounds */
+	struct util_list pending;   /* sockets whose protocol runs after the batch */
+	/* the sockets program calls found, by number (each call walked
+	 * every socket: a server's requests cost in proportion to its
+	 * connections; exs_socket.c) */
+	struct exs_sock **by_fd;
+	int nby_fd;
+	int lingering;                /* sockets with a linger_deadline */
 	int nconns;                   /* QPs on the shared CQ */
 	struct util_list queues;      /* struct exs_queue */
 	struct util_list plains;      /* system sockets with operations (exs_plain.c) */
@@ -451,6 +460,16 @@ static inline void exs__sock_init(struct exs_sock *s)
 	util_list_init(&s->ready);
 	util_list_init(&s->ready_link);
 	util_list_init(&s->link);
+	util_list_init(&s->pending_link);
+}
+
+/* its protocol runs after this batch of completions (exs__progress_pending) */
+static inline void exs__mark_pending(struct exs_sock *s)
+{
+	if (s->pending)
+		return;
+	s->pending = true;
+	util_list_add_tail(&exs_rt.pending, &s->pending_link);
 }
 
 /* the first, taken off the list (NULL: it is empty) */

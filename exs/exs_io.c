@@ -125,7 +125,7 @@ int exs__send_post(struct exs_sock *s, struct exs_op *op, const exs_mhandle_t *m
 		if (s->flow == EXS_FLOW_RDMA) {
 			exs__progress(s);
 		} else if (s->fl_count < EXS_COALESCE_INFLIGHT && !s->pending) {
-			s->pending = true;
+			exs__mark_pending(s);
 			exs__wake();
 		}
 		return 0;

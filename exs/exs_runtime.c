@@ -18,6 +18,7 @@ struct exs_rt exs_rt = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			 .queues = UTIL_LIST_INIT(exs_rt.queues),
 			 .socks = UTIL_LIST_INIT(exs_rt.socks),
 			 .graveyard = UTIL_LIST_INIT(exs_rt.graveyard),
+			 .pending = UTIL_LIST_INIT(exs_rt.pending),
 			 .plains = UTIL_LIST_INIT(exs_rt.plains),
 			 .ddp_marks = UTIL_LIST_INIT(exs_rt.ddp_marks),
 			 .wake_fd = -1 };
@@ -150,6 +151,14 @@ void exs__sock_free(struct exs_sock *s)
 {
 	util_list_del(&s->link);
 	util_list_del(&s->ready_link); /* (a listener's ready one, closed with it) */
+	util_list_del(&s->pending_link);
+	s->pending = false;
+	if (s->fd >= 0 && s->fd < exs_rt.nby_fd && exs_rt.by_fd[s->fd] == s)
+		exs_rt.by_fd[s->fd] = NULL;
+	if (s->linger_deadline) {
+		s->linger_deadline = 0;
+		exs_rt.lingering--;
+	}
 	s->dead = true;
 	if (s->id)
 		s->id->context_ptr = NULL; /* events still queued for it find no socket */
@@ -245,11 +254,16 @@ static int linger_timeout(void)
 {
 	uint64_t now = util_now_ms(), first = UINT64_MAX;
 	struct exs_sock *s;
+	/* (a server's thousand connections are walked only while one of
+	 * them lingers) */
 	util_list_for_each(s, &exs_rt.socks, link) {
+		if (!exs_rt.lingering)
+			break;
 		if (!s->linger_deadline)
 			continue;
 		if (s->linger_deadline <= now) {
 			s->linger_deadline = 0;
+			exs_rt.lingering--;
 			exs__abort(s, ETIMEDOUT);
 			return 0;
 		}

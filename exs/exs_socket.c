@@ -13,6 +13,24 @@
 #include "exs_internal.h"
 #include "util/clock.h"
 
+/* @s found by its number: the next lookup finds it at once (under the
+ * lock; exs__sock_free forgets it) */
+static void remember(struct exs_sock *s)
+{
+	if (s->fd >= exs_rt.nby_fd) {
+		int n = exs_rt.nby_fd ? exs_rt.nby_fd : 256;
+		while (n <= s->fd)
+			n *= 2;
+		struct exs_sock **t = realloc(exs_rt.by_fd, (size_t)n * sizeof(*t));
+		if (!t)
+			return; /* (the walk, next time) */
+		memset(t + exs_rt.nby_fd, 0, (size_t)(n - exs_rt.nby_fd) * sizeof(*t));
+		exs_rt.by_fd = t;
+		exs_rt.nby_fd = n;
+	}
+	exs_rt.by_fd[s->fd] = s;
+}
+
 /* @sw: a system socket in DDP mode is switched (exs_ddp.c) */
 static struct exs_sock *lookup(int fd, int *route, bool sw)
 {
@@ -20,15 +38,19 @@ static struct exs_sock *lookup(int fd, int *route, bool sw)
 	if (exs__ready())
 		return NULL;
 	exs__lock();
+	struct exs_sock *s = fd >= 0 && fd < exs_rt.nby_fd ? exs_rt.by_fd[fd] : NULL;
+	if (s && s->fd == fd && !s->closing)
+		return s;
 	/* (exs__sock's walk, which also sees the sockets closed already:
 	 * they hold their numbers for a while, closed to the caller all the
 	 * same; a system socket's number in DDP mode is another matter: the
 	 * program's, used again once it is closed) */
-	struct exs_sock *s;
 	bool closed = false, alias = false;
 	util_list_for_each(s, &exs_rt.socks, link) {
-		if (s->fd == fd && !s->closing)
+		if (s->fd == fd && !s->closing) {
+			remember(s);
 			return s;
+		}
 		closed |= s->fd == fd;
 		alias |= s->alias == fd + 1 && !s->closing;
 	}
@@ -450,6 +472,8 @@ int exs_close(int fd, exs_qhandle_t qh, exs_ahandle_t ahandle)
 		s->st = S_CLOSED;
 	} else if (s->st == S_CONNECTED) {
 		exs_fin_shut_wr(&s->fin); /* (done already after exs_shutdown) */
+		if (!s->linger_deadline)
+			exs_rt.lingering++;
 		s->linger_deadline = util_now_ms() + EXS_LINGER_MS;
 	} else {
 		s->st = S_CLOSED;
