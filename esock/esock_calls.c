@@ -458,7 +458,8 @@ EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 
 EXPORT int close(int fd)
 {
-	if (esock__fd_in_range(fd) && (esock_fdflags[fd] || esock__peek(fd)))
+	if (esock__fd_in_range(fd) &&
+	    (esock_fdflags[fd] || esock__peek(fd) || esock__ready_known(fd)))
 		esock__forget(fd);
 	return REAL(close)(fd);
 }

@@ -91,6 +91,8 @@ struct esock_libc {
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
 		       const sigset_t *);
+	int (*epoll_create)(int);
+	int (*epoll_create1)(int);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
@@ -302,8 +304,8 @@ void esock__ready_changed(struct esock *e, bool readable, bool arrived);
 /* epoll_ctl on set @ep for DDP socket @e named @fd: 1 when done here (the
  * result in *rc), 0 when the caller makes the plain call */
 int esock__ready_ctl(int ep, int op, int fd, struct esock *e, struct epoll_event *ev, int *rc);
-/* whether set @ep has members in user mode (its waits must go through
- * esock__ready_wait) */
+/* whether @ep is a set of this process's in esock's hands (its waits go
+ * through esock__ready_wait) */
 bool esock__ready_set(int ep);
 /* epoll_wait on such a set: its events (user readiness and the kernel's,
  * merged), waiting up to @timeout ms (-1: no limit) */
@@ -311,11 +313,18 @@ int esock__ready_wait(int ep, struct epoll_event *ev, int max, int timeout, cons
 /* a wait outside esock's epoll answers is about to see @fd (a DDP socket
  * or an epoll set): its readiness goes back to the kernel, for good */
 void esock__ready_kernel(int fd);
-void esock__ready_kernel_set(int ep);              /* the same for an epoll set alone */
-void esock__ready_forget(int fd, struct esock *e); /* @fd no longer names @e */
-void esock__ready_drop_set(int ep);                /* the set's number closed */
-/* some socket has been in user mode: poll and select look for them */
-extern _Atomic bool esock_umode_any;
+void esock__ready_kernel_set(int ep); /* the same for an epoll set alone */
+/* @fd no longer names @e (@del: the number still names its file, whose
+ * registrations go too) */
+void esock__ready_forget(int fd, struct esock *e, bool del);
+void esock__ready_drop_set(int ep);   /* the number closed (if it was a set) */
+void esock__ready_epoll_made(int ep); /* epoll_create made it */
+bool esock__ready_known(int fd);      /* a set, or made by epoll_create */
+/* a plain epoll_wait's @n events from set @ep: esock's own taken out */
+int esock__ready_filter(int ep, struct epoll_event *ev, int n);
+/* some socket has been in user mode; some epoll set was made: poll and
+ * select look at their descriptors */
+extern _Atomic bool esock_umode_any, esock_epoll_any;
 /* esock__ppoll_here that also returns 0 once @ready(@arg) (esock_wait.c) */
 int esock__ppoll_here_until(struct pollfd *p, nfds_t n, const struct timespec *t,
 			    const sigset_t *mask, int (*ready)(void *), void *arg);

@@ -25,14 +25,24 @@
  * EPOLLONESHOT and EPOLLEXCLUSIVE registrations. Before any of those sees
  * the socket, it goes back to the byte for good (esock__ready_kernel):
  * its registrations get the program's events and data again, and the byte
- * is sent if it is readable. (A wait the library never sees, a raw system
- * call or io_uring, is not covered.)
+ * is sent if it is readable. An epoll set (made by epoll_create here)
+ * that poll, select, another set or epoll_pwait2 has ever seen keeps no
+ * socket in user space, since such a wait may still be under way when one
+ * is added. (A wait the library never sees, a raw system call or io_uring,
+ * or a set's copy made by dup, is not covered.)
+ *
+ * A set is esock's while it lives (its number closed, it stays, dead, for
+ * the next set by that number): a thread that still waits on a set being
+ * closed finds it, as it would find the kernel's. A child after fork
+ * leaves its parent's sets and sockets alone (their locks may have been
+ * held at the fork).
  *
  * Locks: ctl_mu (registrations made and dropped), then a socket's e->mu,
  * then a set's mu. A member's socket stays alive while it is a member
  * (a descriptor's close drops its registrations first).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -47,6 +57,7 @@ struct esock_member {
 	struct esock_set *set;
 	struct esock *e;
 	int fd;
+	uint16_t gen;    /* in its key */
 	uint32_t events; /* the program's */
 	epoll_data_t data;
 	unsigned seen; /* edge-triggered: the arrivals reported */
@@ -59,9 +70,13 @@ struct esock_member {
 struct esock_set {
 	pthread_mutex_t mu;
 	int ep;
-	int bell;    /* an eventfd in the set, -1: none yet */
-	bool kernel; /* waited outside esock: no user mode here */
-	int turn;    /* epoll_wait for one event: user space's turn or the kernel's */
+	pid_t owner;
+	bool dead;    /* its number was closed */
+	int bell;     /* an eventfd in the set, -1: none */
+	bool kernel;  /* waited outside esock: no user mode here */
+	uint16_t gen; /* the next member's (a registration left behind by a
+		       * closed copy of a number must not pass for its next one) */
+	int turn;     /* epoll_wait for one event: user space's turn or the kernel's */
 	int nmembers;
 	struct util_list members, ready;
 	struct esock_member **byfd; /* members by descriptor, nbyfd of them */
@@ -73,14 +88,25 @@ struct esock_set {
 
 static pthread_mutex_t ctl_mu = PTHREAD_MUTEX_INITIALIZER;
 _Atomic bool esock_umode_any;
+_Atomic bool esock_epoll_any;
 static _Atomic(struct esock_set *) sets[ESOCK_FD_MAX];
-static uint32_t key_hi; /* a kernel registration's data: key_hi << 32 | fd */
-#define BELL_FD 0xffffffffu
+/* what esock knows of an epoll set's number (SF_*) */
+static _Atomic uint8_t set_flags[ESOCK_FD_MAX];
+enum {
+	SF_EPOLL = 0x1,  /* made by epoll_create here */
+	SF_WAITED = 0x2, /* seen by poll, select, another set or epoll_pwait2 */
+};
+/* a kernel registration's data: key_hi << 32 | gen << 16 | fd */
+static uint32_t key_hi;
+#define BELL_LOW 0xffffffffu /* (gen 0xffff is never a member's) */
 
 /* the set this thread waits on (its own wake needs no bell) */
 static __thread struct esock_set *waiting_on;
 
-static uint64_t key_of(uint32_t fd) { return (uint64_t)key_hi << 32 | fd; }
+static uint64_t key_of(uint16_t gen, int fd)
+{
+	return (uint64_t)key_hi << 32 | (uint32_t)gen << 16 | (uint32_t)fd;
+}
 
 static void init_key(void)
 {
@@ -91,6 +117,10 @@ static void init_key(void)
 	key_hi = 0xe50c0000u | ((uint32_t)util_now_ns() & 0xffffu);
 }
 
+/* a child starts with the lock free (a thread of its parent's may have
+ * held it at the fork) */
+static void child_unlock(void) { pthread_mutex_init(&ctl_mu, NULL); }
+
 static struct esock_set *set_of(int ep)
 {
 	if (!esock__fd_in_range(ep))
@@ -98,31 +128,78 @@ static struct esock_set *set_of(int ep)
 	return atomic_load_explicit(&sets[ep], memory_order_acquire);
 }
 
-/* under ctl_mu */
+/* this process's live set by that number, or NULL */
+static struct esock_set *live_set(int ep)
+{
+	struct esock_set *s = set_of(ep);
+	return s && !s->dead && s->owner == esock__pid() ? s : NULL;
+}
+
+static void ring(struct esock_set *s)
+{
+	if (atomic_exchange(&s->rung, true))
+		return;
+	uint64_t one = 1;
+	if (REAL(write)(s->bell, &one, sizeof(one)) < 0)
+		atomic_store(&s->rung, false);
+}
+
+/* under ctl_mu: the set's bell out of it, closed */
+static void bell_off(struct esock_set *s)
+{
+	if (s->bell < 0)
+		return;
+	REAL(epoll_ctl)(s->ep, EPOLL_CTL_DEL, s->bell, NULL);
+	REAL(close)(s->bell);
+	s->bell = -1;
+	atomic_store(&s->rung, false);
+}
+
+/* under ctl_mu: @ep's set, made or made live again */
 static struct esock_set *set_make(int ep)
 {
 	struct esock_set *s = set_of(ep);
-	if (s)
-		return s;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
+	if (s && !s->dead)
+		return s->owner == esock__pid() ? s : NULL;
+	if (!s) {
+		static pthread_once_t once = PTHREAD_ONCE_INIT;
+		pthread_once(&once, init_key);
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		pthread_mutex_init(&s->mu, NULL);
+		util_list_init(&s->members);
+		util_list_init(&s->ready);
+	}
+	/* our own descriptor, where the program's numbers are not */
 	int bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (bell >= 0)
-		bell = esock__hide(bell);
-	struct epoll_event bev = { .events = EPOLLIN, .data.u64 = key_of(BELL_FD) };
+	if (bell >= 0) {
+		int high = REAL(fcntl)(bell, F_DUPFD_CLOEXEC, esock__fd_floor());
+		if (high >= 0) {
+			REAL(close)(bell);
+			bell = high;
+		}
+	}
+	struct epoll_event bev = { .events = EPOLLIN, .data.u64 = key_of(0xffff, 0xffff) };
 	if (bell < 0 || REAL(epoll_ctl)(ep, EPOLL_CTL_ADD, bell, &bev)) {
 		if (bell >= 0)
-			esock__close(bell);
-		free(s);
+			REAL(close)(bell);
+		if (!set_of(ep))
+			free(s);
 		return NULL;
 	}
-	pthread_mutex_init(&s->mu, NULL);
 	s->ep = ep;
+	s->owner = esock__pid();
 	s->bell = bell;
-	util_list_init(&s->members);
-	util_list_init(&s->ready);
+	s->kernel = false;
+	s->nmembers = 0;
+	atomic_store(&s->nready, 0);
+	atomic_store(&s->rung, false);
+	s->dead = false;
 	atomic_store_explicit(&sets[ep], s, memory_order_release);
+	/* a thread already in a plain wait on the set (it had no DDP
+	 * socket) wakes, finds the bell, and waits again through esock */
+	ring(s);
 	return s;
 }
 
@@ -134,15 +211,6 @@ static void dequeue(struct esock_member *m)
 	util_list_del(&m->rlink);
 	m->queued = false;
 	atomic_fetch_sub(&m->set->nready, 1);
-}
-
-static void ring(struct esock_set *s)
-{
-	if (atomic_exchange(&s->rung, true))
-		return;
-	uint64_t one = 1;
-	if (write(s->bell, &one, sizeof(one)) < 0)
-		atomic_store(&s->rung, false);
 }
 
 /* under e->mu: @m's socket may be readable now */
@@ -227,7 +295,8 @@ static struct esock *first_member(struct esock_set *s, struct esock_member **m)
 	return e;
 }
 
-/* under ctl_mu: every member of @s back to the byte */
+/* under ctl_mu: every member of @s back to the byte, and its bell out
+ * (a wait esock does not answer would return it) */
 static void set_to_kernel(struct esock_set *s)
 {
 	if (s->kernel)
@@ -240,16 +309,34 @@ static void set_to_kernel(struct esock_set *s)
 		to_kernel(e);
 		pthread_mutex_unlock(&e->mu);
 	}
+	bell_off(s);
+}
+
+bool esock__ready_known(int fd)
+{
+	return esock__fd_in_range(fd) && (atomic_load(&set_flags[fd]) || live_set(fd));
+}
+
+void esock__ready_epoll_made(int ep)
+{
+	if (!esock__fd_in_range(ep))
+		return;
+	esock__ready_drop_set(ep); /* (a set by that number closed unseen) */
+	atomic_store(&set_flags[ep], SF_EPOLL);
+	atomic_store_explicit(&esock_epoll_any, true, memory_order_relaxed);
 }
 
 void esock__ready_kernel_set(int ep)
 {
-	struct esock_set *s = set_of(ep);
+	if (!esock__fd_in_range(ep) || !(atomic_load(&set_flags[ep]) & SF_EPOLL))
+		return;
+	atomic_fetch_or(&set_flags[ep], SF_WAITED);
+	struct esock_set *s = live_set(ep);
 	if (!s || s->kernel)
 		return;
 	int err = errno;
 	pthread_mutex_lock(&ctl_mu);
-	if ((s = set_of(ep)))
+	if ((s = live_set(ep)))
 		set_to_kernel(s);
 	pthread_mutex_unlock(&ctl_mu);
 	errno = err;
@@ -257,28 +344,29 @@ void esock__ready_kernel_set(int ep)
 
 void esock__ready_kernel(int fd)
 {
+	esock__ready_kernel_set(fd);
 	struct esock *e = esock__peek(fd);
-	struct esock_set *s = set_of(fd);
-	if ((!e || e->rkernel) && (!s || s->kernel))
+	if (!e || e->rkernel || esock__foreign(e))
 		return;
 	int err = errno;
 	pthread_mutex_lock(&ctl_mu);
-	if (e && !esock__foreign(e)) {
-		pthread_mutex_lock(&e->mu);
-		to_kernel(e);
-		pthread_mutex_unlock(&e->mu);
-	}
-	if ((s = set_of(fd)))
-		set_to_kernel(s);
+	pthread_mutex_lock(&e->mu);
+	to_kernel(e);
+	pthread_mutex_unlock(&e->mu);
 	pthread_mutex_unlock(&ctl_mu);
 	errno = err;
 }
 
-/* under ctl_mu, e->mu: whether a registration of @e with @events may stay
- * in user space */
-static bool user_ok(const struct esock *e, uint32_t events, const struct esock_set *s)
+/* under ctl_mu, e->mu: whether a registration of @e with @events in set
+ * @ep may stay in user space */
+static bool user_ok(const struct esock *e, uint32_t events, int ep)
 {
-	if (e->rkernel || (s && s->kernel) || esock__foreign(e) || e->b < 0 || e->quiet)
+	if (e->rkernel || e->b < 0 || e->quiet)
+		return false;
+	if (atomic_load(&set_flags[ep]) != SF_EPOLL)
+		return false; /* (not made here, or waited on outside esock) */
+	const struct esock_set *s = set_of(ep);
+	if (s && !s->dead && s->kernel)
 		return false;
 	if (!atomic_load_explicit(&esock_here, memory_order_relaxed))
 		return false; /* (nobody would make it readable in a wait) */
@@ -302,6 +390,7 @@ static void to_user(struct esock *e)
 	atomic_store(&e->uready, esock__readable(e));
 }
 
+/* under the set's mu */
 static struct esock_member *member_of(struct esock_set *s, int fd)
 {
 	return s && fd < s->nbyfd ? s->byfd[fd] : NULL;
@@ -328,8 +417,10 @@ static int add(struct esock_set *s, int fd, struct esock *e, const struct epoll_
 		s->byfd = b;
 		s->nbyfd = n;
 	}
+	m->gen = s->gen;
+	s->gen = (uint16_t)(s->gen + 1 == 0xffff ? 0 : s->gen + 1);
 	struct epoll_event kev = { .events = kernel_events(ev->events),
-				   .data.u64 = key_of((uint32_t)fd) };
+				   .data.u64 = key_of(m->gen, fd) };
 	if (REAL(epoll_ctl)(s->ep, EPOLL_CTL_ADD, fd, &kev)) {
 		pthread_mutex_unlock(&s->mu);
 		free(m);
@@ -340,6 +431,8 @@ static int add(struct esock_set *s, int fd, struct esock *e, const struct epoll_
 	m->fd = fd;
 	m->events = ev->events;
 	m->data = ev->data;
+	/* readable already: reported once, edge-triggered or not */
+	m->seen = atomic_load(&e->arrivals) - 1;
 	util_list_add_tail(&s->members, &m->slink);
 	s->byfd[fd] = m;
 	s->nmembers++;
@@ -347,8 +440,26 @@ static int add(struct esock_set *s, int fd, struct esock *e, const struct epoll_
 	to_user(e);
 	atomic_store(&esock_umode_any, true);
 	util_list_add_tail(&e->memberships, &m->elink);
-	/* readable already: reported once, edge-triggered or not */
+	if (atomic_load(&e->uready))
+		queue(m);
+	return 0;
+}
+
+/* under ctl_mu, e->mu: the registration of a member */
+static int modify(struct esock_set *s, struct esock_member *m, struct esock *e,
+		  const struct epoll_event *ev)
+{
+	struct epoll_event kev = { .events = kernel_events(ev->events),
+				   .data.u64 = key_of(m->gen, m->fd) };
+	if (REAL(epoll_ctl)(s->ep, EPOLL_CTL_MOD, m->fd, &kev))
+		return -1;
+	pthread_mutex_lock(&s->mu);
+	m->events = ev->events;
+	m->data = ev->data;
+	/* a modification reports a ready socket again, as the kernel's
+	 * does */
 	m->seen = atomic_load(&e->arrivals) - 1;
+	pthread_mutex_unlock(&s->mu);
 	if (atomic_load(&e->uready))
 		queue(m);
 	return 0;
@@ -356,55 +467,56 @@ static int add(struct esock_set *s, int fd, struct esock *e, const struct epoll_
 
 int esock__ready_ctl(int ep, int op, int fd, struct esock *e, struct epoll_event *ev, int *rc)
 {
-	if (!esock__fd_in_range(ep) || (op != EPOLL_CTL_DEL && !ev))
+	if (!esock__fd_in_range(ep) || !esock__fd_in_range(fd) || (op != EPOLL_CTL_DEL && !ev))
 		return 0;
-	struct esock_set *s = set_of(ep);
-	if (op == EPOLL_CTL_DEL && !member_of(s, fd))
-		return 0;
+	if (esock__foreign(e))
+		return 0; /* (a parent's socket: its registrations are the parent's) */
+	if (op == EPOLL_CTL_DEL) {
+		struct esock_set *s = live_set(ep);
+		if (!s)
+			return 0;
+		pthread_mutex_lock(&s->mu);
+		bool member = member_of(s, fd) != NULL;
+		pthread_mutex_unlock(&s->mu);
+		if (!member)
+			return 0;
+	}
 	pthread_mutex_lock(&ctl_mu);
-	init_key();
 	pthread_mutex_lock(&e->mu);
 	int done = 1;
-	s = set_of(ep);
-	struct esock_member *m = member_of(s, fd);
+	struct esock_set *s = live_set(ep);
+	struct esock_member *m = NULL;
+	if (s) {
+		pthread_mutex_lock(&s->mu);
+		m = member_of(s, fd);
+		pthread_mutex_unlock(&s->mu);
+	}
 	if (m && m->e != e) { /* (the number names another socket now) */
+		pthread_mutex_lock(&m->e->mu);
 		member_free(m);
+		pthread_mutex_unlock(&m->e->mu);
 		m = NULL;
 	}
 	switch (op) {
 	case EPOLL_CTL_ADD:
-		if (!user_ok(e, ev->events, s)) {
-			to_kernel(e);
-			done = 0;
-		} else if (m) {
+		if (m) {
 			errno = EEXIST;
 			*rc = -1;
-		} else if (!(s = set_make(ep))) {
-			to_kernel(e);
+		} else if (!user_ok(e, ev->events, ep) || !(s = set_make(ep))) {
+			to_kernel(e); /* (a plain registration: the byte, for good) */
 			done = 0;
 		} else {
 			*rc = add(s, fd, e, ev);
 		}
 		break;
 	case EPOLL_CTL_MOD:
-		if (!m || !user_ok(e, ev->events, s)) {
-			to_kernel(e); /* (a registration of the byte's: the plain call) */
+		if (!m) {
+			done = 0; /* (the plain call: ENOENT, or a registration of the byte's) */
+		} else if (!user_ok(e, ev->events, ep)) {
+			to_kernel(e);
 			done = 0;
-			break;
-		}
-		struct epoll_event kev = { .events = kernel_events(ev->events),
-					   .data.u64 = key_of((uint32_t)fd) };
-		*rc = REAL(epoll_ctl)(ep, EPOLL_CTL_MOD, fd, &kev);
-		if (!*rc) {
-			pthread_mutex_lock(&s->mu);
-			m->events = ev->events;
-			m->data = ev->data;
-			pthread_mutex_unlock(&s->mu);
-			/* a modification reports a ready socket again, as the
-			 * kernel's does */
-			m->seen = atomic_load(&e->arrivals) - 1;
-			if (atomic_load(&e->uready))
-				queue(m);
+		} else {
+			*rc = modify(s, m, e, ev);
 		}
 		break;
 	case EPOLL_CTL_DEL:
@@ -423,14 +535,12 @@ int esock__ready_ctl(int ep, int op, int fd, struct esock *e, struct epoll_event
 	return done;
 }
 
-bool esock__ready_set(int ep)
-{
-	struct esock_set *s = set_of(ep);
-	return s && !s->kernel && s->nmembers > 0;
-}
+bool esock__ready_set(int ep) { return live_set(ep) != NULL; }
 
-void esock__ready_forget(int fd, struct esock *e)
+void esock__ready_forget(int fd, struct esock *e, bool del)
 {
+	if (esock__foreign(e))
+		return; /* (its lock may have been held at the fork) */
 	pthread_mutex_lock(&e->mu);
 	bool any = !util_list_empty(&e->memberships);
 	pthread_mutex_unlock(&e->mu);
@@ -439,18 +549,32 @@ void esock__ready_forget(int fd, struct esock *e)
 	pthread_mutex_lock(&ctl_mu);
 	pthread_mutex_lock(&e->mu);
 	struct esock_member *m, *n;
-	util_list_for_each_safe(m, n, &e->memberships, elink)
-		if (m->fd == fd)
-			member_free(m);
+	util_list_for_each_safe(m, n, &e->memberships, elink) {
+		if (m->fd != fd)
+			continue;
+		/* The kernel keeps a registration while the file lives (our
+		 * copy of the program's end holds it): it goes with the
+		 * number, as the program expects of a close. */
+		if (del)
+			REAL(epoll_ctl)(m->set->ep, EPOLL_CTL_DEL, fd, NULL);
+		member_free(m);
+	}
 	pthread_mutex_unlock(&e->mu);
 	pthread_mutex_unlock(&ctl_mu);
 }
 
 void esock__ready_drop_set(int ep)
 {
-	struct esock_set *s = set_of(ep);
-	if (!s)
+	if (!esock__fd_in_range(ep))
 		return;
+	atomic_store(&set_flags[ep], 0);
+	struct esock_set *s = set_of(ep);
+	if (!s || s->dead)
+		return;
+	if (s->owner != esock__pid()) {
+		s->dead = true; /* (a parent's: its locks are not ours to take) */
+		return;
+	}
 	pthread_mutex_lock(&ctl_mu);
 	struct esock_member *m;
 	struct esock *e;
@@ -459,15 +583,12 @@ void esock__ready_drop_set(int ep)
 		member_free(m);
 		pthread_mutex_unlock(&e->mu);
 	}
-	atomic_store_explicit(&sets[ep], NULL, memory_order_release);
-	pthread_mutex_unlock(&ctl_mu);
-	esock__close(s->bell);
-	/* (a thread still waiting on a set being closed is the program's
-	 * race, as with the kernel's: the set then lives on) */
-	if (!atomic_load(&s->waiters)) {
-		free(s->byfd);
-		free(s);
+	if (s->bell >= 0) {
+		REAL(close)(s->bell);
+		s->bell = -1;
 	}
+	s->dead = true;
+	pthread_mutex_unlock(&ctl_mu);
 }
 
 /* user-space events of one call at most (more wait for the next) */
@@ -506,9 +627,26 @@ static int collect(struct esock_set *s, struct epoll_event *ev, struct esock_mem
 	return n;
 }
 
+/* under the set's mu: the input events of member @m to report beside a
+ * kernel event of its own (an edge-triggered one's new arrival once) */
+static uint32_t input_of(struct esock_member *m)
+{
+	uint32_t want = m->events & (EPOLLIN | EPOLLRDNORM);
+	if (!want || !atomic_load(&m->e->uready))
+		return 0;
+	if (m->events & EPOLLET) {
+		unsigned a = atomic_load(&m->e->arrivals);
+		if (a == m->seen)
+			return 0;
+		m->seen = a;
+	}
+	return want;
+}
+
 /* The kernel's @k events at @ev + @n, merged into the @n user-space ones
  * before them (members in @who): a member's key becomes its data, the
- * bell is emptied. The count of events left. Under the set's mu. */
+ * bell is emptied, a key of no member is dropped. The count of events
+ * left. Under the set's mu. */
 static int merge(struct esock_set *s, struct epoll_event *ev, struct esock_member **who, int n,
 		 int k)
 {
@@ -519,17 +657,21 @@ static int merge(struct esock_set *s, struct epoll_event *ev, struct esock_membe
 			ev[out++] = x;
 			continue;
 		}
-		uint32_t fd = (uint32_t)x.data.u64;
-		if (fd == BELL_FD) {
+		uint32_t low = (uint32_t)x.data.u64;
+		if (low == BELL_LOW) {
 			uint64_t c;
-			if (read(s->bell, &c, sizeof(c)) < 0) {
+			if (s->bell >= 0 && REAL(read)(s->bell, &c, sizeof(c)) < 0) {
 				/* (empty: another waiter emptied it) */
 			}
 			atomic_store(&s->rung, false);
+			/* a ring between the read and now found it rung: the
+			 * other waiters hear of what is queued again */
+			if (atomic_load(&s->nready) > 0 && atomic_load(&s->waiters) > 1)
+				ring(s);
 			continue;
 		}
-		struct esock_member *m = member_of(s, (int)fd);
-		if (!m)
+		struct esock_member *m = member_of(s, (int)(low & 0xffff));
+		if (!m || m->gen != (uint16_t)(low >> 16))
 			continue; /* (a registration left behind by a closed copy) */
 		x.events &= m->events | EPOLLERR | EPOLLHUP;
 		int j = 0;
@@ -540,13 +682,23 @@ static int merge(struct esock_set *s, struct epoll_event *ev, struct esock_membe
 			continue;
 		}
 		/* (end of stream: the kernel says RDHUP; readable is ours) */
-		if (atomic_load(&m->e->uready))
-			x.events |= m->events & (EPOLLIN | EPOLLRDNORM);
+		x.events |= input_of(m);
 		x.data = m->data;
 		if (x.events)
 			ev[out++] = x;
 	}
 	return out;
+}
+
+int esock__ready_filter(int ep, struct epoll_event *ev, int n)
+{
+	struct esock_set *s = live_set(ep);
+	if (!s || n <= 0)
+		return n;
+	pthread_mutex_lock(&s->mu);
+	int r = merge(s, ev, NULL, 0, n);
+	pthread_mutex_unlock(&s->mu);
+	return r;
 }
 
 /* the events now, user space's and the kernel's, without a wait */
@@ -589,7 +741,7 @@ static int user_due(void *arg)
 
 int esock__ready_wait(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
-	struct esock_set *s = set_of(ep);
+	struct esock_set *s = live_set(ep);
 	if (!s)
 		return REAL(epoll_pwait)(ep, ev, max, timeout, mask);
 	struct esock_set *was = waiting_on;
@@ -627,4 +779,9 @@ int esock__ready_wait(int ep, struct epoll_event *ev, int max, int timeout, cons
 	waiting_on = was;
 	errno = err;
 	return n;
+}
+
+__attribute__((constructor)) static void ready_init(void)
+{
+	pthread_atfork(NULL, NULL, child_unlock);
 }

@@ -50,7 +50,7 @@ void esock__unname(int fd, struct esock *e)
 		atomic_store_explicit(&tab[fd], NULL, memory_order_release);
 	pthread_mutex_unlock(&tab_mu);
 	if (named) {
-		esock__ready_forget(fd, e);
+		esock__ready_forget(fd, e, false); /* (fd names the plain socket) */
 		esock__unref_fd(e);
 	}
 }
@@ -65,7 +65,7 @@ void esock__set(int fd, struct esock *e)
 	atomic_store_explicit(&tab[fd], e, memory_order_release);
 	pthread_mutex_unlock(&tab_mu);
 	if (old) {
-		esock__ready_forget(fd, old);
+		esock__ready_forget(fd, old, true);
 		esock__unref_fd(old);
 	}
 }
@@ -76,15 +76,14 @@ void esock__forget(int fd)
 		return;
 	if (esock_fdflags[fd] & FD_LISTENER)
 		esock__listener_forget(fd);
-	if (esock_fdflags[fd] & FD_EPOLL_DDP)
-		esock__ready_drop_set(fd);
+	esock__ready_drop_set(fd);
 	esock_fdflags[fd] = 0;
 	pthread_mutex_lock(&tab_mu);
 	struct esock *old = tab[fd];
 	atomic_store_explicit(&tab[fd], NULL, memory_order_release);
 	pthread_mutex_unlock(&tab_mu);
 	if (old) {
-		esock__ready_forget(fd, old);
+		esock__ready_forget(fd, old, true);
 		esock__unref_fd(old);
 	}
 }

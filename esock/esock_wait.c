@@ -44,12 +44,18 @@
 
 /* (a listener that cannot be made one stays the TCP listener: the wait
  * goes on, and accept says why) */
+/* This thread is inside exs_ppoll_here: its own polls pass straight on
+ * (in a sanitizer's build the layers below reach poll by the name this
+ * library replaces: util/sys.c), and the sets they poll stay esock's */
+static __thread bool inside;
+
 /* (a DDP socket or epoll set whose readiness esock keeps in user space
  * goes back to the kernel before poll or select sees it: esock_ready.c) */
 static void regate_pollfds(const struct pollfd *p, nfds_t n)
 {
 	bool regate = atomic_load_explicit(&esock_any_reverted, memory_order_relaxed);
-	bool umode = atomic_load_explicit(&esock_umode_any, memory_order_relaxed);
+	bool umode = !inside && (atomic_load_explicit(&esock_umode_any, memory_order_relaxed) ||
+				 atomic_load_explicit(&esock_epoll_any, memory_order_relaxed));
 	if (!regate && !umode)
 		return;
 	int err = errno;
@@ -65,7 +71,8 @@ static void regate_pollfds(const struct pollfd *p, nfds_t n)
 static void regate_sets(int nfds, const fd_set *r, const fd_set *w, const fd_set *x)
 {
 	bool regate = atomic_load_explicit(&esock_any_reverted, memory_order_relaxed);
-	bool umode = atomic_load_explicit(&esock_umode_any, memory_order_relaxed);
+	bool umode = atomic_load_explicit(&esock_umode_any, memory_order_relaxed) ||
+		     atomic_load_explicit(&esock_epoll_any, memory_order_relaxed);
 	if (!regate && !umode)
 		return;
 	int err = errno;
@@ -83,11 +90,6 @@ static void regate_sets(int nfds, const fd_set *r, const fd_set *w, const fd_set
 int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len);
 int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask,
 		size_t len);
-
-/* This thread is inside exs_ppoll_here: its own polls pass straight on
- * (in a sanitizer's build the layers below reach poll by the name this
- * library replaces: util/sys.c) */
-static __thread bool inside;
 
 static bool here(void)
 {
@@ -212,22 +214,51 @@ static int epoll_here(int ep, struct epoll_event *ev, int max, int timeout, cons
 	}
 }
 
-EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
+/* A set that holds DDP sockets in user space is answered by esock
+ * (esock_ready.c). A wait that began before it did (it had none) may
+ * return esock's own events: they are taken out, and if nothing is left
+ * the wait goes on there. */
+static int epoll_any(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
 	if (max > 0 && esock__ready_set(ep))
-		return esock__ready_wait(ep, ev, max, timeout, NULL);
+		return esock__ready_wait(ep, ev, max, timeout, mask);
+	int n;
 	if (!timeout || max <= 0 || !here() || !epoll_ddp(ep))
-		return REAL(epoll_wait)(ep, ev, max, timeout);
-	return epoll_here(ep, ev, max, timeout, NULL);
+		n = REAL(epoll_pwait)(ep, ev, max, timeout, mask);
+	else
+		n = epoll_here(ep, ev, max, timeout, mask);
+	if (n > 0 && esock__ready_set(ep)) {
+		n = esock__ready_filter(ep, ev, n);
+		if (!n) /* (the time it waited is not taken off) */
+			return esock__ready_wait(ep, ev, max, timeout, mask);
+	}
+	return n;
+}
+
+EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
+{
+	return epoll_any(ep, ev, max, timeout, NULL);
 }
 
 EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
-	if (max > 0 && esock__ready_set(ep))
-		return esock__ready_wait(ep, ev, max, timeout, mask);
-	if (!timeout || max <= 0 || !here() || !epoll_ddp(ep))
-		return REAL(epoll_pwait)(ep, ev, max, timeout, mask);
-	return epoll_here(ep, ev, max, timeout, mask);
+	return epoll_any(ep, ev, max, timeout, mask);
+}
+
+EXPORT int epoll_create(int size)
+{
+	int ep = REAL(epoll_create)(size);
+	if (ep >= 0)
+		esock__ready_epoll_made(ep);
+	return ep;
+}
+
+EXPORT int epoll_create1(int flags)
+{
+	int ep = REAL(epoll_create1)(flags);
+	if (ep >= 0)
+		esock__ready_epoll_made(ep);
+	return ep;
 }
 
 EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
@@ -248,13 +279,15 @@ EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct times
 EXPORT int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *t,
 			const sigset_t *mask)
 {
-	if (atomic_load_explicit(&esock_umode_any, memory_order_relaxed))
+	if (atomic_load_explicit(&esock_epoll_any, memory_order_relaxed))
 		esock__ready_kernel_set(ep);
-	if (!REAL(epoll_pwait2)) {
+	if (!esock_libc.epoll_wait) /* (the lookups; a C library before 2.35 has no pwait2) */
+		esock__libc_init();
+	if (!esock_libc.epoll_pwait2) {
 		errno = ENOSYS;
 		return -1;
 	}
-	return REAL(epoll_pwait2)(ep, ev, max, t, mask);
+	return esock_libc.epoll_pwait2(ep, ev, max, t, mask);
 }
 
 EXPORT int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
@@ -264,7 +297,7 @@ EXPORT int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 		esock__listener_regate(fd);
 	/* an epoll set inside another: its own readiness must be the
 	 * kernel's (esock_ready.c) */
-	if (op != EPOLL_CTL_DEL && atomic_load_explicit(&esock_umode_any, memory_order_relaxed))
+	if (op != EPOLL_CTL_DEL && atomic_load_explicit(&esock_epoll_any, memory_order_relaxed))
 		esock__ready_kernel_set(fd);
 	/* a connecting socket's sets, for a fallback to plain TCP to make
 	 * again on the new socket (esock_fallback.c); a due one is made first */

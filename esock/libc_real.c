@@ -51,6 +51,8 @@ void esock__libc_init(void)
 	LOOKUP(ppoll, "ppoll");
 	LOOKUP(select, "select");
 	LOOKUP(pselect, "pselect");
+	LOOKUP(epoll_create, "epoll_create");
+	LOOKUP(epoll_create1, "epoll_create1");
 	LOOKUP(epoll_ctl, "epoll_ctl");
 	LOOKUP(epoll_wait, "epoll_wait");
 	LOOKUP(epoll_pwait, "epoll_pwait");

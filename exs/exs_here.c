@@ -65,7 +65,8 @@ static int left_ms(uint64_t deadline)
 /* Sleep in ppoll on @fds and uwarp's descriptors, for at most @ms (-1:
  * no bound). The program's ready entries, 0 when only uwarp's woke it
  * (or the time ran out, or work came before the sleep), -1 with errno. */
-static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t *mask)
+static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t *mask,
+			 int (*ready)(void *), void *arg)
 {
 	struct timespec ts;
 	struct pollfd stack[HERE_STACK_FDS + 2], *all = stack;
@@ -82,7 +83,9 @@ static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t
 	/* The last look, under the lock every thread that moves uwarp's
 	 * data holds: what another thread makes after it rings the bell
 	 * (uw_sleep_begin), what came before it is taken here. */
-	if (rounds()) {
+	/* (a notification this round ran may have made the caller's
+	 * readiness, with no network event of its own: @ready says) */
+	if (rounds() || (ready && ready(arg))) {
 		pthread_mutex_unlock(&exs_rt.lock);
 		if (all != stack)
 			free(all);
@@ -109,17 +112,17 @@ static int sleep_on_both(struct pollfd *fds, nfds_t nfds, int ms, const sigset_t
 	 * is let go, which it would otherwise wait for at once) */
 	if (wake)
 		exs__wake();
-	int ready = 0;
+	int got = 0;
 	if (n > 0) {
 		for (nfds_t i = 0; i < nfds; i++) {
 			fds[i].revents = all[i].revents;
-			ready += all[i].revents != 0;
+			got += all[i].revents != 0;
 		}
 	}
 	if (all != stack)
 		free(all);
 	errno = err;
-	return n < 0 ? -1 : ready;
+	return n < 0 ? -1 : got;
 }
 
 /* The spin before a sleep, this thread's (util/spin.h): a thread whose
@@ -174,7 +177,7 @@ static int wait_here(struct pollfd *fds, nfds_t nfds, uint64_t deadline, const s
 		if (!slept_at)
 			slept_at = now;
 		int ms = deadline == UINT64_MAX ? -1 : left_ms(deadline);
-		n = sleep_on_both(fds, nfds, ms, mask);
+		n = sleep_on_both(fds, nfds, ms, mask, ready, arg);
 		if (n != 0)
 			return waited(slept_at, n);
 		/* uwarp's descriptors woke it: the round made the bytes the

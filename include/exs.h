@@ -235,11 +235,11 @@ EXS_EXTERN int exs_ppoll_here(struct pollfd *fds, nfds_t nfds, const struct time
 /*
  * exs_ppoll_here_until - (uwarp extension) exs_ppoll_here that also
  * returns 0 as soon as @ready(@arg) returns non-zero. @ready is called
- * after each round of progress, without the ES-API's lock, so it may take
- * the locks of a library whose notifications make the readiness it
- * reports (esock keeps a DDP socket's readiness in user space for the
- * epoll sets it answers). Another thread that makes it ready must wake
- * the sleeper through one of @fds.
+ * after each round of progress, and once more just before a sleep with
+ * the ES-API's lock held, so it must only look (esock reads a count of the
+ * DDP sockets it has queued as readable, in user space, for an epoll set).
+ * Another thread that makes it ready must wake the sleeper through one of
+ * @fds.
  */
 EXS_EXTERN int exs_ppoll_here_until(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
 				    const sigset_t *mask, int (*ready)(void *), void *arg);

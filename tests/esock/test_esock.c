@@ -1945,9 +1945,10 @@ static void an_epoll_set_learns_readiness_without_the_socket_pair(void **state)
 	close_pair(&p);
 }
 
-/* An epoll set that holds a DDP socket in user space, itself inside
- * another epoll set or waited on by epoll_pwait2 (which esock answers
- * with the kernel's wait): both see the socket readable. */
+/* An epoll set that holds a DDP socket, itself inside another epoll set
+ * (put there after the socket or before it) or waited on by epoll_pwait2
+ * (which esock answers with the kernel's wait): each sees the socket
+ * readable. */
 static void a_nested_set_sees_a_ddp_socket_readable(void **state)
 {
 	(void)state;
@@ -1964,6 +1965,22 @@ static void a_nested_set_sees_a_ddp_socket_readable(void **state)
 	read_all(p.s, &b, 1);
 	close(outer);
 	close(inner);
+	/* a set inside another before it holds any DDP socket (a socket
+	 * new to epoll): the same */
+	struct pair q = make_pair(true);
+	inner = epoll_create1(0);
+	outer = epoll_create1(0);
+	assert_int_equal(epoll_ctl(outer, EPOLL_CTL_ADD, inner, &e2), 0);
+	assert_int_equal(epoll_ctl(inner, EPOLL_CTL_ADD, q.s, &e1), 0);
+	assert_int_equal(one_event(inner, 1, 0), 0);
+	assert_int_equal(one_event(outer, 2, 0), 0);
+	write_all(q.c, "z", 1);
+	assert_int_equal(one_event(outer, 2, 5000), EPOLLIN);
+	assert_int_equal(one_event(inner, 1, 0), EPOLLIN);
+	read_all(q.s, &b, 1);
+	close(outer);
+	close(inner);
+	close_pair(&q);
 	/* epoll_pwait2 */
 	int ep = epoll_create1(0);
 	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, p.c, &e1), 0);
@@ -2065,6 +2082,28 @@ struct lone_waiter {
 	int n;
 };
 
+/* until @w's thread sleeps (past its spin): five looks in a row */
+static void until_asleep(struct lone_waiter *w)
+{
+	for (int asleep = 0; asleep < 5;) {
+		pid_t tid = atomic_load(&w->tid);
+		asleep = tid && task_sleeping(tid) ? asleep + 1 : 0;
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+}
+
+/* @t ends within 20 s, or the test fails with @why (a wait that is never
+ * woken sleeps on for ever) */
+static void join_or_fail(pthread_t t, const char *why)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 20;
+	if (pthread_timedjoin_np(t, NULL, &until))
+		fail_msg("%s", why);
+}
+
 static void *lone_wait(void *arg)
 {
 	struct lone_waiter *w = arg;
@@ -2088,26 +2127,70 @@ static void a_sleeping_epoll_wait_wakes_for_another_threads_call(void **state)
 	assert_int_equal(epoll_ctl(w.ep, EPOLL_CTL_ADD, p.s, &ev), 0);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, lone_wait, &w), 0);
-	/* until it sleeps (past its spin), five looks in a row */
-	for (int asleep = 0; asleep < 5;) {
-		pid_t tid = atomic_load(&w.tid);
-		asleep = tid && task_sleeping(tid) ? asleep + 1 : 0;
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
-	}
+	until_asleep(&w);
 	assert_int_equal(shutdown(p.s, SHUT_RD), 0);
 	/* (without the bell it sleeps on: uwarp has nothing to wake it for) */
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 20;
-	if (pthread_timedjoin_np(t, NULL, &until))
-		fail_msg("epoll_wait slept on after the socket became readable");
+	join_or_fail(t, "epoll_wait slept on after the socket became readable");
 	assert_int_equal(w.n, 1);
 	assert_true(w.events & EPOLLIN);
 	char b;
 	assert_int_equal(read(p.s, &b, 1), 0);
 	close(w.ep);
 	close_pair(&p);
+}
+
+/* A thread asleep in epoll_wait on a set that has never held a DDP socket
+ * (a pipe alone) when another thread adds one: the socket's data wakes
+ * it, with the event the program registered (esock's set wakes the plain
+ * wait, whose own events it takes out, and the wait goes on through it). */
+static void a_wait_begun_before_the_first_ddp_socket_sees_it(void **state)
+{
+	(void)state;
+	struct pair p = make_pair(true);
+	int pp[2];
+	assert_int_equal(pipe(pp), 0);
+	struct lone_waiter w = { .ep = epoll_create1(0) };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0x66 };
+	assert_int_equal(epoll_ctl(w.ep, EPOLL_CTL_ADD, pp[0], &ev), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, lone_wait, &w), 0);
+	until_asleep(&w);
+	struct epoll_event ev2 = { .events = EPOLLIN, .data.u64 = 0x77 };
+	assert_int_equal(epoll_ctl(w.ep, EPOLL_CTL_ADD, p.s, &ev2), 0);
+	write_all(p.c, "d", 1);
+	join_or_fail(t, "epoll_wait slept on after its new DDP socket became readable");
+	assert_int_equal(w.n, 1);
+	assert_int_equal(w.events, EPOLLIN);
+	char b;
+	read_all(p.s, &b, 1);
+	close(pp[0]);
+	close(pp[1]);
+	close(w.ep);
+	close_pair(&p);
+}
+
+/* A DDP socket's number closed while another copy keeps the connection:
+ * its registration goes with the number, as the program expects (the
+ * kernel keeps one while the file lives, and uwarp holds the file): the
+ * peer's close then shows in no set, even to the kernel's own wait. */
+static void a_closed_number_leaves_no_registration_behind(void **state)
+{
+	(void)state;
+	struct pair p = make_pair(true);
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = 0x55 };
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, p.s, &ev), 0);
+	int d = dup(p.s);
+	assert_true(d >= 0);
+	close(p.s);
+	close(p.c); /* the stream ends: RDHUP on the file both numbers named */
+	char b;
+	assert_int_equal(read(d, &b, 1), 0);
+	struct epoll_event got;
+	assert_int_equal(epoll_wait(ep, &got, 1, 0), 0);
+	assert_int_equal(syscall(SYS_epoll_pwait, ep, &got, 1, 0, NULL, 8), 0);
+	close(d);
+	close(ep);
 }
 
 #define BOTH(f) cmocka_unit_test_prestate(f, &mode_plain), cmocka_unit_test_prestate(f, &mode_ddp)
@@ -2158,6 +2241,8 @@ int main(void)
 		cmocka_unit_test(a_nested_set_sees_a_ddp_socket_readable),
 		cmocka_unit_test(a_sleeping_epoll_wait_wakes_for_another_threads_progress),
 		cmocka_unit_test(a_sleeping_epoll_wait_wakes_for_another_threads_call),
+		cmocka_unit_test(a_wait_begun_before_the_first_ddp_socket_sees_it),
+		cmocka_unit_test(a_closed_number_leaves_no_registration_behind),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
