@@ -49,6 +49,7 @@
 #define ESOCK_SETUP_MS 10000        /* the MPA negotiation at most */
 #define ESOCK_REPLY_MS_DEFAULT 2000 /* a client's wait for the MPA Reply (ESOCK_REPLY_MS) */
 #define ESOCK_EPOLL_TRACK 8         /* epoll sets a connecting socket may be in (fallback) */
+#define ESOCK_KREGS 8               /* plain epoll registrations a close takes out */
 
 /* the real calls (libc's, or whatever the next library provides) */
 struct esock_libc {
@@ -223,7 +224,14 @@ struct esock {
 	_Atomic bool uready;          /* readable, as esock__update last found */
 	_Atomic unsigned arrivals;    /* data arrivals (edge-triggered sets) */
 	struct util_list memberships; /* its registrations (struct esock_member) */
-	bool oblock;                  /* made unwritable */
+	/* its plain registrations, by set and number: a number's close takes
+	 * them out (the kernel keeps them while the file lives, and @a
+	 * keeps it) */
+	struct {
+		int ep, fd;
+	} kregs[ESOCK_KREGS];
+	int nkregs;
+	bool oblock; /* made unwritable */
 	bool rdhup_done, wrhup_done;
 
 	struct esock_tag tag_conn, tag_shut, tag_close, tag_recv[ESOCK_RCHUNKS];
@@ -320,6 +328,8 @@ void esock__ready_forget(int fd, struct esock *e, bool del);
 void esock__ready_drop_set(int ep);   /* the number closed (if it was a set) */
 void esock__ready_epoll_made(int ep); /* epoll_create made it */
 bool esock__ready_known(int fd);      /* a set, or made by epoll_create */
+/* a plain epoll_ctl on DDP socket @e succeeded: its registrations */
+void esock__ready_track(struct esock *e, int ep, int op, int fd);
 /* a plain epoll_wait's @n events from set @ep: esock's own taken out */
 int esock__ready_filter(int ep, struct epoll_event *ev, int n);
 /* some socket has been in user mode; some epoll set was made: poll and

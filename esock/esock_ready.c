@@ -275,7 +275,9 @@ static void to_kernel(struct esock *e)
 	struct esock_member *m, *n;
 	util_list_for_each_safe(m, n, &e->memberships, elink) {
 		struct epoll_event ev = { .events = m->events, .data = m->data };
-		REAL(epoll_ctl)(m->set->ep, EPOLL_CTL_MOD, m->fd, &ev);
+		if (!REAL(epoll_ctl)(m->set->ep, EPOLL_CTL_MOD, m->fd, &ev) &&
+		    e->nkregs < ESOCK_KREGS) /* (a plain one now: esock__ready_track) */
+			e->kregs[e->nkregs++] = (__typeof__(e->kregs[0])){ m->set->ep, m->fd };
 		member_free(m);
 	}
 	e->umode = false;
@@ -537,11 +539,37 @@ int esock__ready_ctl(int ep, int op, int fd, struct esock *e, struct epoll_event
 
 bool esock__ready_set(int ep) { return live_set(ep) != NULL; }
 
+void esock__ready_track(struct esock *e, int ep, int op, int fd)
+{
+	if (esock__foreign(e))
+		return;
+	pthread_mutex_lock(&e->mu);
+	int i = 0;
+	while (i < e->nkregs && (e->kregs[i].ep != ep || e->kregs[i].fd != fd))
+		i++;
+	if (op == EPOLL_CTL_DEL && i < e->nkregs)
+		e->kregs[i] = e->kregs[--e->nkregs];
+	else if (op == EPOLL_CTL_ADD && i == e->nkregs && i < ESOCK_KREGS)
+		e->kregs[e->nkregs++] = (__typeof__(e->kregs[0])){ ep, fd };
+	pthread_mutex_unlock(&e->mu);
+}
+
 void esock__ready_forget(int fd, struct esock *e, bool del)
 {
 	if (esock__foreign(e))
 		return; /* (its lock may have been held at the fork) */
 	pthread_mutex_lock(&e->mu);
+	for (int i = 0; i < e->nkregs;) {
+		if (e->kregs[i].fd != fd) {
+			i++;
+			continue;
+		}
+		/* (the kernel would report the file under the closed number,
+		 * with the program's data, until uwarp closes its copy) */
+		if (del)
+			REAL(epoll_ctl)(e->kregs[i].ep, EPOLL_CTL_DEL, fd, NULL);
+		e->kregs[i] = e->kregs[--e->nkregs];
+	}
 	bool any = !util_list_empty(&e->memberships);
 	pthread_mutex_unlock(&e->mu);
 	if (!any)

@@ -304,8 +304,11 @@ EXPORT int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 	struct esock *e = esock__get(fd);
 	errno = err;
 	int r;
-	if (!e || !esock__ready_ctl(ep, op, fd, e, ev, &r))
+	if (!e || !esock__ready_ctl(ep, op, fd, e, ev, &r)) {
 		r = REAL(epoll_ctl)(ep, op, fd, ev);
+		if (!r && e)
+			esock__ready_track(e, ep, op, fd);
+	}
 	if (!r && e && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && esock__fd_in_range(ep))
 		esock_fdflags[ep] |= FD_EPOLL_DDP;
 	if (!r && e && e->may_fall_back)

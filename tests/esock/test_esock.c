@@ -1854,6 +1854,22 @@ static void a_wait_for_no_ddp_socket_stays_out(void **state)
 	close_pair(&p);
 }
 
+/* whether esock keeps a DDP socket's readability in user space for the
+ * epoll sets that hold it (not in ThreadSanitizer's build, whose waits
+ * leave the data to the progress thread: esock_engine.c) */
+static bool readiness_in_user_space(void)
+{
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+	return false;
+#endif
+#endif
+#ifdef __SANITIZE_THREAD__
+	return false;
+#endif
+	return true;
+}
+
 /* what the kernel itself says of @fd, past esock: bytes waiting in it
  * (for a DDP socket, in its socket pair) and whether poll(2) finds it
  * readable */
@@ -1906,8 +1922,11 @@ static void an_epoll_set_learns_readiness_without_the_socket_pair(void **state)
 	assert_int_equal(one_event(lt, 0x1234, 0), EPOLLIN);    /* level: again */
 	assert_int_equal(one_event(lt, 0x1234, 0), EPOLLIN);
 	/* the point: nothing in the socket pair, nothing the kernel sees */
-	assert_int_equal(kernel_fionread(p.s), 0);
-	assert_false(kernel_readable(p.s));
+	bool user = readiness_in_user_space();
+	if (user) {
+		assert_int_equal(kernel_fionread(p.s), 0);
+		assert_false(kernel_readable(p.s));
+	}
 	write_all(p.c, "b", 1);
 	assert_int_equal(one_event(et, 0x5678, 5000), EPOLLIN); /* a new arrival */
 	char b[4];
@@ -1922,7 +1941,8 @@ static void an_epoll_set_learns_readiness_without_the_socket_pair(void **state)
 	write_all(p.c, "c", 1);
 	assert_int_equal(one_event(et, 0x5678, 5000), EPOLLIN);
 	assert_int_equal(one_event(lt, 0x9, 0), EPOLLIN | EPOLLOUT);
-	assert_int_equal(kernel_fionread(p.s), 0);
+	if (user)
+		assert_int_equal(kernel_fionread(p.s), 0);
 	/* the end of the stream, on a second connection */
 	struct pair q = make_pair(true);
 	struct epoll_event e4 = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = 0xe };
@@ -2171,8 +2191,11 @@ static void a_wait_begun_before_the_first_ddp_socket_sees_it(void **state)
 
 /* A DDP socket's number closed while another copy keeps the connection:
  * its registration goes with the number, as the program expects (the
- * kernel keeps one while the file lives, and uwarp holds the file): the
- * peer's close then shows in no set, even to the kernel's own wait. */
+ * kernel keeps one while the file lives, and uwarp holds the file, so a
+ * server that closes without EPOLL_CTL_DEL, as nginx does, got the closed
+ * connection's events with its data): the peer's close then shows in no
+ * set, even to the kernel's own wait. Readiness in user space or not
+ * (the ThreadSanitizer build). */
 static void a_closed_number_leaves_no_registration_behind(void **state)
 {
 	(void)state;
