@@ -307,6 +307,8 @@ bool esock__settle(struct esock *e);
 void esock__update(struct esock *e, bool arrived); /* readiness: under e->mu */
 bool esock__readable(const struct esock *e);       /* a read would not wait */
 /* esock_ready.c: readiness in user space for DDP sockets in epoll sets */
+/* a new DDP socket's pair: readable starts in user space */
+void esock__ready_lazy(struct esock *e);
 /* under e->mu, in user mode: @e's readiness changed (@arrived: new data) */
 void esock__ready_changed(struct esock *e, bool readable, bool arrived);
 /* epoll_ctl on set @ep for DDP socket @e named @fd: 1 when done here (the

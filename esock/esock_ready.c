@@ -5,9 +5,10 @@
  * A DDP socket tells the kernel it is readable with a byte in its socket
  * pair, sent when data arrives and drained when the program has read it
  * all: two system calls per request for a request/reply server, a third of
- * what redis's server made per request over DDP (docs/performance.md). A
- * socket the program puts in an epoll set (where servers keep theirs)
- * leaves the byte out: its registration in the kernel's set keeps the
+ * what redis's server made per request over DDP (docs/performance.md). So
+ * a socket starts without the byte: a program that only reads and writes
+ * (its blocking reads wait in esock) never needs it, nor does one that
+ * puts the socket in epoll sets (where servers keep theirs): its registration in the kernel's set keeps the
  * program's other events (writable, hang-ups, errors), and esock's
  * epoll_wait adds readable from user space, as the kernel's ready list
  * would (a member queued on its set when data arrives; level-triggered
@@ -375,6 +376,14 @@ static bool user_ok(const struct esock *e, uint32_t events, int ep)
 	/* (a connect that falls back to plain TCP registers the new
 	 * socket with the program's events: esock_fallback.c) */
 	return !(events & (EPOLLONESHOT | EPOLLEXCLUSIVE));
+}
+
+void esock__ready_lazy(struct esock *e)
+{
+	if (!atomic_load_explicit(&esock_here, memory_order_relaxed))
+		return; /* (nobody would make it readable in a wait) */
+	e->umode = true;
+	atomic_store(&esock_umode_any, true);
 }
 
 /* under ctl_mu and e->mu: @e leaves the byte for user mode */

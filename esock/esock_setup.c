@@ -39,6 +39,10 @@ static int prepare(struct esock *e)
 		return -errno;
 	e->a = esock__hide(sv[0]);
 	e->b = esock__hide(sv[1]);
+	/* no byte for readable until a wait that asks the kernel looks at
+	 * it (esock_ready.c): a program that only reads and writes, or
+	 * waits in epoll, never needs one */
+	esock__ready_lazy(e);
 	/* the smallest send buffer: a small write from our side of the
 	 * program's end makes it unwritable (esock__update) */
 	int one = 1;

@@ -34,6 +34,7 @@
 
 struct esock_waiter {
 	int fd;
+	_Atomic bool woken; /* esock__wake came (its own thread raises no fd) */
 	struct esock_waiter *next;
 };
 
@@ -59,11 +60,24 @@ static int thread_sleep_fd(void)
 	return sleep_fd;
 }
 
+/* A waiter's own thread wakes it in its wait's round (exs_ppoll_here
+ * moved the data there): its flag says so, with no eventfd raised and
+ * lowered, two system calls per message of a blocking reader
+ * (docs/performance.md). Another thread raises the eventfd. */
 void esock__wake(struct esock *e)
 {
-	for (struct esock_waiter *w = e->waiters; w; w = w->next)
-		util_evfd_raise(w->fd);
+	for (struct esock_waiter *w = e->waiters; w; w = w->next) {
+		atomic_store(&w->woken, true);
+		if (w->fd != sleep_fd)
+			util_evfd_raise(w->fd);
+	}
 	pthread_cond_broadcast(&e->cv);
+}
+
+static int woken(void *arg)
+{
+	const struct esock_waiter *w = arg;
+	return atomic_load(&w->woken);
 }
 
 /* Whether a handler without SA_RESTART may have run: one is set for a
@@ -95,7 +109,7 @@ int esock__wait(struct esock *e, unsigned ms)
 		struct timespec ts = util_deadline_ms(ms);
 		return pthread_cond_timedwait(&e->cv, &e->mu, &ts);
 	}
-	struct esock_waiter w = { fd, e->waiters };
+	struct esock_waiter w = { .fd = fd, .next = e->waiters };
 	e->waiters = &w;
 	pthread_mutex_unlock(&e->mu);
 	int rc = 0;
@@ -109,10 +123,12 @@ int esock__wait(struct esock *e, unsigned ms)
 		struct pollfd p = { fd, POLLIN, 0 };
 		struct timespec t = util_ms_timespec(ms);
 		int n;
-		while ((n = esock__ppoll_here(&p, 1, ms ? &t : NULL, NULL)) < 0 && errno == EINTR &&
-		       !ms && !interrupting_handler())
+		while ((n = esock__ppoll_here_until(&p, 1, ms ? &t : NULL, NULL, woken, &w)) < 0 &&
+		       errno == EINTR && !ms && !interrupting_handler())
 			; /* restarted, as the kernel restarts the call */
-		if (n == 0)
+		if (n == 0 && atomic_load(&w.woken))
+			rc = 0; /* (woken in its own round: nothing raised) */
+		else if (n == 0)
 			rc = ETIMEDOUT;
 		else if (n < 0 && errno == EINTR)
 			rc = EINTR;

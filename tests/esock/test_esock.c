@@ -1898,6 +1898,31 @@ static uint32_t one_event(int ep, uint64_t data, int ms)
 	return n ? ev[0].events : 0;
 }
 
+/* A DDP socket that no poll, select or plain epoll registration has seen
+ * gets no byte in its socket pair when data comes (a program that only
+ * reads and writes never needs one: two system calls per message); once
+ * poll(2) looks, the kernel sees it readable. */
+static void a_socket_no_wait_has_seen_gets_no_byte(void **state)
+{
+	(void)state;
+	struct pair p = make_pair(true);
+	write_all(p.c, "ab", 2);
+	wait_readable_bytes(p.s, 2); /* (esock's FIONREAD: no wait) */
+	if (readiness_in_user_space()) {
+		assert_int_equal(kernel_fionread(p.s), 0);
+		assert_false(kernel_readable(p.s));
+	}
+	char b[2];
+	read_all(p.s, b, 2);
+	assert_memory_equal(b, "ab", 2);
+	write_all(p.c, "c", 1);
+	assert_int_equal(wait_fd(p.s, POLLIN, 5000), POLLIN);
+	assert_true(kernel_readable(p.s));
+	read_all(p.s, b, 1);
+	assert_false(kernel_readable(p.s));
+	close_pair(&p);
+}
+
 /* A DDP socket held in epoll sets alone is readable to esock's
  * epoll_wait with no byte in its socket pair (two system calls less per
  * request: docs/performance.md): level- and edge-triggered, merged with
@@ -2260,6 +2285,7 @@ int main(void)
 		cmocka_unit_test(es_api_calls_on_a_ddp_socket_go_through_esock),
 		cmocka_unit_test(an_idle_limit_is_set_per_socket_and_per_listener),
 		cmocka_unit_test(a_wait_for_no_ddp_socket_stays_out),
+		cmocka_unit_test(a_socket_no_wait_has_seen_gets_no_byte),
 		cmocka_unit_test(an_epoll_set_learns_readiness_without_the_socket_pair),
 		cmocka_unit_test(a_nested_set_sees_a_ddp_socket_readable),
 		cmocka_unit_test(a_sleeping_epoll_wait_wakes_for_another_threads_progress),
