@@ -217,10 +217,10 @@ struct esock {
 
 	/* readiness of the program's end */
 	bool rsig; /* a byte waits there */
-	/* Readable is known in user space only (esock_ready.c): while the
-	 * socket is in epoll sets alone, which esock's waits answer, no byte
-	 * is sent; @rkernel: never again (a poll, select or other wait saw it) */
-	_Atomic bool umode, rkernel;
+	/* Readable is known in user space only (esock_ready.c): no byte is
+	 * sent until a poll, select or other wait that asks the kernel sees
+	 * the socket, which ends it for good */
+	_Atomic bool umode;
 	_Atomic bool uready;          /* readable, as esock__update last found */
 	_Atomic unsigned arrivals;    /* data arrivals (edge-triggered sets) */
 	struct util_list memberships; /* its registrations (struct esock_member) */
@@ -317,7 +317,8 @@ int esock__ready_ctl(int ep, int op, int fd, struct esock *e, struct epoll_event
 /* whether @ep is a set of this process's in esock's hands (its waits go
  * through esock__ready_wait) */
 bool esock__ready_set(int ep);
-/* epoll_wait on such a set: its events (user readiness and the kernel's,
+/* epoll_wait on a set that has held a DDP socket, moving the ES-API's
+ * data while it waits: its events (user readiness and the kernel's,
  * merged), waiting up to @timeout ms (-1: no limit) */
 int esock__ready_wait(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask);
 /* a wait outside esock's epoll answers is about to see @fd (a DDP socket

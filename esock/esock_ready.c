@@ -8,9 +8,10 @@
  * what redis's server made per request over DDP (docs/performance.md). So
  * a socket starts without the byte: a program that only reads and writes
  * (its blocking reads wait in esock) never needs it, nor does one that
- * puts the socket in epoll sets (where servers keep theirs): its registration in the kernel's set keeps the
- * program's other events (writable, hang-ups, errors), and esock's
- * epoll_wait adds readable from user space, as the kernel's ready list
+ * puts the socket in epoll sets (where servers keep theirs). There its
+ * registration in the kernel's set keeps the program's other events
+ * (writable, hang-ups, errors), and esock's epoll_wait adds readable from
+ * user space, as the kernel's ready list
  * would (a member queued on its set when data arrives; level-triggered
  * ones stay queued while the socket is readable, edge-triggered ones
  * report each arrival once). The kernel's registration carries a key of
@@ -111,8 +112,6 @@ static uint64_t key_of(uint16_t gen, int fd)
 
 static void init_key(void)
 {
-	if (key_hi)
-		return;
 	/* upper half of a non-canonical address: no pointer a program
 	 * registers has it, and a number would have to be chosen so */
 	key_hi = 0xe50c0000u | ((uint32_t)util_now_ns() & 0xffffu);
@@ -172,14 +171,13 @@ static struct esock_set *set_make(int ep)
 		util_list_init(&s->members);
 		util_list_init(&s->ready);
 	}
-	/* our own descriptor, where the program's numbers are not */
+	/* our own descriptor, where the program's numbers are not (closed
+	 * past the interposed close, which would come back here) */
 	int bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (bell >= 0) {
-		int high = REAL(fcntl)(bell, F_DUPFD_CLOEXEC, esock__fd_floor());
-		if (high >= 0) {
-			REAL(close)(bell);
-			bell = high;
-		}
+	int high = bell >= 0 ? esock__dup_high(bell) : -1;
+	if (high >= 0) {
+		REAL(close)(bell);
+		bell = high;
 	}
 	struct epoll_event bev = { .events = EPOLLIN, .data.u64 = key_of(0xffff, 0xffff) };
 	if (bell < 0 || REAL(epoll_ctl)(ep, EPOLL_CTL_ADD, bell, &bev)) {
@@ -266,19 +264,36 @@ static uint32_t kernel_events(uint32_t events)
 	return events & ~(uint32_t)(EPOLLIN | EPOLLRDNORM);
 }
 
+/* under e->mu: the plain registrations of @e (esock__ready_track) */
+static void kreg_add(struct esock *e, int ep, int fd)
+{
+	for (int i = 0; i < e->nkregs; i++)
+		if (e->kregs[i].ep == ep && e->kregs[i].fd == fd)
+			return;
+	if (e->nkregs < ESOCK_KREGS)
+		e->kregs[e->nkregs++] = (__typeof__(e->kregs[0])){ ep, fd };
+}
+
+static void kreg_del(struct esock *e, int ep, int fd)
+{
+	for (int i = 0; i < e->nkregs; i++)
+		if (e->kregs[i].ep == ep && e->kregs[i].fd == fd) {
+			e->kregs[i] = e->kregs[--e->nkregs];
+			return;
+		}
+}
+
 /* under ctl_mu and e->mu: the byte again, for good; each registration
- * gets the program's events and data back */
+ * gets the program's events and data back (a plain one now) */
 static void to_kernel(struct esock *e)
 {
-	e->rkernel = true;
 	if (!e->umode)
 		return;
 	struct esock_member *m, *n;
 	util_list_for_each_safe(m, n, &e->memberships, elink) {
 		struct epoll_event ev = { .events = m->events, .data = m->data };
-		if (!REAL(epoll_ctl)(m->set->ep, EPOLL_CTL_MOD, m->fd, &ev) &&
-		    e->nkregs < ESOCK_KREGS) /* (a plain one now: esock__ready_track) */
-			e->kregs[e->nkregs++] = (__typeof__(e->kregs[0])){ m->set->ep, m->fd };
+		if (!REAL(epoll_ctl)(m->set->ep, EPOLL_CTL_MOD, m->fd, &ev))
+			kreg_add(e, m->set->ep, m->fd);
 		member_free(m);
 	}
 	e->umode = false;
@@ -298,6 +313,31 @@ static struct esock *first_member(struct esock_set *s, struct esock_member **m)
 	return e;
 }
 
+/* under ctl_mu: @fn(socket, member) under the socket's lock for each
+ * member of @s, until none is left (@fn ends the membership) */
+static void drain_members(struct esock_set *s, void (*fn)(struct esock *, struct esock_member *))
+{
+	struct esock_member *m;
+	struct esock *e;
+	while ((e = first_member(s, &m))) {
+		pthread_mutex_lock(&e->mu);
+		fn(e, m);
+		pthread_mutex_unlock(&e->mu);
+	}
+}
+
+static void member_to_kernel(struct esock *e, struct esock_member *m)
+{
+	(void)m;
+	to_kernel(e); /* (all of the socket's memberships end) */
+}
+
+static void member_drop(struct esock *e, struct esock_member *m)
+{
+	(void)e;
+	member_free(m);
+}
+
 /* under ctl_mu: every member of @s back to the byte, and its bell out
  * (a wait esock does not answer would return it) */
 static void set_to_kernel(struct esock_set *s)
@@ -305,13 +345,7 @@ static void set_to_kernel(struct esock_set *s)
 	if (s->kernel)
 		return;
 	s->kernel = true;
-	struct esock_member *m;
-	struct esock *e;
-	while ((e = first_member(s, &m))) {
-		pthread_mutex_lock(&e->mu);
-		to_kernel(e);
-		pthread_mutex_unlock(&e->mu);
-	}
+	drain_members(s, member_to_kernel);
 	bell_off(s);
 }
 
@@ -349,7 +383,7 @@ void esock__ready_kernel(int fd)
 {
 	esock__ready_kernel_set(fd);
 	struct esock *e = esock__peek(fd);
-	if (!e || e->rkernel || esock__foreign(e))
+	if (!e || !e->umode || esock__foreign(e))
 		return;
 	int err = errno;
 	pthread_mutex_lock(&ctl_mu);
@@ -364,15 +398,13 @@ void esock__ready_kernel(int fd)
  * @ep may stay in user space */
 static bool user_ok(const struct esock *e, uint32_t events, int ep)
 {
-	if (e->rkernel || e->b < 0 || e->quiet)
-		return false;
+	if (!e->umode || e->quiet)
+		return false; /* (on the byte already, for good) */
 	if (atomic_load(&set_flags[ep]) != SF_EPOLL)
 		return false; /* (not made here, or waited on outside esock) */
 	const struct esock_set *s = set_of(ep);
 	if (s && !s->dead && s->kernel)
 		return false;
-	if (!atomic_load_explicit(&esock_here, memory_order_relaxed))
-		return false; /* (nobody would make it readable in a wait) */
 	/* (a connect that falls back to plain TCP registers the new
 	 * socket with the program's events: esock_fallback.c) */
 	return !(events & (EPOLLONESHOT | EPOLLEXCLUSIVE));
@@ -384,21 +416,6 @@ void esock__ready_lazy(struct esock *e)
 		return; /* (nobody would make it readable in a wait) */
 	e->umode = true;
 	atomic_store(&esock_umode_any, true);
-}
-
-/* under ctl_mu and e->mu: @e leaves the byte for user mode */
-static void to_user(struct esock *e)
-{
-	if (e->umode)
-		return;
-	e->umode = true;
-	if (e->rsig) {
-		char buf[64];
-		while (REAL(recv)(e->a, buf, sizeof(buf), MSG_DONTWAIT) == (ssize_t)sizeof(buf))
-			;
-		e->rsig = false;
-	}
-	atomic_store(&e->uready, esock__readable(e));
 }
 
 /* under the set's mu */
@@ -448,8 +465,6 @@ static int add(struct esock_set *s, int fd, struct esock *e, const struct epoll_
 	s->byfd[fd] = m;
 	s->nmembers++;
 	pthread_mutex_unlock(&s->mu);
-	to_user(e);
-	atomic_store(&esock_umode_any, true);
 	util_list_add_tail(&e->memberships, &m->elink);
 	if (atomic_load(&e->uready))
 		queue(m);
@@ -550,16 +565,13 @@ bool esock__ready_set(int ep) { return live_set(ep) != NULL; }
 
 void esock__ready_track(struct esock *e, int ep, int op, int fd)
 {
-	if (esock__foreign(e))
+	if (esock__foreign(e) || op == EPOLL_CTL_MOD)
 		return;
 	pthread_mutex_lock(&e->mu);
-	int i = 0;
-	while (i < e->nkregs && (e->kregs[i].ep != ep || e->kregs[i].fd != fd))
-		i++;
-	if (op == EPOLL_CTL_DEL && i < e->nkregs)
-		e->kregs[i] = e->kregs[--e->nkregs];
-	else if (op == EPOLL_CTL_ADD && i == e->nkregs && i < ESOCK_KREGS)
-		e->kregs[e->nkregs++] = (__typeof__(e->kregs[0])){ ep, fd };
+	if (op == EPOLL_CTL_ADD)
+		kreg_add(e, ep, fd);
+	else
+		kreg_del(e, ep, fd);
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -613,14 +625,8 @@ void esock__ready_drop_set(int ep)
 		return;
 	}
 	pthread_mutex_lock(&ctl_mu);
-	struct esock_member *m;
-	struct esock *e;
-	while ((e = first_member(s, &m))) {
-		pthread_mutex_lock(&e->mu);
-		member_free(m);
-		pthread_mutex_unlock(&e->mu);
-	}
-	if (s->bell >= 0) {
+	drain_members(s, member_drop);
+	if (s->bell >= 0) { /* (the set itself is going: no DEL) */
 		REAL(close)(s->bell);
 		s->bell = -1;
 	}
@@ -776,20 +782,34 @@ static int user_due(void *arg)
 	return atomic_load(&s->nready) > 0;
 }
 
+/* The events now: @s's, user space's and the kernel's, or for a set with
+ * no socket in user space the kernel's (esock's own taken out, should
+ * the set have got its first one meanwhile). */
+static int take_now(int ep, struct esock_set *s, struct epoll_event *ev, int max)
+{
+	if (s)
+		return take(s, ev, max);
+	int n = REAL(epoll_wait)(ep, ev, max, 0);
+	return n > 0 ? esock__ready_filter(ep, ev, n) : n;
+}
+
 int esock__ready_wait(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
-	struct esock_set *s = live_set(ep);
-	if (!s)
-		return REAL(epoll_pwait)(ep, ev, max, timeout, mask);
-	struct esock_set *was = waiting_on;
-	waiting_on = s;
-	atomic_fetch_add(&s->waiters, 1);
+	struct esock_set *s = NULL, *was = waiting_on;
 	uint64_t deadline = timeout > 0 ? util_now_ns() + (uint64_t)timeout * 1000000u : 0;
 	int n;
 	for (;;) {
-		n = take(s, ev, max);
+		/* (a set may get its first socket in user space meanwhile:
+		 * the wait counts on it from then) */
+		if (!s && (s = live_set(ep))) {
+			waiting_on = s;
+			atomic_fetch_add(&s->waiters, 1);
+		}
+		n = take_now(ep, s, ev, max);
 		if (n != 0 || !timeout)
 			break;
+		/* the set's descriptor is readable while the kernel has
+		 * events for it (the bell among them) */
 		struct pollfd p = { ep, POLLIN, 0 };
 		struct timespec t;
 		if (timeout > 0) {
@@ -802,8 +822,8 @@ int esock__ready_wait(int ep, struct epoll_event *ev, int max, int timeout, cons
 		}
 		int r;
 		if (esock__waits_here())
-			r = esock__ppoll_here_until(&p, 1, timeout > 0 ? &t : NULL, mask, user_due,
-						    s);
+			r = esock__ppoll_here_until(&p, 1, timeout > 0 ? &t : NULL, mask,
+						    s ? user_due : NULL, s);
 		else
 			r = REAL(ppoll)(&p, 1, timeout > 0 ? &t : NULL, mask);
 		if (r < 0) {
@@ -812,7 +832,8 @@ int esock__ready_wait(int ep, struct epoll_event *ev, int max, int timeout, cons
 		}
 	}
 	int err = errno;
-	atomic_fetch_sub(&s->waiters, 1);
+	if (s)
+		atomic_fetch_sub(&s->waiters, 1);
 	waiting_on = was;
 	errno = err;
 	return n;

@@ -42,47 +42,58 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-/* (a listener that cannot be made one stays the TCP listener: the wait
- * goes on, and accept says why) */
 /* This thread is inside exs_ppoll_here: its own polls pass straight on
  * (in a sanitizer's build the layers below reach poll by the name this
  * library replaces: util/sys.c), and the sets they poll stay esock's */
 static __thread bool inside;
 
-/* (a DDP socket or epoll set whose readiness esock keeps in user space
- * goes back to the kernel before poll or select sees it: esock_ready.c) */
+/* What poll and select do first for each descriptor: a DDP listener
+ * reverted at fork becomes this process's again (a listener that cannot
+ * be made one stays the TCP listener: the wait goes on, and accept says
+ * why); a DDP socket or epoll set whose readiness esock keeps in user
+ * space goes back to the kernel, which the wait asks (esock_ready.c).
+ * Neither costs anything until a listener was reverted or a DDP socket or
+ * epoll set made. */
+struct before_wait {
+	bool regate, kernel;
+};
+
+static bool before_wait(struct before_wait *b)
+{
+	b->regate = atomic_load_explicit(&esock_any_reverted, memory_order_relaxed);
+	b->kernel = !inside && (atomic_load_explicit(&esock_umode_any, memory_order_relaxed) ||
+				atomic_load_explicit(&esock_epoll_any, memory_order_relaxed));
+	return b->regate || b->kernel;
+}
+
+static void before_wait_fd(const struct before_wait *b, int fd)
+{
+	if (b->regate)
+		esock__listener_regate(fd);
+	if (b->kernel)
+		esock__ready_kernel(fd);
+}
+
 static void regate_pollfds(const struct pollfd *p, nfds_t n)
 {
-	bool regate = atomic_load_explicit(&esock_any_reverted, memory_order_relaxed);
-	bool umode = !inside && (atomic_load_explicit(&esock_umode_any, memory_order_relaxed) ||
-				 atomic_load_explicit(&esock_epoll_any, memory_order_relaxed));
-	if (!regate && !umode)
+	struct before_wait b;
+	if (!before_wait(&b))
 		return;
 	int err = errno;
-	for (nfds_t i = 0; i < n; i++) {
-		if (regate)
-			esock__listener_regate(p[i].fd);
-		if (umode)
-			esock__ready_kernel(p[i].fd);
-	}
+	for (nfds_t i = 0; i < n; i++)
+		before_wait_fd(&b, p[i].fd);
 	errno = err;
 }
 
 static void regate_sets(int nfds, const fd_set *r, const fd_set *w, const fd_set *x)
 {
-	bool regate = atomic_load_explicit(&esock_any_reverted, memory_order_relaxed);
-	bool umode = atomic_load_explicit(&esock_umode_any, memory_order_relaxed) ||
-		     atomic_load_explicit(&esock_epoll_any, memory_order_relaxed);
-	if (!regate && !umode)
+	struct before_wait b;
+	if (!before_wait(&b))
 		return;
 	int err = errno;
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
-		if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) {
-			if (regate)
-				esock__listener_regate(fd);
-			if (umode)
-				esock__ready_kernel(fd);
-		}
+		if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x)))
+			before_wait_fd(&b, fd);
 	errno = err;
 }
 
@@ -112,19 +123,6 @@ static bool epoll_ddp(int ep)
 	return esock__fd_in_range(ep) && (esock_fdflags[ep] & FD_EPOLL_DDP);
 }
 
-int esock__ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
-{
-	if (!here())
-		return REAL(ppoll)(p, n, t, mask);
-	bool was = inside;
-	inside = true;
-	int r = exs_ppoll_here(p, n, t, mask);
-	int err = errno;
-	inside = was;
-	errno = err;
-	return r;
-}
-
 int esock__ppoll_here_until(struct pollfd *p, nfds_t n, const struct timespec *t,
 			    const sigset_t *mask, int (*ready)(void *), void *arg)
 {
@@ -137,6 +135,11 @@ int esock__ppoll_here_until(struct pollfd *p, nfds_t n, const struct timespec *t
 	inside = was;
 	errno = err;
 	return r;
+}
+
+int esock__ppoll_here(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *mask)
+{
+	return esock__ppoll_here_until(p, n, t, mask, NULL, NULL);
 }
 
 static bool zero_time(const struct timespec *t) { return t && !t->tv_sec && !t->tv_nsec; }
@@ -185,51 +188,20 @@ EXPORT int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t, con
 	return ppoll_here(p, n, t, mask);
 }
 
-/* An epoll set's descriptor is readable while it has events: wait on it
- * in exs_ppoll_here, then take them. */
-static int epoll_here(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
-{
-	int n = REAL(epoll_wait)(ep, ev, max, 0);
-	if (n)
-		return n;
-	uint64_t deadline = timeout > 0 ? util_now_ns() + (uint64_t)timeout * 1000000u : 0;
-	for (;;) {
-		struct pollfd p = { ep, POLLIN, 0 };
-		struct timespec t;
-		if (timeout > 0) {
-			uint64_t now = util_now_ns();
-			if (now >= deadline)
-				return 0;
-			uint64_t left = deadline - now;
-			t = (struct timespec){ (time_t)(left / 1000000000u),
-					       (long)(left % 1000000000u) };
-		}
-		int r = esock__ppoll_here(&p, 1, timeout > 0 ? &t : NULL, mask);
-		if (r <= 0)
-			return r;
-		/* (another thread may have taken them meanwhile: wait on) */
-		n = REAL(epoll_wait)(ep, ev, max, 0);
-		if (n)
-			return n;
-	}
-}
-
-/* A set that holds DDP sockets in user space is answered by esock
- * (esock_ready.c). A wait that began before it did (it had none) may
- * return esock's own events: they are taken out, and if nothing is left
- * the wait goes on there. */
+/* A set that has held a DDP socket waits in esock (esock_ready.c): on
+ * the program's thread, moving the ES-API's data (exs_ppoll_here), and
+ * adding what it keeps in user space. Other waits go to the kernel, and
+ * esock's own events (a set that got its first DDP socket meanwhile)
+ * are taken out of what they return; if nothing is left the wait goes on
+ * in esock (the time it waited is not taken off). */
 static int epoll_any(int ep, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
-	if (max > 0 && esock__ready_set(ep))
+	if (max > 0 && (esock__ready_set(ep) || (timeout && here() && epoll_ddp(ep))))
 		return esock__ready_wait(ep, ev, max, timeout, mask);
-	int n;
-	if (!timeout || max <= 0 || !here() || !epoll_ddp(ep))
-		n = REAL(epoll_pwait)(ep, ev, max, timeout, mask);
-	else
-		n = epoll_here(ep, ev, max, timeout, mask);
+	int n = REAL(epoll_pwait)(ep, ev, max, timeout, mask);
 	if (n > 0 && esock__ready_set(ep)) {
 		n = esock__ready_filter(ep, ev, n);
-		if (!n) /* (the time it waited is not taken off) */
+		if (!n)
 			return esock__ready_wait(ep, ev, max, timeout, mask);
 	}
 	return n;

@@ -206,14 +206,7 @@ void exs__progress_pending(void)
 	 * next round. A socket's progress may free sockets (they leave the
 	 * batch with the table), so each is taken off before it runs. */
 	struct util_list batch;
-	util_list_init(&batch);
-	if (!util_list_empty(&exs_rt.pending)) {
-		batch.next = exs_rt.pending.next;
-		batch.prev = exs_rt.pending.prev;
-		batch.next->prev = &batch;
-		batch.prev->next = &batch;
-		util_list_init(&exs_rt.pending);
-	}
+	util_list_take_all(&batch, &exs_rt.pending);
 	struct exs_sock *s;
 	while ((s = util_list_first(&batch, struct exs_sock, pending_link))) {
 		util_list_del(&s->pending_link);

@@ -249,16 +249,17 @@ static void disarm(void)
 		uw_ack_cq_events(fired, 1);
 }
 
-/* The earliest deadline of a lingering close, as a poll timeout. */
-static int linger_timeout(void)
+/* The earliest deadline of a socket's lingering close (ms clock): 0 when
+ * one has just run out (that socket is aborted), UINT64_MAX when none
+ * lingers (a server's thousand connections are walked only while one
+ * does) */
+static uint64_t socks_linger(uint64_t now)
 {
-	uint64_t now = util_now_ms(), first = UINT64_MAX;
+	uint64_t first = UINT64_MAX;
+	if (!exs_rt.lingering)
+		return first;
 	struct exs_sock *s;
-	/* (a server's thousand connections are walked only while one of
-	 * them lingers) */
 	util_list_for_each(s, &exs_rt.socks, link) {
-		if (!exs_rt.lingering)
-			break;
 		if (!s->linger_deadline)
 			continue;
 		if (s->linger_deadline <= now) {
@@ -270,6 +271,15 @@ static int linger_timeout(void)
 		if (s->linger_deadline < first)
 			first = s->linger_deadline;
 	}
+	return first;
+}
+
+/* The earliest deadline of a lingering close, as a poll timeout. */
+static int linger_timeout(void)
+{
+	uint64_t now = util_now_ms(), first = socks_linger(now);
+	if (!first)
+		return 0;
 	int plain = exs__plain_linger(now);
 	if (plain >= 0 && now + (uint64_t)plain < first)
 		first = now + (uint64_t)plain;

@@ -49,6 +49,19 @@ static inline void util_list_del(struct util_list *n)
 	n->prev = n->next = n;
 }
 
+/* every entry of @from moves to @to, which was empty; @from is empty then */
+static inline void util_list_take_all(struct util_list *to, struct util_list *from)
+{
+	util_list_init(to);
+	if (util_list_empty(from))
+		return;
+	to->next = from->next;
+	to->prev = from->prev;
+	to->next->prev = to;
+	to->prev->next = to;
+	util_list_init(from);
+}
+
 #define util_container_of(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
 
 /* the first and last entries, or NULL when the list is empty */
