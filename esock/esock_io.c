@@ -216,6 +216,13 @@ bool esock__settle(struct esock *e)
 /* copy @n bytes of the iovec from @off on into the ring at its tail */
 static void ring_put(struct esock *e, const struct iovec *iov, int cnt, size_t off, size_t n)
 {
+	/* An empty ring starts again at its beginning: a request/reply
+	 * connection then writes the same few warm pages, where walking
+	 * the 2 MiB ring touched a new page every 4 KiB sent (a page fault
+	 * each on first touch: memcached's server spent 4% of its cycles
+	 * setting page-table entries from this copy). */
+	if (!e->sout)
+		e->stail = 0;
 	size_t first = ESOCK_SBUF - e->stail < n ? ESOCK_SBUF - e->stail : n;
 	iov_copy(iov, cnt, off, e->sbuf + e->stail, first, false);
 	if (first < n)

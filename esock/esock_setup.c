@@ -13,6 +13,7 @@
 
 #include "esock_internal.h"
 #include "util/ddpmode.h"
+#include "util/pages.h"
 
 int esock__mpa_verdict(int fd)
 {
@@ -26,8 +27,9 @@ int esock__mpa_verdict(int fd)
 /* buffers, registrations, the socket pair and the exs socket */
 static int prepare(struct esock *e)
 {
-	e->rbuf = calloc(ESOCK_RCHUNKS, ESOCK_RCHUNK);
-	e->sbuf = calloc(1, ESOCK_SBUF);
+	/* pages only where the connection uses them (util/pages.h) */
+	e->rbuf = util_pages_alloc((size_t)ESOCK_RCHUNKS * ESOCK_RCHUNK);
+	e->sbuf = util_pages_alloc(ESOCK_SBUF);
 	if (!e->rbuf || !e->sbuf)
 		return -ENOMEM;
 	e->rmh = exs_mregister(e->rbuf, (size_t)ESOCK_RCHUNK * ESOCK_RCHUNKS, EXS_ACCESS_WRITE);

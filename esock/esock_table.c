@@ -16,6 +16,7 @@
 
 #include "esock_internal.h"
 #include "util/clock.h"
+#include "util/pages.h"
 
 _Atomic uint8_t esock_fdflags[ESOCK_FD_MAX];
 static struct esock *_Atomic tab[ESOCK_FD_MAX];
@@ -148,8 +149,8 @@ static void free_esock(struct esock *e)
 		exs_mderegister(&e->rmh);
 	if (e->smh != EXS_MHANDLE_INVALID)
 		exs_mderegister(&e->smh);
-	free(e->rbuf);
-	free(e->sbuf);
+	util_pages_free(e->rbuf, (size_t)ESOCK_RCHUNKS * ESOCK_RCHUNK);
+	util_pages_free(e->sbuf, ESOCK_SBUF);
 	int fds[] = { e->tcp, e->a, e->b };
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)

@@ -169,6 +169,12 @@ int uw_poll_cq(struct uw_cq *c, int n, struct uw_wc *wc)
 		cq->head = (cq->head + 1) % cq->cap;
 		cq->count--;
 	}
+	/* An empty ring starts again at its first entry: a CQ sized for
+	 * many QPs then keeps its few busy entries on warm pages rather
+	 * than touch a fresh page (a page fault) every few dozen entries
+	 * through its first lap. */
+	if (!cq->count)
+		cq->head = 0;
 	pthread_mutex_unlock(&ctx->lock);
 	/* Nothing found with automatic progress: give the CPU to what else
 	 * is runnable (a program spinning here on a small machine held the
