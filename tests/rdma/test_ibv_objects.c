@@ -473,7 +473,9 @@ static void what_iwarp_has_not_fails_cleanly(void **state)
 	errno = 0;
 	assert_null(ibv_create_cq_ex(e->ctx, &cx));
 	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
 	assert_null(ibv_import_device(3));
+	assert_int_equal(errno, EOPNOTSUPP);
 	/* every other call README names as not implemented: EOPNOTSUPP (or
 	 * rdma-core's own answer for an op a device leaves empty) */
 	assert_int_equal(ibv_destroy_ah(NULL), EOPNOTSUPP);
@@ -488,6 +490,9 @@ static void what_iwarp_has_not_fails_cleanly(void **state)
 	assert_int_equal(errno, EOPNOTSUPP);
 	errno = 0;
 	assert_null(ibv_import_mr(e->pd, 1));
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_null(ibv_import_dm(e->ctx, 1));
 	assert_int_equal(errno, EOPNOTSUPP);
 	ibv_unimport_pd(NULL); /* nothing was imported: nothing to do */
 	ibv_unimport_mr(NULL);

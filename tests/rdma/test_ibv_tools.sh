@@ -48,10 +48,40 @@ out=$(LD_LIBRARY_PATH=/nonexistent "$run" sh -c 'echo "$LD_LIBRARY_PATH"')
 check "uwarp-run puts its library first and keeps the caller's path" \
 	grep -Eq '/rdma:/nonexistent$' <<<"$out"
 
-# UWARP_VERBS_DEBUG=1: one line per call uwarp has not; silence without it
+# UWARP_VERBS_DEBUG=1: a line per refusal, naming the call and why, for
+# every call README names as not implemented (the unit tests make each
+# once; a refused ibv_wr_* request is named by ibv_wr_complete, which
+# fails the batch, once per kind: Immediate, TSO, UD, XRC, atomic write)
 err=$(UWARP_VERBS_DEBUG=1 "$run" "$tests/test_ibv_objects" 2>&1 >/dev/null)
 check "UWARP_VERBS_DEBUG=1 names ibv_create_ah and why" \
 	grep -q '^uwarp-verbs: ibv_create_ah: iWARP has no address handles' <<<"$err"
+# said NAME COUNT: COUNT lines name the call NAME, each with a reason and
+# its errno's text
+said() {
+	local n
+	n=$(grep -c "^uwarp-verbs: $1: .* (.*)$" <<<"$err")
+	check "UWARP_VERBS_DEBUG=1 names $1 $2 time(s)" test "$n" -eq "$2"
+}
+for c in ibv_create_ah ibv_create_ah_from_wc ibv_init_ah_from_wc ibv_destroy_ah \
+	ibv_attach_mcast ibv_detach_mcast ibv_import_device ibv_import_pd ibv_import_mr \
+	ibv_import_dm ibv_reg_dmabuf_mr ibv_rereg_mr ibv_query_ece ibv_set_ece ibv_modify_srq; do
+	said $c 1
+done
+if [ -x "$tests/test_rdma_cm" ]; then
+	err=$(UWARP_VERBS_DEBUG=1 "$run" "$tests/test_rdma_cm" 2>&1 >/dev/null)
+	for c in rdma_join_multicast rdma_join_multicast_ex rdma_leave_multicast rdma_notify \
+		rdma_set_local_ece rdma_get_remote_ece ibv_create_qp_ex; do
+		said $c 1
+	done
+	said rdma_set_option 2 # an InfiniBand timeout, a path record
+	said ibv_wr_complete 5
+fi
+if [ -x "$tests/test_rsocket" ]; then
+	err=$(UWARP_VERBS_DEBUG=1 "$run" "$tests/test_rsocket" 2>&1 >/dev/null)
+	for c in riomap riounmap riowrite rsocket; do
+		said $c 1
+	done
+fi
 err=$("$run" "$tests/test_ibv_objects" 2>&1 >/dev/null)
 check "without UWARP_VERBS_DEBUG nothing is said" test -z "$(grep uwarp-verbs <<<"$err")"
 

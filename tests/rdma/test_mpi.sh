@@ -51,10 +51,13 @@ chmod +x "$work/agent"
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 # libfabric's verbs provider offers the addresses of interfaces other
-# than loopback: FI_VERBS_IFACE picks the veth in both namespaces
+# than loopback: FI_VERBS_IFACE picks the veth in both namespaces.
+# FI_PROVIDER limits libfabric itself to verbs under ofi_rxm, so no rank
+# can fall back to its tcp or shm providers; Open MPI's include list
+# says the same on its side.
 mpi=(mpirun "${root[@]}" --oversubscribe --mca pml cm --mca mtl ofi
 	--mca mtl_ofi_provider_include "verbs;ofi_rxm" --mca btl self --mca mtl_base_verbose 100
-	--mca oob_tcp_if_include 10.204.0.0/24 -x FI_VERBS_IFACE=uwmpi)
+	--mca oob_tcp_if_include 10.204.0.0/24 -x FI_VERBS_IFACE=uwmpi -x "FI_PROVIDER=verbs;ofi_rxm")
 
 # mpi NAME RANKS ARGS...: mpirun of RANKS ranks with ARGS, each running
 # mpi_check on uwarp; passes when it exits 0, rank 0 says ok and every

@@ -537,6 +537,28 @@ static void the_ibv_wr_calls_post_a_batch(void **state)
 	ibv_wr_start(x);
 	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + 1024, 8);
 	assert_int_equal(ibv_wr_complete(x), EINVAL);
+	/* the other requests iWARP cannot carry: EOPNOTSUPP, each batch
+	 * with a good Send ahead of it, and nothing of it goes */
+	for (int k = 0; k < 4; k++) {
+		static const uint8_t hdr[16], v8[8];
+		ibv_wr_start(x);
+		x->wr_id = 30 + (uint64_t)k;
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + 1024, 8);
+		if (k == 0) {
+			ibv_wr_send_tso(x, (void *)hdr, sizeof(hdr), 1460);
+		} else if (k == 3) {
+			ibv_wr_atomic_write(x, srv.mr->rkey, (uintptr_t)srv.buf, v8);
+		} else {
+			ibv_wr_send(x);
+			ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + 1024, 8);
+			if (k == 1)
+				ibv_wr_set_ud_addr(x, NULL, 1, 1);
+			else
+				ibv_wr_set_xrc_srqn(x, 1);
+		}
+		assert_int_equal(ibv_wr_complete(x), EOPNOTSUPP);
+	}
 	/* none of them went: the next Send is the first completion and the
 	 * first message the server takes */
 	post_recv(&srv, 0, 64);
@@ -900,6 +922,11 @@ static void bad_arguments_and_what_uwarp_has_not(void **state)
 	assert_int_equal(
 		rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ms, sizeof(ms)),
 		-1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	struct ibv_path_data path = { 0 }; /* an InfiniBand path record */
+	errno = 0;
+	assert_int_equal(
+		rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, &path, sizeof(path)), -1);
 	assert_int_equal(errno, EOPNOTSUPP);
 	int on = 1;
 	assert_int_equal(

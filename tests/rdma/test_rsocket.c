@@ -147,6 +147,12 @@ static void options_and_refusals(void **state)
 	errno = 0;
 	assert_int_equal(riomap(l, &v, sizeof(v), PROT_WRITE, 0, -1), -1);
 	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(riounmap(l, &v, sizeof(v)), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0; /* riowrite says failure with 0 bytes written, as in rsockets */
+	assert_int_equal(riowrite(l, &v, sizeof(v), 0, 0), 0);
+	assert_int_equal(errno, EOPNOTSUPP);
 	assert_int_equal(rclose(l), 0);
 
 	/* datagram rsockets are not carried */
