@@ -40,7 +40,13 @@ wait_port() { # port: until something listens there (10 s)
 
 # the preload with this run's port selected (an array, not a function: a
 # background server's $! must be the server itself, which the test kills)
-ddp_env() { ddp=(env LD_PRELOAD="$lib" ESOCK_DDPMODE="$port"); }
+# The accepting end waits ESOCK_PEEK_MS (200 ms by default) for a client's
+# first bytes before it takes the connection for plain TCP; these clients
+# always speak MPA first, but a loaded machine can take longer than that
+# to get it there (test_exs_program saw it): a socat run beside the
+# suite's other tests once had its data intact and no FPDU in its capture,
+# as a connection taken for plain TCP has. Only accepting ends read it.
+ddp_env() { ddp=(env LD_PRELOAD="$lib" ESOCK_DDPMODE="$port" ESOCK_PEEK_MS=20000); }
 
 # capture PORT NAME: tshark on loopback for the run that follows (its
 # first 3000 packets: the MPA negotiation and plenty of FPDUs)
