@@ -347,8 +347,11 @@ struct uw_qp_impl {
 	/* send queue, absolute counters: completed < head <= next <= tail */
 	struct uw_swqe *sq;
 	uint32_t sq_cap, sq_head, sq_next, sq_tail;
+	/* each request's gather list and inline room, by slot (util/pages.h:
+	 * a large queue's pages are touched only where requests went) */
 	struct iovec *sq_iov;
 	uint8_t *sq_inline;
+	uint32_t sq_sge, sq_inline_len; /* per slot */
 	/* receive queue: [head, tail); [head, head+claimed) handed to Sends */
 	struct uw_rwqe *rq;
 	uint32_t rq_cap, rq_head, rq_tail, rq_claimed;

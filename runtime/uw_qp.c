@@ -8,6 +8,7 @@
 
 #include "uw_internal.h"
 #include "util/clock.h"
+#include "util/pages.h"
 
 static bool is_ext(enum uw_wr_opcode op)
 {
@@ -77,6 +78,11 @@ void uw__qp_complete_sends(struct uw_qp_impl *qp)
 			uw__qp_cq_push(qp, qp->pub.send_cq, &wc);
 		}
 	}
+	/* An empty queue starts again at slot 0, so a request/reply
+	 * connection keeps to its first few slots and their pages (no
+	 * request is in flight: nothing points into the queue) */
+	if (qp->sq_head == qp->sq_tail)
+		qp->sq_head = qp->sq_next = qp->sq_tail = 0;
 }
 
 static void flush_recv(struct uw_qp_impl *qp, uint64_t wr_id)
@@ -197,6 +203,30 @@ static int check_cap(const struct uw_qp_cap *c)
 	return 0;
 }
 
+static size_t sq_bytes(const struct uw_qp_impl *qp) { return qp->sq_cap * sizeof(*qp->sq); }
+
+static size_t sq_iov_bytes(const struct uw_qp_impl *qp)
+{
+	return (size_t)qp->sq_cap * qp->sq_sge * sizeof(struct iovec);
+}
+
+static size_t sq_inline_bytes(const struct uw_qp_impl *qp)
+{
+	return (size_t)qp->sq_cap * qp->sq_inline_len;
+}
+
+/* the queues and the QP itself, however far uw_create_qp got */
+static void free_queues(struct uw_qp_impl *qp)
+{
+	util_zfree(qp->sq, sq_bytes(qp));
+	util_zfree(qp->sq_iov, sq_iov_bytes(qp));
+	if (qp->sq_inline)
+		util_zfree(qp->sq_inline, sq_inline_bytes(qp));
+	free(qp->rq);
+	free(qp->rq_iov);
+	free(qp);
+}
+
 struct uw_qp *uw_create_qp(struct uw_pd *p, struct uw_qp_init_attr *attr)
 {
 	struct uw_pd_impl *pd = (struct uw_pd_impl *)p;
@@ -216,28 +246,25 @@ struct uw_qp *uw_create_qp(struct uw_pd *p, struct uw_qp_init_attr *attr)
 	uint32_t rsge = c->max_recv_sge ? c->max_recv_sge : 1;
 	qp->sq_cap = c->max_send_wr;
 	qp->rq_cap = attr->srq ? 0 : c->max_recv_wr;
-	qp->sq = calloc(qp->sq_cap, sizeof(*qp->sq));
-	qp->sq_iov = calloc((size_t)qp->sq_cap * ssge, sizeof(struct iovec));
-	qp->sq_inline = c->max_inline_data ? malloc((size_t)qp->sq_cap * c->max_inline_data) : NULL;
+	qp->sq_sge = ssge;
+	qp->sq_inline_len = c->max_inline_data;
+	/* The send queue's slots, gather lists and inline room are touched
+	 * only as requests use them (each slot's pointers are set when it
+	 * is posted): a queue of 512, the ES-API's, is some 100 KiB, and a
+	 * request/reply connection uses its first few slots (the queue
+	 * starts again at slot 0 whenever it empties). */
+	qp->sq = util_zalloc(sq_bytes(qp));
+	qp->sq_iov = util_zalloc(sq_iov_bytes(qp));
+	qp->sq_inline = qp->sq_inline_len ? util_zalloc(sq_inline_bytes(qp)) : NULL;
 	if (qp->rq_cap) {
 		qp->rq = calloc(qp->rq_cap, sizeof(*qp->rq));
 		qp->rq_iov = calloc((size_t)qp->rq_cap * rsge, sizeof(struct iovec));
 	}
-	if (!qp->sq || !qp->sq_iov || (c->max_inline_data && !qp->sq_inline) ||
+	if (!qp->sq || !qp->sq_iov || (qp->sq_inline_len && !qp->sq_inline) ||
 	    (qp->rq_cap && (!qp->rq || !qp->rq_iov))) {
-		free(qp->sq);
-		free(qp->sq_iov);
-		free(qp->sq_inline);
-		free(qp->rq);
-		free(qp->rq_iov);
-		free(qp);
+		free_queues(qp);
 		errno = ENOMEM;
 		return NULL;
-	}
-	for (uint32_t i = 0; i < qp->sq_cap; i++) {
-		qp->sq[i].iov = qp->sq_iov + (size_t)i * ssge;
-		qp->sq[i].inline_buf =
-			qp->sq_inline ? qp->sq_inline + (size_t)i * c->max_inline_data : NULL;
 	}
 	for (uint32_t i = 0; i < qp->rq_cap; i++)
 		qp->rq[i].iov = qp->rq_iov + (size_t)i * rsge;
@@ -280,12 +307,7 @@ int uw_destroy_qp(struct uw_qp *q)
 	if (q->srq)
 		((struct uw_srq_impl *)q->srq)->users--;
 	pthread_mutex_unlock(&ctx->lock);
-	free(qp->sq);
-	free(qp->sq_iov);
-	free(qp->sq_inline);
-	free(qp->rq);
-	free(qp->rq_iov);
-	free(qp);
+	free_queues(qp);
 	return 0;
 }
 
@@ -360,6 +382,9 @@ static int queue_send(struct uw_qp_impl *qp, const struct uw_send_wr *wr)
 	if (qp->sq_tail - qp->sq_head == qp->sq_cap)
 		return ENOMEM;
 	struct uw_swqe *w = uw__sq_at(qp, qp->sq_tail);
+	size_t slot = qp->sq_tail % qp->sq_cap;
+	w->iov = qp->sq_iov + slot * qp->sq_sge;
+	w->inline_buf = qp->sq_inline ? qp->sq_inline + slot * qp->sq_inline_len : NULL;
 	uint32_t need = 0;
 	if (wr->opcode == UW_WR_RDMA_READ || is_atomic(wr->opcode))
 		need = DDP_LOCAL_WRITE;

@@ -12,6 +12,7 @@
 #define UWARP_UTIL_PAGES_H
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 
 /* @n zeroed bytes, page-aligned; NULL when the kernel has no room */
@@ -26,6 +27,25 @@ static inline void util_pages_free(void *p, size_t n)
 {
 	if (p)
 		munmap(p, n);
+}
+
+/* Below this a block comes from malloc: a mapping is whole pages, and a
+ * small queue (a QP of depth 1, 8 KiB in all) would grow to several. */
+#define UTIL_PAGES_MIN (16u << 10)
+
+/* @n zeroed bytes: a mapping from UTIL_PAGES_MIN up, calloc below */
+static inline void *util_zalloc(size_t n)
+{
+	return n >= UTIL_PAGES_MIN ? util_pages_alloc(n) : calloc(1, n ? n : 1);
+}
+
+/* what util_zalloc(@n) returned, or NULL */
+static inline void util_zfree(void *p, size_t n)
+{
+	if (n >= UTIL_PAGES_MIN)
+		util_pages_free(p, n);
+	else
+		free(p);
 }
 
 #endif
