@@ -351,7 +351,6 @@ struct uw_qp_impl {
 	 * a large queue's pages are touched only where requests went) */
 	struct iovec *sq_iov;
 	uint8_t *sq_inline;
-	uint32_t sq_sge, sq_inline_len; /* per slot */
 	/* receive queue: [head, tail); [head, head+claimed) handed to Sends */
 	struct uw_rwqe *rq;
 	uint32_t rq_cap, rq_head, rq_tail, rq_claimed;

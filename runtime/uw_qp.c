@@ -203,16 +203,22 @@ static int check_cap(const struct uw_qp_cap *c)
 	return 0;
 }
 
+/* a send slot's gather list and inline room, as the QP was made */
+static uint32_t sq_sge(const struct uw_qp_impl *qp)
+{
+	return qp->attr.cap.max_send_sge ? qp->attr.cap.max_send_sge : 1;
+}
+
 static size_t sq_bytes(const struct uw_qp_impl *qp) { return qp->sq_cap * sizeof(*qp->sq); }
 
 static size_t sq_iov_bytes(const struct uw_qp_impl *qp)
 {
-	return (size_t)qp->sq_cap * qp->sq_sge * sizeof(struct iovec);
+	return (size_t)qp->sq_cap * sq_sge(qp) * sizeof(struct iovec);
 }
 
 static size_t sq_inline_bytes(const struct uw_qp_impl *qp)
 {
-	return (size_t)qp->sq_cap * qp->sq_inline_len;
+	return (size_t)qp->sq_cap * qp->attr.cap.max_inline_data;
 }
 
 /* the queues and the QP itself, however far uw_create_qp got */
@@ -220,8 +226,7 @@ static void free_queues(struct uw_qp_impl *qp)
 {
 	util_zfree(qp->sq, sq_bytes(qp));
 	util_zfree(qp->sq_iov, sq_iov_bytes(qp));
-	if (qp->sq_inline)
-		util_zfree(qp->sq_inline, sq_inline_bytes(qp));
+	util_zfree(qp->sq_inline, sq_inline_bytes(qp));
 	free(qp->rq);
 	free(qp->rq_iov);
 	free(qp);
@@ -242,12 +247,10 @@ struct uw_qp *uw_create_qp(struct uw_pd *p, struct uw_qp_init_attr *attr)
 		return NULL;
 	}
 	struct uw_qp_cap *c = &attr->cap;
-	uint32_t ssge = c->max_send_sge ? c->max_send_sge : 1;
 	uint32_t rsge = c->max_recv_sge ? c->max_recv_sge : 1;
 	qp->sq_cap = c->max_send_wr;
 	qp->rq_cap = attr->srq ? 0 : c->max_recv_wr;
-	qp->sq_sge = ssge;
-	qp->sq_inline_len = c->max_inline_data;
+	qp->attr = *attr; /* (its caps size the send queue's arrays) */
 	/* The send queue's slots, gather lists and inline room are touched
 	 * only as requests use them (each slot's pointers are set when it
 	 * is posted): a queue of 512, the ES-API's, is some 100 KiB, and a
@@ -255,12 +258,12 @@ struct uw_qp *uw_create_qp(struct uw_pd *p, struct uw_qp_init_attr *attr)
 	 * starts again at slot 0 whenever it empties). */
 	qp->sq = util_zalloc(sq_bytes(qp));
 	qp->sq_iov = util_zalloc(sq_iov_bytes(qp));
-	qp->sq_inline = qp->sq_inline_len ? util_zalloc(sq_inline_bytes(qp)) : NULL;
+	qp->sq_inline = c->max_inline_data ? util_zalloc(sq_inline_bytes(qp)) : NULL;
 	if (qp->rq_cap) {
 		qp->rq = calloc(qp->rq_cap, sizeof(*qp->rq));
 		qp->rq_iov = calloc((size_t)qp->rq_cap * rsge, sizeof(struct iovec));
 	}
-	if (!qp->sq || !qp->sq_iov || (qp->sq_inline_len && !qp->sq_inline) ||
+	if (!qp->sq || !qp->sq_iov || (c->max_inline_data && !qp->sq_inline) ||
 	    (qp->rq_cap && (!qp->rq || !qp->rq_iov))) {
 		free_queues(qp);
 		errno = ENOMEM;
@@ -268,7 +271,6 @@ struct uw_qp *uw_create_qp(struct uw_pd *p, struct uw_qp_init_attr *attr)
 	}
 	for (uint32_t i = 0; i < qp->rq_cap; i++)
 		qp->rq[i].iov = qp->rq_iov + (size_t)i * rsge;
-	qp->attr = *attr;
 	struct uw_context *ctx = p->context;
 	pthread_mutex_lock(&ctx->lock);
 	qp->pub = (struct uw_qp){ ctx,           p,         attr->qp_context, attr->send_cq,
@@ -383,8 +385,8 @@ static int queue_send(struct uw_qp_impl *qp, const struct uw_send_wr *wr)
 		return ENOMEM;
 	struct uw_swqe *w = uw__sq_at(qp, qp->sq_tail);
 	size_t slot = qp->sq_tail % qp->sq_cap;
-	w->iov = qp->sq_iov + slot * qp->sq_sge;
-	w->inline_buf = qp->sq_inline ? qp->sq_inline + slot * qp->sq_inline_len : NULL;
+	w->iov = qp->sq_iov + slot * sq_sge(qp);
+	w->inline_buf = qp->sq_inline ? qp->sq_inline + slot * qp->attr.cap.max_inline_data : NULL;
 	uint32_t need = 0;
 	if (wr->opcode == UW_WR_RDMA_READ || is_atomic(wr->opcode))
 		need = DDP_LOCAL_WRITE;
