@@ -43,37 +43,58 @@ wait_port() { # port: until something listens there (10 s)
 # The accepting end waits ESOCK_PEEK_MS (200 ms by default) for a client's
 # first bytes before it takes the connection for plain TCP; these clients
 # always speak MPA first, but a loaded machine can take longer than that
-# to get it there (test_exs_program saw it): a socat run beside the
-# suite's other tests once had its data intact and no FPDU in its capture,
-# as a connection taken for plain TCP has. Only accepting ends read it.
+# to get it there (test_exs_program saw it). Only accepting ends read it.
 ddp_env() { ddp=(env LD_PRELOAD="$lib" ESOCK_DDPMODE="$port" ESOCK_PEEK_MS=20000); }
 
 # capture PORT NAME: tshark on loopback for the run that follows (its
-# first 3000 packets: the MPA negotiation and plenty of FPDUs)
+# first 3000 packets: the MPA negotiation and plenty of FPDUs), waited
+# for until tshark says it is capturing. Its buffer is 64 MiB: Wireshark
+# finds MPA by a connection's Request and Reply, so a capture that drops
+# the first packets of a connection shows none of its FPDUs.
 capture() {
-	tshark -i lo -f "tcp port $1" -c 3000 -w "$work/$2.pcap" -q >/dev/null 2>&1 &
+	caplog=$work/$2.tshark.log
+	tshark -i lo -B 64 -f "tcp port $1" -c 3000 -w "$work/$2.pcap" >"$caplog" 2>&1 &
 	cap=$!
 	pids+=("$cap")
-	for _ in $(seq 100); do
-		[ -s "$work/$2.pcap" ] && return 0
+	for _ in $(seq 300); do
+		grep -q "Capturing on" "$caplog" && return 0
+		kill -0 "$cap" 2>/dev/null || break
 		sleep 0.1
 	done
+	bad "$2: tshark did not start capturing: $(cat "$caplog")"
 }
 
-# verdict NAME: the capture's FPDU CRC verdicts; DDP runs need good ones only
+# verdict NAME: the capture's FPDU CRC verdicts; DDP runs need good ones
+# only. tshark ends itself after its 3000 packets; a capture still running
+# lags the traffic on a busy machine, so it is ended only once its file
+# has stopped growing (ending it sooner loses what it has not written).
 verdict() {
-	sleep 0.5
-	kill "$cap" 2>/dev/null
+	local last=-1 n
+	for _ in $(seq 150); do
+		kill -0 "$cap" 2>/dev/null || break
+		n=$(stat -c %s "$work/$1.pcap" 2>/dev/null || echo 0)
+		[ "$n" = "$last" ] && break
+		last=$n
+		sleep 0.2
+	done
+	kill -INT "$cap" 2>/dev/null
 	wait "$cap" 2>/dev/null
-	local v good bad_ frames
+	local v good bad_ frames packets starts
 	v=$(tshark -r "$work/$1.pcap" -V -Y iwarp_mpa.crc_check 2>/dev/null |
 		grep -o '(\(Good\|Bad\) CRC32)' | sort | uniq -c)
 	good=$(echo "$v" | awk '/Good/ {print $1}')
 	bad_=$(echo "$v" | awk '/Bad/ {print $1}')
 	frames=$(tshark -r "$work/$1.pcap" -Y iwarp_ddp_rdmap 2>/dev/null | wc -l)
 	say "  $1: tshark: ${good:-0} good FPDU CRCs, ${bad_:-0} bad, $frames DDP/RDMAP segments"
-	[ "${good:-0}" -gt 0 ] && [ -z "$bad_" ] && [ "$frames" -gt 0 ] ||
-		bad "$1: the capture does not show good MPA FPDUs"
+	[ "${good:-0}" -gt 0 ] && [ -z "$bad_" ] && [ "$frames" -gt 0 ] && return
+	bad "$1: the capture does not show good MPA FPDUs"
+	# what the capture holds, for the one reading this failure
+	packets=$(tshark -r "$work/$1.pcap" 2>/dev/null | wc -l)
+	starts=$(tshark -r "$work/$1.pcap" -Y "iwarp_mpa.req or iwarp_mpa.rep" 2>/dev/null | wc -l)
+	say "  $1: $packets packets captured, $starts MPA Requests and Replies; tshark said:"
+	sed 's/^/    /' "$caplog"
+	mkdir -p preload-failed && cp "$work/$1.pcap" "$work"/*.log preload-failed/ 2>/dev/null &&
+		say "  $1: the capture and the logs are in $PWD/preload-failed"
 }
 
 # start NAME cmd...: a server in the background, its log in $work/NAME.log
