@@ -143,7 +143,11 @@ int uw__cq_push(struct uw_cq_impl *cq, const struct uw_wc *wc)
 	return 0;
 }
 
-int uw_poll_cq(struct uw_cq *c, int n, struct uw_wc *wc)
+/* @progress: a poll that finds the CQ empty moves what the network has
+ * first (uw_poll_cq); without it the call takes only what is queued
+ * (uw_poll_cq_queued) and leaves the lease alone: a caller that moves no
+ * data is no progress for the engine to stand back for. */
+static int poll_cq(struct uw_cq *c, int n, struct uw_wc *wc, bool progress)
 {
 	struct uw_cq_impl *cq = (struct uw_cq_impl *)c;
 	int k = 0;
@@ -151,7 +155,9 @@ int uw_poll_cq(struct uw_cq *c, int n, struct uw_wc *wc)
 		return -EINVAL;
 	struct uw_context *ctx = c->context;
 	pthread_mutex_lock(&ctx->lock);
-	if (!cq->count) {
+	if (!progress) {
+		/* (what is queued only) */
+	} else if (!cq->count) {
 		/* Nothing to take: move what the network has, on this thread.
 		 * With automatic progress that saves the hop through the engine
 		 * thread (util/progress_lease.h); a poll of an armed CQ is the
@@ -181,9 +187,16 @@ int uw_poll_cq(struct uw_cq *c, int n, struct uw_wc *wc)
 	 * core that its engine thread or its peer needed:
 	 * docs/performance.md); with nothing else runnable the call returns
 	 * at once. */
-	if (!k && n && ctx->progress == UW_PROGRESS_AUTO)
+	if (!k && n && progress && ctx->progress == UW_PROGRESS_AUTO)
 		sched_yield();
 	return k;
+}
+
+int uw_poll_cq(struct uw_cq *cq, int n, struct uw_wc *wc) { return poll_cq(cq, n, wc, true); }
+
+int uw_poll_cq_queued(struct uw_cq *cq, int n, struct uw_wc *wc)
+{
+	return poll_cq(cq, n, wc, false);
 }
 
 int uw_req_notify_cq(struct uw_cq *c, int solicited_only)

@@ -341,6 +341,14 @@ struct uw_wc {
  * blocking). Returns how many were taken (0 if none), or -EINVAL.
  */
 UW_EXTERN int uw_poll_cq(struct uw_cq *cq, int n, struct uw_wc *wc);
+/*
+ * uw_poll_cq_queued - take up to @n completions already in the CQ, moving
+ * no data: for a caller that has just moved it with another call (a round
+ * of its own that begins with uw_cm_get_event_timeout, say), to which a
+ * second run of the progress engine would only cost a system call.
+ * Returns as uw_poll_cq.
+ */
+UW_EXTERN int uw_poll_cq_queued(struct uw_cq *cq, int n, struct uw_wc *wc);
 
 /*
  * uw_req_notify_cq - arm the CQ: the next completion (@solicited_only: the

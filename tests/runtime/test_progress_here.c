@@ -18,6 +18,7 @@
  * moment before its poll (tests/CMakeLists.txt).
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <poll.h>
@@ -552,6 +553,49 @@ static void a_thread_that_posts_and_reaps_keeps_the_lease(void **state)
 	assert_true(reaped);
 }
 
+/* uw_poll_cq_queued takes what is in the CQ and moves no data: the
+ * server (manual progress) has the client's Send in its socket, and the
+ * queued poll neither runs its loop nor finds the Send; once a poll of
+ * nothing (uw_poll_cq with n = 0, which moves data) has read it, the
+ * queued poll takes its completion, again without a run of the loop. */
+static void a_queued_poll_takes_what_is_queued_and_moves_no_data(void **state)
+{
+	(void)state;
+	pair_up(0);
+	struct uw_qp_impl *qp = (struct uw_qp_impl *)srv.qp[0];
+	assert_non_null(qp->conn);
+	int fd = qp->conn->fd;
+	assert_int_equal(post_recv(&cli, 0), 0);
+	assert_int_equal(post_send(&cli, 0), 0); /* (automatic progress: it leaves) */
+	struct pollfd p = { fd, POLLIN, 0 };
+	assert_int_equal(poll(&p, 1, 5000), 1); /* (the bound of a hang) */
+
+	atomic_store(&counted_thread, pthread_self());
+	atomic_store(&runs_by_thread, 0);
+	atomic_store(&watched, &srv.ctx->loop);
+	struct uw_wc wc;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(uw_poll_cq_queued(srv.cq[0], 1, &wc), 0);
+	assert_int_equal(atomic_load(&runs_by_thread), 0);
+	assert_int_equal(poll(&p, 1, 0), 1); /* the Send is still unread */
+
+	uint64_t end = util_now_ms() + 5000;
+	int n;
+	do {
+		assert_int_equal(uw_poll_cq(srv.cq[0], 0, NULL), 0);
+		unsigned runs = atomic_load(&runs_by_thread);
+		n = uw_poll_cq_queued(srv.cq[0], 1, &wc);
+		assert_int_equal(atomic_load(&runs_by_thread), runs);
+	} while (n == 0 && util_now_ms() < end);
+	atomic_store(&watched, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.opcode, UW_WC_RECV);
+	assert_int_equal(wc.status, UW_WC_SUCCESS);
+	assert_true(atomic_load(&runs_by_thread) > 0);
+	assert_int_equal(uw_poll_cq_queued(NULL, 1, &wc), -EINVAL);
+	assert_int_equal(uw_poll_cq_queued(srv.cq[0], 1, NULL), -EINVAL);
+}
+
 int main(void)
 {
 	/* the waits below must sleep, not spin their way past a lost wake-up */
@@ -570,6 +614,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_thread_that_posts_and_reaps_keeps_the_lease,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_queued_poll_takes_what_is_queued_and_moves_no_data, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
