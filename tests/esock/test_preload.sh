@@ -46,39 +46,19 @@ wait_port() { # port: until something listens there (10 s)
 # to get it there (test_exs_program saw it). Only accepting ends read it.
 ddp_env() { ddp=(env LD_PRELOAD="$lib" ESOCK_DDPMODE="$port" ESOCK_PEEK_MS=20000); }
 
-# capture PORT NAME: tshark on loopback for the run that follows (its
-# first 3000 packets: the MPA negotiation and plenty of FPDUs), waited
-# for until tshark says it is capturing. Its buffer is 64 MiB: Wireshark
-# finds MPA by a connection's Request and Reply, so a capture that drops
-# the first packets of a connection shows none of its FPDUs.
-capture() {
-	caplog=$work/$2.tshark.log
-	tshark -i lo -B 64 -f "tcp port $1" -c 3000 -w "$work/$2.pcap" >"$caplog" 2>&1 &
-	cap=$!
-	pids+=("$cap")
-	for _ in $(seq 300); do
-		grep -q "Capturing on" "$caplog" && return 0
-		kill -0 "$cap" 2>/dev/null || break
-		sleep 0.1
-	done
-	bad "$2: tshark did not start capturing: $(cat "$caplog")"
-}
+# The captures (tests/rdma/capture.sh): tshark on loopback for the run
+# that follows, its first 3000 packets (the MPA negotiation and plenty of
+# FPDUs), with a 64 MiB buffer: Wireshark finds MPA by a connection's
+# Request and Reply, so a capture that dropped a connection's first
+# packets would show none of its FPDUs.
+track() { pids+=("$@"); }
+. "$(dirname "$0")/../rdma/capture.sh"
+capture() { capture_start lo "$work/$2.pcap" "tcp port $1" -c 3000; }
 
 # verdict NAME: the capture's FPDU CRC verdicts; DDP runs need good ones
-# only. tshark ends itself after its 3000 packets; a capture still running
-# lags the traffic on a busy machine, so it is ended only once its file
-# has stopped growing (ending it sooner loses what it has not written).
+# only
 verdict() {
-	local last=-1 n
-	for _ in $(seq 150); do
-		kill -0 "$cap" 2>/dev/null || break
-		n=$(stat -c %s "$work/$1.pcap" 2>/dev/null || echo 0)
-		[ "$n" = "$last" ] && break
-		last=$n
-		sleep 0.2
-	done
-	kill -INT "$cap" 2>/dev/null
-	wait "$cap" 2>/dev/null
+	capture_stop
 	local v good bad_ frames packets starts
 	v=$(tshark -r "$work/$1.pcap" -V -Y iwarp_mpa.crc_check 2>/dev/null |
 		grep -o '(\(Good\|Bad\) CRC32)' | sort | uniq -c)
@@ -92,7 +72,7 @@ verdict() {
 	packets=$(tshark -r "$work/$1.pcap" 2>/dev/null | wc -l)
 	starts=$(tshark -r "$work/$1.pcap" -Y "iwarp_mpa.req or iwarp_mpa.rep" 2>/dev/null | wc -l)
 	say "  $1: $packets packets captured, $starts MPA Requests and Replies; tshark said:"
-	sed 's/^/    /' "$caplog"
+	sed 's/^/    /' "$cap_log"
 	mkdir -p preload-failed && cp "$work/$1.pcap" "$work"/*.log preload-failed/ 2>/dev/null &&
 		say "  $1: the capture and the logs are in $PWD/preload-failed"
 }

@@ -2,36 +2,52 @@
 # verdict: the RDMAP opcodes it must hold inside MPA FPDUs, every CRC good.
 # Sourced after tests/hostile/lib.sh ($work, track, bad):
 #
-#   capture_start IFACE FILE     start capturing TCP on IFACE, wait for it
-#   capture_stop                 wait until FILE stops growing, then end it
+#   capture_start IFACE FILE [FILTER [ARG...]]
+#                                start capturing on IFACE (FILTER: all TCP
+#                                unless given; ARGs go to tshark, -c say),
+#                                wait until it captures
+#   capture_stop                 wait until FILE stops growing (or tshark
+#                                has ended itself), then end it
 #   capture_judge NAME OPCODE... the opcodes (RFC 5040 4.3: 0 Write,
 #                                1 Read Request, 2 Read Response, 3 Send)
 #                                must each appear; every CRC Wireshark
 #                                checks must be good
 
 capture_start() {
+	local iface=$1
 	cap_file=$2
 	cap_log=$work/tshark.$(basename "$2").log
-	tshark -i "$1" -B 64 -f tcp -w "$cap_file" >"$cap_log" 2>&1 &
+	shift 2
+	local filter=${1:-tcp}
+	shift $(($# > 0 ? 1 : 0))
+	rm -f "$cap_file" # (a file left from before is no sign)
+	tshark -i "$iface" -B 64 -f "$filter" "$@" -w "$cap_file" >"$cap_log" 2>&1 &
 	cap_pid=$!
 	track $cap_pid
-	for _ in $(seq 100); do
-		grep -q "Capturing on" "$cap_log" && return 0
+	# Live once the file has its header: dumpcap writes it after its
+	# socket is bound and filtered. (tshark says "Capturing on" sooner,
+	# when it starts dumpcap: a connection made then was caught only
+	# mid-stream, without the MPA Request and Reply Wireshark needs.)
+	for _ in $(seq 300); do
+		[ -s "$cap_file" ] && return 0
+		kill -0 $cap_pid 2>/dev/null || break
 		sleep 0.1
 	done
-	bad "tshark did not start on $1: $(cat "$cap_log")"
+	bad "tshark did not start on $iface: $(cat "$cap_log")"
 }
 
 capture_stop() {
 	local last=-1 n
-	# (the capture lags the traffic)
-	for _ in $(seq 100); do
+	# (the capture lags the traffic: ending it sooner loses what it has
+	# not written yet)
+	for _ in $(seq 150); do
+		kill -0 $cap_pid 2>/dev/null || break
 		n=$(stat -c %s "$cap_file" 2>/dev/null || echo 0)
 		[ "$n" = "$last" ] && break
 		last=$n
 		sleep 0.2
 	done
-	kill -INT $cap_pid
+	kill -INT $cap_pid 2>/dev/null
 	wait $cap_pid 2>/dev/null
 }
 
