@@ -143,21 +143,12 @@ int uw__cq_push(struct uw_cq_impl *cq, const struct uw_wc *wc)
 	return 0;
 }
 
-/* @progress: a poll that finds the CQ empty moves what the network has
- * first (uw_poll_cq); without it the call takes only what is queued
- * (uw_poll_cq_queued) and leaves the lease alone: a caller that moves no
- * data is no progress for the engine to stand back for. */
-static int poll_cq(struct uw_cq *c, int n, struct uw_wc *wc, bool progress)
+/* What uw_poll_cq does before it takes (uw_poll_cq_queued does none of
+ * it, and leaves the lease alone: a caller that moves no data is no
+ * progress for the engine to stand back for). Under the context's lock. */
+static void move_first(struct uw_cq_impl *cq, struct uw_context *ctx)
 {
-	struct uw_cq_impl *cq = (struct uw_cq_impl *)c;
-	int k = 0;
-	if (!cq || n < 0 || (n && !wc))
-		return -EINVAL;
-	struct uw_context *ctx = c->context;
-	pthread_mutex_lock(&ctx->lock);
-	if (!progress) {
-		/* (what is queued only) */
-	} else if (!cq->count) {
+	if (!cq->count) {
 		/* Nothing to take: move what the network has, on this thread.
 		 * With automatic progress that saves the hop through the engine
 		 * thread (util/progress_lease.h); a poll of an armed CQ is the
@@ -170,6 +161,19 @@ static int poll_cq(struct uw_cq *c, int n, struct uw_wc *wc, bool progress)
 	} else if (!cq->armed) {
 		uw__lease_keep(ctx);
 	}
+}
+
+/* @progress: uw_poll_cq (move first) or uw_poll_cq_queued (take only) */
+static int poll_cq(struct uw_cq *c, int n, struct uw_wc *wc, bool progress)
+{
+	struct uw_cq_impl *cq = (struct uw_cq_impl *)c;
+	int k = 0;
+	if (!cq || n < 0 || (n && !wc))
+		return -EINVAL;
+	struct uw_context *ctx = c->context;
+	pthread_mutex_lock(&ctx->lock);
+	if (progress)
+		move_first(cq, ctx);
 	while (k < n && cq->count) {
 		wc[k++] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->cap;
