@@ -58,5 +58,35 @@ else
 	cat "$work/server.log"
 	bad "the server failed"
 fi
-[ $fail -eq 0 ] && echo "PASS uwarp-ucmatose's server is not held by clients that never connect"
+
+# A client whose FPDU carries a bad CRC gets a Terminate (layer LLP, type
+# MPA, code 0x02: RFC 6580 section 4) and the server's run fails, naming
+# the Terminate it sent: interop/ucmatose.sh tells siw's bad CRCs from
+# uwarp's own failures by that line.
+port=$(free_port)
+"$ucm" -b 127.0.0.1 -p "$port" -c 1 -C 10 >"$work/crc-server.log" 2>&1 &
+srv=$!
+track "$srv"
+wait_port "$port" "$srv" || { cat "$work/crc-server.log"; bad "the server did not listen"; exit 1; }
+got=$(PYTHONPATH="$(dirname "$0")" timeout 20 python3 - "$port" <<'PY'
+import sys
+from rddp_peer import Conn
+c = Conn("127.0.0.1", int(sys.argv[1]))
+f = bytearray(c._fpdu(c._untagged(3, 0, b"\0" * 64)))  # a Send
+f[-1] ^= 0x01
+c.s.sendall(bytes(f))
+print(*c.outcome())
+PY
+)
+[ "$got" = "terminate (2, 0, 2)" ] && echo "ok   a bad CRC is answered with a Terminate 2/0/0x02" ||
+	bad "a bad CRC got: $got"
+if timeout 20 tail --pid="$srv" -f /dev/null && ! wait "$srv" &&
+	grep -q "Terminate sent to the peer: layer 2 type 0 code 0x02" "$work/crc-server.log"; then
+	echo "ok   the server's run failed and named the Terminate it sent"
+else
+	cat "$work/crc-server.log"
+	bad "the server did not fail naming its Terminate"
+fi
+[ $fail -eq 0 ] && echo "PASS uwarp-ucmatose's server is not held by clients that never connect," \
+	"and says which Terminate ended a connection"
 exit $fail

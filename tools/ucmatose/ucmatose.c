@@ -167,8 +167,8 @@ static int drain(bool recvs)
 		for (int k = 0; k < n; k++) {
 			struct node *nd = (struct node *)(uintptr_t)wc[k].wr_id;
 			if (wc[k].status != UW_WC_SUCCESS) {
-				fprintf(stderr, "uwarp-ucmatose: completion: %s\n",
-					uw_wc_status_str(wc[k].status));
+				fprintf(stderr, "uwarp-ucmatose: connection %d: completion: %s\n",
+					(int)(nd - nodes), uw_wc_status_str(wc[k].status));
 				return EIO;
 			}
 			if (wc[k].opcode == UW_WC_RECV)
@@ -179,12 +179,31 @@ static int drain(bool recvs)
 	}
 }
 
-static int disconnect_events(int expect)
+/* A connection a Terminate ended says so, with its codes (RFC 5040
+ * section 7.2), as uwarp-rping does: a test tells uwarp's answer to a bad
+ * FPDU from a failure of its own by them. */
+static void report_terminate(const struct uw_cm_event *e)
 {
-	while (expect > 0) {
+	if (e->event != UW_CM_EVENT_DISCONNECTED || !e->terminated)
+		return;
+	int i = 0;
+	while (i < nnodes && nodes[i].id != e->id)
+		i++;
+	printf("uwarp-ucmatose: connection %d: Terminate %s: layer %u type %u code 0x%02x\n", i,
+	       e->term_remote ? "from the peer" : "sent to the peer", e->term_layer, e->term_etype,
+	       e->term_ecode);
+}
+
+/* Waits for EXPECT disconnections; with FAILED (the transfers failed), also
+ * reports what else comes within 1 s: a connection a Terminate ended may
+ * be one this side could no longer disconnect, and not among EXPECT. */
+static int disconnect_events(int expect, bool failed)
+{
+	while (expect > 0 || failed) {
 		struct uw_cm_event *e;
-		if (uw_cm_get_event_timeout(ch, &e, 30000))
-			return ETIMEDOUT;
+		if (uw_cm_get_event_timeout(ch, &e, expect > 0 ? 30000 : 1000))
+			return expect > 0 ? ETIMEDOUT : 0;
+		report_terminate(e);
 		if (e->event == UW_CM_EVENT_DISCONNECTED) {
 			uw_cm_disconnect(e->id);
 			expect--;
@@ -250,7 +269,7 @@ static int run_server(void)
 	for (int i = 0; i < nnodes; i++)
 		if (nodes[i].connected && !uw_cm_disconnect(nodes[i].id))
 			expect++;
-	int rc2 = disconnect_events(expect);
+	int rc2 = disconnect_events(expect, rc != 0);
 	printf("disconnected\n");
 	uw_cm_destroy_id(lid);
 	return rc ? rc : rc2;
@@ -289,7 +308,7 @@ static int run_client(void)
 	int expect = 0;
 	for (int i = 0; i < nnodes; i++)
 		expect += nodes[i].connected;
-	int rc2 = disconnect_events(rc ? 0 : expect);
+	int rc2 = disconnect_events(rc ? 0 : expect, rc != 0);
 	return rc ? rc : rc2;
 }
 
