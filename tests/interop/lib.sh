@@ -82,6 +82,10 @@ end_host() {
 	wait "$1" 2>/dev/null || true
 }
 
+# guest_frames: frames in the guest's capture so far (what a case adds
+# comes after)
+guest_frames() { capinfos -c -M "$DIR/guest.pcap" 2>/dev/null | awk '/Number of packets/ {print $NF}'; }
+
 # guest_end NAME: end a guest program left running (after a failed case),
 # so that it does not hold its port for the next one
 guest_end() { guest "killall $1 2>/dev/null; sleep 0.2; killall -9 $1 2>/dev/null; true" >/dev/null 2>&1; }

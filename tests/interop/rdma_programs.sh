@@ -70,8 +70,6 @@ else
 	fail "ib_write_bw -R (uwarp-run) server did not start"
 	end_host $srv
 fi
-# frames in the guest's capture so far: what a case adds comes after
-frames() { capinfos -c -M "$DIR/guest.pcap" 2>/dev/null | awk '/Number of packets/ {print $NF}'; }
 
 # delivered_then_closed N0: in the capture's frames after N0, perftest's
 # first connection (the one its messages go over) was closed by the host
@@ -114,7 +112,7 @@ delivered_then_closed() {
 #    whole result first, and the capture shows the message acknowledged
 #    before the host's FIN and no reset from the host.
 for try in $(seq 8); do
-	n0=$(frames)
+	n0=$(guest_frames)
 	job=$(guest_bg "ib_write_bw -R -F -d siw0 -n 200 -p $P_PERF")
 	if ! wait_guest_port "$P_PERF" "$job"; then
 		fail "siw ib_write_bw -R did not start: $(guest_wait "$job" 5)"
