@@ -63,19 +63,21 @@ closed_both_ways() {
 		! grep -q "[[:space:]]1$" <<<"$flags"
 }
 
-# judge WHAT DIRECTION UWARP_LOG SIW_LOG LATENCY_LOG TRY: one run of a
-# case, judged; returns 1 when it is settled (passed or failed), 0 when it
-# is to run once more: uwarp's debug trace shows the Terminate it answered
-# a bad CRC from siw with (LLP, CRC error), on the first try only
+# judge WHAT DIRECTION UWARP_LOG SIW_LOG LATENCY_LOG TRY N0: one run of
+# a case, judged; returns 1 when it is settled (passed or failed), 0 when
+# it is to run once more: uwarp's debug trace shows the Terminate it
+# answered a bad CRC from siw with (LLP, CRC error), and the link's
+# capture after frame N0 shows that bad CRC from siw, on the first try only
 judge() {
-	local what=$1 dir=$2 ulog=$3 slog=$4 llog=$5 try=$6
+	local what=$1 dir=$2 ulog=$3 slog=$4 llog=$5 try=$6 n0=$7
 	if passed "$ulog" && passed "$slog"; then
 		pass "dtest $what: $dir, PASSED both sides" \
 			"($(grep -Eo 'latency [0-9.]+ us' "$llog" | head -1))"
 		return 1
 	fi
 	guest_dtest_end
-	if [ "$try" = 1 ] && grep -Eq "Terminate 2/[0-9]+/0x02 from uwarp" "$ulog"; then
+	if [ "$try" = 1 ] && grep -Eq "Terminate 2/[0-9]+/0x02 from uwarp" "$ulog" &&
+		siw_sent_bad_crc "$DIR/guest-tap.pcap" "$n0" 0; then
 		echo "FINDING: dtest $what: siw sent an FPDU with a bad CRC (uwarp answered with" \
 			"a Terminate: LLP, CRC error). Once more:"
 		return 0
@@ -114,10 +116,11 @@ judge() {
 # bytes do not match (docs/wire-notes.md; here a Read Response, in a CI
 # run): uwarp answers with a Terminate (LLP, CRC error) and both Reads
 # fail, as they should. The case runs again once when uwarp's debug trace
-# shows exactly that; tshark's check of the capture reports it too.
+# shows exactly that and the capture proves siw's CRC bad (fpdu_crc.py).
 to_siw() {
-	local what="$*" try
+	local what="$*" try n0
 	for try in 1 2; do
+		n0=$(guest_frames "$DIR/guest-tap.pcap")
 		in_netns nft flush set inet uwarp_dtest tried
 		local job
 		job=$(guest_bg "DAT_OVERRIDE=/mnt/host/dat-guest.conf dtest -P ofa-v2-iwarp -s $what")
@@ -128,7 +131,7 @@ to_siw() {
 		wait $!
 		guest_wait "$job" 60 >"$DIR/dtest-siw-server.log" 2>&1
 		judge "$what" "uwarp client -> siw server" "$DIR/dtest-uwarp-client.log" \
-			"$DIR/dtest-siw-server.log" "$DIR/dtest-uwarp-client.log" $try || return 0
+			"$DIR/dtest-siw-server.log" "$DIR/dtest-uwarp-client.log" $try "$n0" || return 0
 	done
 }
 
@@ -139,11 +142,12 @@ to_siw() {
 # sends them; uwarp's Terminate, LLP CRC error, then both sides FAILED,
 # and that time siw's client never returned, which held up every guest
 # command after it until siwlab's guest ran each beside the others): the
-# case runs again once when uwarp's debug trace shows exactly that, as
-# to_siw does.
+# case runs again once when uwarp's debug trace and the capture show
+# exactly that, as to_siw does.
 from_siw() {
-	local what="$*" try
+	local what="$*" try n0
 	for try in 1 2; do
+		n0=$(guest_frames "$DIR/guest-tap.pcap")
 		HOST_TIMEOUT=120 host_bg "$DIR/dtest-uwarp-server.log" \
 			ip netns exec "$NETNS" env DAT_OVERRIDE="$DIR/dat-host.conf" UWARP_DAT_DEBUG=1 \
 			dtest -P uwarp -s $what
@@ -158,7 +162,7 @@ from_siw() {
 		passed "$DIR/dtest-siw-client.log" || end_host $srv
 		wait $srv
 		judge "$what" "siw client -> uwarp server" "$DIR/dtest-uwarp-server.log" \
-			"$DIR/dtest-siw-client.log" "$DIR/dtest-siw-client.log" $try || return 0
+			"$DIR/dtest-siw-client.log" "$DIR/dtest-siw-client.log" $try "$n0" || return 0
 	done
 }
 

@@ -4,8 +4,8 @@ Wireshark's dissector, which takes payload for headers where QEMU's user
 network re-cut a stream into segments that do not start at FPDUs, and
 then reports bad CRCs nobody sent (docs/wire-notes.md).
 
-Each TCP connection with PORT at either end, in the frames after
-AFTER_FRAME, is put back together in each direction from its segments by
+Each TCP connection with PORT at either end (0: every connection), in
+the frames after AFTER_FRAME, is put back together in each direction from its segments by
 sequence number. The stream opens with an MPA Request or Reply (RFC 5044
 section 7.1); after it, each FPDU is a 2-byte ULPDU length, the ULPDU, a
 pad to 4 bytes and, where either end's frame set the C bit, a CRC32c over
@@ -30,9 +30,9 @@ FLAG_M, FLAG_C = 0x80, 0x40
 
 def segments(pcap, after, port):
     """{(stream, src, dst): [(relative seq, payload)]}"""
+    only = " && tcp.port == %d" % port if port else ""
     out = subprocess.run(
-        ["tshark", "-r", pcap, "-Y",
-         "frame.number > %d && tcp.port == %d && tcp.len > 0" % (after, port),
+        ["tshark", "-r", pcap, "-Y", "frame.number > %d && tcp.len > 0%s" % (after, only),
          "-T", "fields", "-e", "tcp.stream", "-e", "ip.src", "-e", "tcp.srcport",
          "-e", "ip.dst", "-e", "tcp.dstport", "-e", "tcp.seq", "-e", "tcp.payload"],
         capture_output=True, text=True, check=True).stdout

@@ -82,9 +82,22 @@ end_host() {
 	wait "$1" 2>/dev/null || true
 }
 
-# guest_frames: frames in the guest's capture so far (what a case adds
-# comes after)
-guest_frames() { capinfos -c -M "$DIR/guest.pcap" 2>/dev/null | awk '/Number of packets/ {print $NF}'; }
+# guest_frames [PCAP]: frames in the guest's capture (guest.pcap unless
+# named) so far: what a case adds comes after
+guest_frames() { capinfos -c -M "${1:-$DIR/guest.pcap}" 2>/dev/null | awk '/Number of packets/ {print $NF}'; }
+
+# siw_sent_bad_crc PCAP N0 PORT: in the capture's frames after N0, on the
+# connections with PORT at one end (0: all), siw sent an FPDU whose CRC
+# its bytes do not match, as fpdu_crc.py computes them from the
+# reassembled stream; what it found is printed
+siw_sent_bad_crc() {
+	local check rc gip=$GUEST_IP
+	[ "$1" = "$DIR/guest-tap.pcap" ] && gip=$TAP_GUEST_IP
+	check=$(python3 "$ROOT/tests/interop/fpdu_crc.py" "$1" "$2" "$3" "$gip")
+	rc=$?
+	echo "$check" | sed 's/^/    capture: /'
+	[ $rc -eq 1 ]
+}
 
 # guest_end NAME: end a guest program left running (after a failed case),
 # so that it does not hold its port for the next one

@@ -1,7 +1,7 @@
 """test_fpdu_crc.py: fpdu_crc.py, which interop_ucmatose trusts to say that
 siw sent a bad CRC before it runs a case again, finds exactly the FPDUs
 whose CRC32c does not match their bytes (RFC 5044 section 4.4), by
-sender, in streams cut into segments that do not start at FPDUs, with a
+sender, on one port or all, in streams cut into segments that do not start at FPDUs, with a
 retransmitted segment and two that came out of order; and says so by its
 exit status: 1 for a bad one from the sender asked about, 0 for none, 2
 when nothing was checked.
@@ -69,12 +69,12 @@ def capture(a_stream, b_stream, seg=100):
     return pcap(fr)
 
 
-def check(data, sender):
+def check(data, sender, port=BPORT):
     with tempfile.NamedTemporaryFile(suffix=".pcap") as f:
         f.write(data)
         f.flush()
         r = subprocess.run([sys.executable, os.path.join(HERE, "fpdu_crc.py"), f.name,
-                            "0", str(BPORT)] + ([sender] if sender else []),
+                            "0", str(port)] + ([sender] if sender else []),
                            capture_output=True, text=True)
         return r.returncode, r.stdout + r.stderr
 
@@ -109,6 +109,10 @@ def main():
     expect("the bad CRC is the other end's: exit 0", rc == 0 and "1 bad CRC" in out, out)
     rc, out = check(capture(bad, back), None)
     expect("no sender named: any bad CRC is exit 1", rc == 1, out)
+    rc, out = check(capture(bad, back), A, 0)
+    expect("port 0: every connection, the bad CRC found", rc == 1 and "1 bad CRC" in out, out)
+    rc, out = check(capture(bad, back), A, 9)
+    expect("another port: nothing checked, exit 2", rc == 2, out)
     nocrc = mpa_frame(b"MPA ID Req Frame", 0x00) + b"".join(
         struct.pack(">H", 18 + len(p)) + bytes([0x41, 0x43]) + b"\0" * 4 +
         struct.pack(">III", 0, i + 1, 0) + p + b"\0" * (-(20 + len(p)) % 4)
