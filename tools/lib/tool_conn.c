@@ -1,5 +1,6 @@
 /*
- * tool_conn.c: a failed connection attempt in words (tool_conn.h).
+ * tool_conn.c: a failed connection attempt, and a Terminate, in words
+ * (tool_conn.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,4 +28,17 @@ void tool_connect_failed(const char *tool, const char *peer, int status)
 	}
 	const char *w = util_connect_words(status);
 	fprintf(stderr, "%s: %s: %s\n", tool, peer, w ? w : strerror(status));
+}
+
+bool tool_report_terminate(FILE *f, const char *who, const struct uw_cm_event *e)
+{
+	if (e->event != UW_CM_EVENT_DISCONNECTED || !e->terminated)
+		return false;
+	fprintf(f, "%s: Terminate %s: layer %u type %u code 0x%02x%s\n", who,
+		e->term_remote ? "from the peer" : "sent to the peer", e->term_layer, e->term_etype,
+		e->term_ecode,
+		!e->term_remote      ? ""
+		: e->term_siw_layout ? " (siw's bit layout)"
+				     : " (RFC 5040 layout)");
+	return true;
 }

@@ -15,6 +15,7 @@
 
 #include "perf.h"
 #include "perf_pt.h"
+#include "tools/lib/tool_conn.h"
 
 /* how long an MPA exchange may take once TCP is up (siw's Reply timeout is 10 s) */
 #define PT_CONNECT_MS 15000
@@ -171,12 +172,7 @@ static int wait_disconnected(struct pt_link *l, int ms)
 			continue;
 		if (e->event == UW_CM_EVENT_DISCONNECTED) {
 			l->down = true;
-			if (e->terminated)
-				fprintf(stderr,
-					"uwarp-perf: Terminate %s: layer %u type %u "
-					"code 0x%02x\n",
-					e->term_remote ? "from the peer" : "sent to the peer",
-					e->term_layer, e->term_etype, e->term_ecode);
+			tool_report_terminate(stderr, "uwarp-perf", e);
 		}
 		uw_cm_ack_event(e);
 	}

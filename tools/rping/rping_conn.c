@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "rping.h"
+#include "tools/lib/tool_conn.h"
 
 static struct uw_mr *reg(struct rping_conn *c, void *p, size_t len, int access)
 {
@@ -117,15 +118,8 @@ int rping_report_end(struct rping_conn *c)
 	int terminated = 0;
 	while (!uw_cm_get_event_timeout(c->ch, &e, 2000)) {
 		bool end = e->id == c->id && e->event == UW_CM_EVENT_DISCONNECTED;
-		if (end && e->terminated) {
+		if (end && tool_report_terminate(stdout, "uwarp-rping", e))
 			terminated = 1;
-			printf("uwarp-rping: Terminate %s: layer %u type %u code 0x%02x%s\n",
-			       e->term_remote ? "from the peer" : "sent to the peer", e->term_layer,
-			       e->term_etype, e->term_ecode,
-			       e->term_remote ? (e->term_siw_layout ? " (siw's bit layout)"
-								    : " (RFC 5040 layout)")
-					      : "");
-		}
 		uw_cm_ack_event(e);
 		if (end)
 			break;

@@ -179,19 +179,15 @@ static int drain(bool recvs)
 	}
 }
 
-/* A connection a Terminate ended says so, with its codes (RFC 5040
- * section 7.2), as uwarp-rping does: a test tells uwarp's answer to a bad
- * FPDU from a failure of its own by them. */
+/* A connection a Terminate ended says so, and which it was */
 static void report_terminate(const struct uw_cm_event *e)
 {
-	if (e->event != UW_CM_EVENT_DISCONNECTED || !e->terminated)
-		return;
 	int i = 0;
 	while (i < nnodes && nodes[i].id != e->id)
 		i++;
-	printf("uwarp-ucmatose: connection %d: Terminate %s: layer %u type %u code 0x%02x\n", i,
-	       e->term_remote ? "from the peer" : "sent to the peer", e->term_layer, e->term_etype,
-	       e->term_ecode);
+	char who[64];
+	snprintf(who, sizeof(who), "uwarp-ucmatose: connection %d", i);
+	tool_report_terminate(stdout, who, e);
 }
 
 /* Waits for EXPECT disconnections; with FAILED (the transfers failed), also
