@@ -29,6 +29,20 @@ def crc32c(data):
 WRITE, READ_REQ, READ_RESP, SEND, TERMINATE = 0, 1, 2, 3, 7
 
 
+def fpdu(ulpdu, crc=True):
+    """ulpdu framed as an FPDU (RFC 5044 section 4.1): its length, itself,
+    the pad to 4 bytes and, with crc, the CRC32c over all of that"""
+    f = struct.pack(">H", len(ulpdu)) + ulpdu
+    f += b"\0" * (-len(f) % 4)
+    return f + struct.pack("<I", crc32c(f)) if crc else f
+
+
+def untagged(opcode, qn, msn, body, mo=0):
+    """an untagged DDP segment, the last of its message, with RDMAP
+    revision 1 and opcode (RFC 5041 section 4.3, RFC 5040 section 4.1)"""
+    return bytes([0x41, 0x40 | opcode]) + b"\0" * 4 + struct.pack(">III", qn, msn, mo) + body
+
+
 class Refused(Exception):
     """the MPA exchange did not give a connection"""
 
@@ -63,14 +77,12 @@ class Conn:
         return b
 
     def _fpdu(self, ulpdu):
-        f = struct.pack(">H", len(ulpdu)) + ulpdu
-        f += b"\0" * (-len(f) % 4)
-        return f + struct.pack("<I", crc32c(f))
+        return fpdu(ulpdu, self.crc)
 
     def _untagged(self, opcode, qn, body):
         msn = self.msn[qn]
         self.msn[qn] += 1
-        return bytes([0x41, 0x40 | opcode]) + b"\0" * 4 + struct.pack(">III", qn, msn, 0) + body
+        return untagged(opcode, qn, msn, body)
 
     def write(self, stag, to, data):
         """an RDMA Write of data to (stag, to), one segment"""

@@ -77,7 +77,7 @@ judge() {
 	fi
 	guest_dtest_end
 	if [ "$try" = 1 ] && grep -Eq "Terminate 2/[0-9]+/0x02 from uwarp" "$ulog" &&
-		siw_sent_bad_crc "$DIR/guest-tap.pcap" "$n0" 0; then
+		siw_sent_bad_crc "$DIR/guest-tap.pcap" "$n0" 0 "$TAP_GUEST_IP"; then
 		echo "FINDING: dtest $what: siw sent an FPDU with a bad CRC (uwarp answered with" \
 			"a Terminate: LLP, CRC error). Once more:"
 		return 0

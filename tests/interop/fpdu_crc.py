@@ -5,8 +5,8 @@ network re-cut a stream into segments that do not start at FPDUs, and
 then reports bad CRCs nobody sent (docs/wire-notes.md).
 
 Each TCP connection with PORT at either end (0: every connection), in
-the frames after AFTER_FRAME, is put back together in each direction from its segments by
-sequence number. The stream opens with an MPA Request or Reply (RFC 5044
+the frames after AFTER_FRAME, is put back together in each direction
+from its segments by sequence number. The stream opens with an MPA Request or Reply (RFC 5044
 section 7.1); after it, each FPDU is a 2-byte ULPDU length, the ULPDU, a
 pad to 4 bytes and, where either end's frame set the C bit, a CRC32c over
 all of that (RFC 5044 sections 4.1 and 4.4). Streams with markers (the M
@@ -112,9 +112,8 @@ def main(argv):
         crc = any(f & FLAG_C for f in flags)
         for src, (dst, data, hole) in sorted(ends.items()):
             n = bad = 0
-            last = 0
             for i, off, ulen, carried, computed in fpdus(data, frames[src][1], crc):
-                n, last = i, off
+                n = i
                 if carried != computed:
                     bad += 1
                     print("  FPDU %d at stream offset %d (ULPDU %d bytes) carries CRC "

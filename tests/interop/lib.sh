@@ -86,14 +86,13 @@ end_host() {
 # named) so far: what a case adds comes after
 guest_frames() { capinfos -c -M "${1:-$DIR/guest.pcap}" 2>/dev/null | awk '/Number of packets/ {print $NF}'; }
 
-# siw_sent_bad_crc PCAP N0 PORT: in the capture's frames after N0, on the
-# connections with PORT at one end (0: all), siw sent an FPDU whose CRC
-# its bytes do not match, as fpdu_crc.py computes them from the
-# reassembled stream; what it found is printed
+# siw_sent_bad_crc PCAP N0 PORT SIW_IP: in the capture's frames after N0,
+# on the connections with PORT at one end (0: all), siw (at SIW_IP) sent
+# an FPDU whose CRC its bytes do not match, as fpdu_crc.py computes them
+# from the reassembled stream; what it found is printed
 siw_sent_bad_crc() {
-	local check rc gip=$GUEST_IP
-	[ "$1" = "$DIR/guest-tap.pcap" ] && gip=$TAP_GUEST_IP
-	check=$(python3 "$ROOT/tests/interop/fpdu_crc.py" "$1" "$2" "$3" "$gip")
+	local check rc
+	check=$(python3 "$ROOT/tests/interop/fpdu_crc.py" "$@")
 	rc=$?
 	echo "$check" | sed 's/^/    capture: /'
 	[ $rc -eq 1 ]

@@ -1,10 +1,10 @@
 """test_fpdu_crc.py: fpdu_crc.py, which interop_ucmatose trusts to say that
 siw sent a bad CRC before it runs a case again, finds exactly the FPDUs
 whose CRC32c does not match their bytes (RFC 5044 section 4.4), by
-sender, on one port or all, in streams cut into segments that do not start at FPDUs, with a
-retransmitted segment and two that came out of order; and says so by its
-exit status: 1 for a bad one from the sender asked about, 0 for none, 2
-when nothing was checked.
+sender, on one port or all, in streams cut into segments that do not
+start at FPDUs, with a retransmitted segment and two that came out of
+order; and says so by its exit status: 1 for a bad one from the sender
+asked about, 0 for none, 2 when nothing was checked.
 
 The captures are written here (Ethernet, IPv4, TCP, the handshake first,
 so that tshark's relative sequence numbers start at 1).
@@ -17,7 +17,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "hostile"))
-from rddp_peer import crc32c  # noqa: E402
+from rddp_peer import SEND, fpdu, untagged  # noqa: E402
 
 A, B = "10.9.0.1", "10.9.0.2"
 APORT, BPORT = 40000, 7471
@@ -46,12 +46,10 @@ def mpa_frame(key, flags):
     return key + bytes([flags, 1]) + struct.pack(">H", 0)
 
 
-def fpdu(payload, msn, bad=False):
-    u = bytes([0x41, 0x43]) + b"\0" * 4 + struct.pack(">III", 0, msn, 0) + payload
-    f = struct.pack(">H", len(u)) + u
-    f += b"\0" * (-len(f) % 4)
-    crc = crc32c(f) ^ (0x5A5A5A5A if bad else 0)
-    return f + struct.pack("<I", crc)
+def send(payload, msn, bad=False, crc=True):
+    """a Send's FPDU; bad: its CRC's bytes flipped"""
+    f = fpdu(untagged(SEND, 0, msn, payload), crc)
+    return f[:-4] + bytes(b ^ 0x5A for b in f[-4:]) if bad else f
 
 
 def capture(a_stream, b_stream, seg=100):
@@ -92,10 +90,10 @@ def main():
     req = mpa_frame(b"MPA ID Req Frame", 0x40)  # C: CRC
     rep = mpa_frame(b"MPA ID Rep Frame", 0x00)
     sends = [bytes(range(256)) * 2, b"x" * 1001, b"\0" * 333]
-    good = req + b"".join(fpdu(p, i + 1) for i, p in enumerate(sends))
-    bad_at = len(req) + len(fpdu(sends[0], 1))
-    bad = req + b"".join(fpdu(p, i + 1, bad=(i == 1)) for i, p in enumerate(sends))
-    back = rep + fpdu(b"reply", 1)
+    good = req + b"".join(send(p, i + 1) for i, p in enumerate(sends))
+    bad_at = len(req) + len(send(sends[0], 1))
+    bad = req + b"".join(send(p, i + 1, bad=(i == 1)) for i, p in enumerate(sends))
+    back = rep + send(b"reply", 1)
 
     rc, out = check(capture(good, back), A)
     expect("every CRC good: exit 0, 3 FPDUs one way and 1 back",
@@ -114,10 +112,8 @@ def main():
     rc, out = check(capture(bad, back), A, 9)
     expect("another port: nothing checked, exit 2", rc == 2, out)
     nocrc = mpa_frame(b"MPA ID Req Frame", 0x00) + b"".join(
-        struct.pack(">H", 18 + len(p)) + bytes([0x41, 0x43]) + b"\0" * 4 +
-        struct.pack(">III", 0, i + 1, 0) + p + b"\0" * (-(20 + len(p)) % 4)
-        for i, p in enumerate(sends))
-    rc, out = check(capture(nocrc, rep + b"\0\x12" + b"\0" * 18), A)
+        send(p, i + 1, crc=False) for i, p in enumerate(sends))
+    rc, out = check(capture(nocrc, rep + send(b"reply", 1, crc=False)), A)
     expect("neither end asked for CRC: framed without one, exit 0",
            rc == 0 and "3 FPDUs (no CRC), 0 bad CRC" in out, out)
     rc, out = check(capture(b"GET / HTTP/1.1\r\n\r\n" * 40, b"HTTP/1.1 200 OK\r\n\r\n"), A)

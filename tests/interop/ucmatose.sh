@@ -14,11 +14,20 @@
 UCMA=$UWARP_BIN/uwarp-ucmatose
 args="-c 2 -C 50 -S 4096"
 
-# siw_bad_crc N0 UWARP_OUTPUT: the failed case was uwarp's answer to a bad
-# CRC from siw, in the capture's frames after N0
-siw_bad_crc() {
-	grep -q "Terminate sent to the peer: layer 2 type 0 code 0x02" <<<"$2" &&
-		siw_sent_bad_crc "$DIR/guest.pcap" "$1" "$P_UCMA"
+# again_for_siw TRY N0 UWARP_OUTPUT CASE: on the first try, whether the
+# failed CASE was uwarp's answer to a bad CRC from siw in the capture's
+# frames after N0 (then it says so, and the case runs once more)
+again_for_siw() {
+	[ "$1" = 1 ] && grep -q "Terminate sent to the peer: layer 2 type 0 code 0x02" <<<"$3" &&
+		siw_sent_bad_crc "$DIR/guest.pcap" "$2" "$P_UCMA" "$GUEST_IP" || return 1
+	echo "FINDING: $4: siw sent an FPDU with a bad CRC, and uwarp answered with a" \
+		"Terminate (LLP, CRC error). Once more:"
+}
+
+# twice CASE CRC: CASE, and once more when it returns 2
+twice() {
+	"$1" "$2" 1
+	[ $? -eq 2 ] && "$1" "$2" 2
 }
 
 # to_siw CRC TRY: uwarp-ucmatose client -> siw's ucmatose server; returns
@@ -41,11 +50,8 @@ to_siw() {
 		return 0
 	fi
 	guest_end ucmatose
-	if [ "$try" = 1 ] && siw_bad_crc "$n0" "$out"; then
-		echo "FINDING: uwarp-ucmatose client -> siw ucmatose server, CRC $crc: siw sent an" \
-			"FPDU with a bad CRC, and uwarp answered with a Terminate (LLP, CRC error). Once more:"
+	again_for_siw "$try" "$n0" "$out" "uwarp-ucmatose client -> siw ucmatose server, CRC $crc" &&
 		return 2
-	fi
 	fail "uwarp-ucmatose client -> siw ucmatose server, CRC $crc (uwarp $rc, siw $grc)"
 	echo "$out" | sed 's/^/    uwarp: /'
 	echo "$gout" | sed 's/^/    siw: /'
@@ -74,11 +80,8 @@ from_siw() {
 		return 0
 	fi
 	guest_end ucmatose
-	if [ "$try" = 1 ] && siw_bad_crc "$n0" "$(cat "$log")"; then
-		echo "FINDING: siw ucmatose client -> uwarp-ucmatose server, CRC $crc: siw sent an" \
-			"FPDU with a bad CRC, and uwarp answered with a Terminate (LLP, CRC error). Once more:"
-		return 2
-	fi
+	again_for_siw "$try" "$n0" "$(cat "$log")" \
+		"siw ucmatose client -> uwarp-ucmatose server, CRC $crc" && return 2
 	fail "siw ucmatose client -> uwarp-ucmatose server, CRC $crc (siw $grc, uwarp $rc)"
 	echo "$gout" | sed 's/^/    siw: /'
 	sed 's/^/    uwarp: /' "$log"
@@ -86,13 +89,7 @@ from_siw() {
 }
 
 for crc in off on; do
-	for try in 1 2; do
-		to_siw $crc $try
-		[ $? -eq 2 ] || break
-	done
-	for try in 1 2; do
-		from_siw $crc $try
-		[ $? -eq 2 ] || break
-	done
+	twice to_siw $crc
+	twice from_siw $crc
 done
 finish
